@@ -1,0 +1,768 @@
+//! Typed, strict configuration (STYLE.md rule 4).
+//!
+//! A simulation is described by one [`SimConfig`]: the machine (a preset from `presets/` or a
+//! TOML file), the paging mode, the guest's paging format and page-size use, the host's memory
+//! and nested page size, and the seed. Every struct denies unknown fields, defaults live here
+//! and only here, and [`SimConfig::validate`] checks everything once before anything is built,
+//! with errors that name the dotted path of the field (`machine.tlb.l1d[0].ways`).
+//!
+//! `--set dotted.path=value` overrides go through [`SimConfig::from_toml_with_overrides`]: the
+//! config is expanded with all its defaults, the path must exist in it, and the value is parsed
+//! as a TOML value (falling back to a string), so a typo is an error, never a silent no-op.
+
+use crate::addr::{parse_bytes, PageSize};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+
+/// A byte quantity written as an integer or a string such as `"64K"`, `"4G"`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
+pub struct Bytes(pub u64);
+
+impl Serialize for Bytes {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let b = self.0;
+        let text = if b != 0 && b % (1 << 30) == 0 {
+            format!("{}G", b >> 30)
+        } else if b != 0 && b % (1 << 20) == 0 {
+            format!("{}M", b >> 20)
+        } else if b != 0 && b % (1 << 10) == 0 {
+            format!("{}K", b >> 10)
+        } else {
+            return s.serialize_u64(b);
+        };
+        s.serialize_str(&text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            N(u64),
+            S(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::N(n) => Ok(Bytes(n)),
+            Raw::S(s) => parse_bytes(&s).map(Bytes).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "`{s}` is not a byte size (write e.g. 4096, \"64K\", \"2M\", \"4G\")"
+                ))
+            }),
+        }
+    }
+}
+
+/// The paging regime of the VM (DESIGN.md "The model").
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// No hypervisor: one walk of the guest tables, guest physical = machine physical.
+    #[default]
+    Native,
+    /// Nested paging (AMD NPT / Intel EPT): the 2D walk of seed 002.
+    Nested,
+}
+
+impl Mode {
+    /// The name used in configs and results.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::Native => "native",
+            Mode::Nested => "nested",
+        }
+    }
+}
+
+/// x86 paging formats (Intel SDM Vol. 3A §4.3–4.5; AMD APM Vol. 2 §5.2–5.3).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PagingFormat {
+    /// 32-bit paging: 2 levels of 1024 4-byte entries; 4 KiB and 4 MiB (PSE) pages.
+    #[serde(rename = "x86_32")]
+    X86_32,
+    /// PAE: a 4-entry PDPT plus 2 levels of 512 8-byte entries; 4 KiB and 2 MiB pages.
+    Pae,
+    /// Long mode, 4 levels, 48-bit virtual addresses; 4 KiB, 2 MiB, 1 GiB pages.
+    #[default]
+    Long4,
+    /// Long mode with LA57, 5 levels, 57-bit virtual addresses.
+    Long5,
+}
+
+/// How the guest uses page sizes for the memory it maps.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub enum GuestPageSize {
+    /// Every mapping at 4 KiB.
+    #[default]
+    #[serde(rename = "4K")]
+    Size4K,
+    /// 2 MiB (4 MiB in 32-bit paging) wherever a region is aligned and the guest allocator has a
+    /// contiguous block; 4 KiB elsewhere.
+    #[serde(rename = "2M")]
+    Size2M,
+    /// 1 GiB wherever aligned and available, else 2 MiB, else 4 KiB.
+    #[serde(rename = "1G")]
+    Size1G,
+    /// THP-like: regions flagged huge (or larger than 2 MiB) get 2 MiB pages, others 4 KiB.
+    #[serde(rename = "mixed")]
+    Mixed,
+}
+
+/// How a frame allocator places frames in physical memory.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllocPolicy {
+    /// Lowest free frame first: physically contiguous, every large block available.
+    #[default]
+    Sequential,
+    /// Uniformly random free frame (seeded): no contiguity beyond chance.
+    Random,
+    /// Buddy-like: contiguous large blocks are available with probability `1 - fragmentation`.
+    Buddy,
+}
+
+/// A physical frame allocator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AllocatorConfig {
+    /// Placement policy.
+    #[serde(default)]
+    pub policy: AllocPolicy,
+    /// For `buddy`: probability in [0, 1] that a request for a 2 MiB / 1 GiB contiguous block
+    /// finds none (and the caller falls back to smaller pages).
+    #[serde(default)]
+    pub fragmentation: f64,
+}
+
+impl Default for AllocatorConfig {
+    fn default() -> Self {
+        AllocatorConfig {
+            policy: AllocPolicy::Sequential,
+            fragmentation: 0.0,
+        }
+    }
+}
+
+/// The guest: its paging format, page sizes, memory and kernel costs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestConfig {
+    /// Paging format of the guest's tables (`--levels 5` selects `long5`).
+    #[serde(default)]
+    pub format: PagingFormat,
+    /// Page sizes the guest maps with.
+    #[serde(default)]
+    pub page_size: GuestPageSize,
+    /// Guest physical memory size.
+    #[serde(default = "default_guest_memory")]
+    pub memory: Bytes,
+    /// Guest frame allocator.
+    #[serde(default)]
+    pub allocator: AllocatorConfig,
+    /// Cycles the guest kernel spends handling one demand-paging fault (entry, allocation,
+    /// zeroing, PTE writes, return). Assumption: ~1 µs of a 2–3 GHz core for an anonymous fault
+    /// including zeroing a 4 KiB page, paid in every mode.
+    #[serde(default = "default_fault_cycles")]
+    pub page_fault_cycles: u64,
+}
+
+fn default_guest_memory() -> Bytes {
+    Bytes(16 << 30)
+}
+fn default_fault_cycles() -> u64 {
+    2500
+}
+
+impl Default for GuestConfig {
+    fn default() -> Self {
+        GuestConfig {
+            format: PagingFormat::default(),
+            page_size: GuestPageSize::default(),
+            memory: default_guest_memory(),
+            allocator: AllocatorConfig::default(),
+            page_fault_cycles: default_fault_cycles(),
+        }
+    }
+}
+
+/// The host (hypervisor side): machine memory and the nested tables.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Host physical memory size.
+    #[serde(default = "default_host_memory")]
+    pub memory: Bytes,
+    /// Host frame allocator.
+    #[serde(default)]
+    pub allocator: AllocatorConfig,
+    /// Page size the nested tables map guest memory with; where the host allocator has no
+    /// contiguous block of that size, the next smaller size is used.
+    #[serde(default = "default_nested_page_size")]
+    pub nested_page_size: PageSize,
+    /// Levels of the nested tables: 4, or 5 (LA57-style nested paging).
+    #[serde(default = "default_nested_levels")]
+    pub nested_levels: u8,
+}
+
+fn default_host_memory() -> Bytes {
+    Bytes(64 << 30)
+}
+fn default_nested_page_size() -> PageSize {
+    PageSize::Size4K
+}
+fn default_nested_levels() -> u8 {
+    4
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            memory: default_host_memory(),
+            allocator: AllocatorConfig::default(),
+            nested_page_size: default_nested_page_size(),
+            nested_levels: default_nested_levels(),
+        }
+    }
+}
+
+/// The core's base timing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreConfig {
+    /// Cycles per instruction with a perfect TLB and an L1-hitting memory (the `base_CPI` of
+    /// DESIGN.md's timing equation).
+    pub base_cpi: f64,
+    /// Clock frequency in GHz (for converting cycles to seconds in reports only).
+    pub freq_ghz: f64,
+}
+
+/// One TLB array: `entries` entries in sets of `ways`, LRU, holding the listed page sizes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbArrayConfig {
+    /// Number of entries.
+    pub entries: u32,
+    /// Associativity (`entries` = fully associative, 1 = direct mapped).
+    pub ways: u32,
+    /// Page sizes this array holds.
+    pub sizes: Vec<PageSize>,
+}
+
+/// The TLB hierarchy: each level is a list of arrays looked up in parallel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlbConfig {
+    /// L1 data TLB arrays.
+    pub l1d: Vec<TlbArrayConfig>,
+    /// L1 instruction TLB arrays.
+    pub l1i: Vec<TlbArrayConfig>,
+    /// L2 TLB arrays (data; unified when `l2i` is empty, like Intel's STLB).
+    pub l2: Vec<TlbArrayConfig>,
+    /// Separate L2 instruction TLB arrays (AMD); empty = fetches use `l2`.
+    #[serde(default)]
+    pub l2i: Vec<TlbArrayConfig>,
+    /// Extra cycles of an L1 TLB miss that hits in the L2 TLB.
+    pub l2_latency: u32,
+    /// Tag entries with the PCID so CR3 writes need not flush (Intel PCID / AMD ASID-like).
+    #[serde(default)]
+    pub pcid: bool,
+    /// Tag entries with the VPID/ASID so VM exits and entries need not flush.
+    #[serde(default = "yes")]
+    pub vpid: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Page-walk caching designs (seed 002 §4 and Intel's paging-structure caches).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub enum PwcDesign {
+    /// No page-walk caching: every page-entry reference goes to the memory hierarchy.
+    #[serde(rename = "none")]
+    None,
+    /// AMD PWC for the guest dimension only (1D_PWC).
+    #[serde(rename = "1d")]
+    OneD,
+    /// AMD PWC for both dimensions (2D_PWC).
+    #[serde(rename = "2d")]
+    TwoD,
+    /// 2D_PWC plus the Nested TLB (2D_PWC+NT).
+    #[default]
+    #[serde(rename = "2d+nt")]
+    TwoDNt,
+    /// Intel-style paging-structure caches (virtually tagged; skip upper levels).
+    #[serde(rename = "psc")]
+    Psc,
+}
+
+impl PwcDesign {
+    /// The name used in configs and results.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PwcDesign::None => "none",
+            PwcDesign::OneD => "1d",
+            PwcDesign::TwoD => "2d",
+            PwcDesign::TwoDNt => "2d+nt",
+            PwcDesign::Psc => "psc",
+        }
+    }
+}
+
+/// The AMD page-walk cache: physically tagged page entries (seed 002 §4.1, Table 2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PwcConfig {
+    /// Which design is active.
+    pub design: PwcDesign,
+    /// Entries.
+    pub entries: u32,
+    /// Associativity (`entries` = fully associative).
+    pub ways: u32,
+    /// Cycles of a PWC access (paid on hit and miss).
+    pub latency: u32,
+    /// Cache `{G,gL1}` (and native `L1`) entries; off in seed 002 except Figure 9's variant.
+    #[serde(default)]
+    pub cache_g_l1: bool,
+    /// Cache `{nL1,gPA}` entries (seed 002 §6.4 studies turning this off).
+    #[serde(default = "yes")]
+    pub cache_nl1_gpa: bool,
+    /// Flush the PWC whenever the TLB is flushed (seed 002 Table 2: yes).
+    #[serde(default = "yes")]
+    pub flush_on_tlb_flush: bool,
+}
+
+/// The Nested TLB: gPA page → hPA page of the page entries' pages (seed 002 §4.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NtlbConfig {
+    /// Entries.
+    pub entries: u32,
+    /// Associativity.
+    pub ways: u32,
+    /// Cycles of an NTLB access (paid on hit and miss).
+    pub latency: u32,
+    /// Also use the NTLB for the final `gPA` row (seed 002 does not: its reuse is like a TLB
+    /// miss's).
+    #[serde(default)]
+    pub cache_gpa_row: bool,
+}
+
+/// Intel-style paging-structure caches (Intel SDM Vol. 3A §4.10.3): per upper level, entries
+/// tagged by the virtual-address prefix that selects them, holding the next table's address.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PscConfig {
+    /// PML5E cache entries (5-level paging only).
+    #[serde(default)]
+    pub pml5: u32,
+    /// PML4E cache entries.
+    pub pml4: u32,
+    /// PDPTE cache entries.
+    pub pdpt: u32,
+    /// PDE cache entries.
+    pub pde: u32,
+    /// Cycles of a lookup (all levels searched in parallel).
+    pub latency: u32,
+}
+
+/// One level of the data/page-entry cache hierarchy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheLevelConfig {
+    /// Name: `l1`, `l2`, `l3`.
+    pub name: String,
+    /// Capacity.
+    pub size: Bytes,
+    /// Associativity.
+    pub ways: u32,
+    /// Load-to-use latency of a hit at this level, in cycles.
+    pub latency: u32,
+}
+
+/// The memory hierarchy seen by page-entry references and (optionally) data references.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Line size in bytes.
+    #[serde(default = "default_line")]
+    pub line: u32,
+    /// Levels, closest first.
+    pub levels: Vec<CacheLevelConfig>,
+    /// Latency of a reference served by DRAM, in cycles.
+    pub dram_latency: u32,
+    /// The level page entries are looked up from and filled into (seed 002: `l2`).
+    #[serde(default = "default_pe_fill")]
+    pub page_entry_fill: String,
+    /// Send data references through the hierarchy too (off: data costs only base CPI).
+    #[serde(default = "yes")]
+    pub data: bool,
+}
+
+fn default_line() -> u32 {
+    64
+}
+fn default_pe_fill() -> String {
+    "l2".into()
+}
+
+/// A machine: core, TLBs, page-walk caches, caches. Presets live in `presets/machines/`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    /// Preset name.
+    pub name: String,
+    /// One line describing it.
+    #[serde(default)]
+    pub description: String,
+    /// Core timing.
+    pub core: CoreConfig,
+    /// TLBs.
+    pub tlb: TlbConfig,
+    /// AMD page-walk cache (used by designs `1d`, `2d`, `2d+nt`).
+    pub pwc: PwcConfig,
+    /// Nested TLB (design `2d+nt`).
+    pub ntlb: NtlbConfig,
+    /// Paging-structure caches (design `psc`).
+    pub psc: PscConfig,
+    /// Cache hierarchy.
+    pub caches: CacheConfig,
+    /// Where each number comes from: dotted field path → source (paper, table, manual, or
+    /// "assumption: …").
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+}
+
+/// Everything one simulation needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// Paging mode.
+    #[serde(default)]
+    pub mode: Mode,
+    /// The machine.
+    pub machine: MachineConfig,
+    /// The guest.
+    #[serde(default)]
+    pub guest: GuestConfig,
+    /// The host.
+    #[serde(default)]
+    pub host: HostConfig,
+    /// Seed for every random choice of the run (allocators; generators have their own `seed`).
+    #[serde(default)]
+    pub seed: u64,
+    /// Verify every translation against the composition of the mappings (DESIGN.md law 3).
+    #[serde(default)]
+    pub check: bool,
+}
+
+/// The machine presets shipped with vmmu, as `(name, TOML text)`.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("bhargava08", include_str!("../presets/machines/bhargava08.toml")),
+    ("opteron2350", include_str!("../presets/machines/opteron2350.toml")),
+    ("core2-e6300", include_str!("../presets/machines/core2-e6300.toml")),
+    ("nehalem-x5560", include_str!("../presets/machines/nehalem-x5560.toml")),
+    ("golden-cove", include_str!("../presets/machines/golden-cove.toml")),
+    ("zen4", include_str!("../presets/machines/zen4.toml")),
+];
+
+/// Loads a machine by preset name, or from a TOML file when `name_or_path` ends in `.toml`.
+pub fn load_machine(name_or_path: &str) -> Result<MachineConfig> {
+    let text = if name_or_path.ends_with(".toml") {
+        std::fs::read_to_string(name_or_path).map_err(|e| Error::io(name_or_path, e))?
+    } else {
+        PRESETS
+            .iter()
+            .find(|(n, _)| *n == name_or_path)
+            .map(|(_, t)| t.to_string())
+            .ok_or_else(|| {
+                let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+                Error::config(
+                    "machine",
+                    format!(
+                        "unknown preset `{name_or_path}` (presets: {}; or give a path ending in .toml)",
+                        names.join(", ")
+                    ),
+                )
+            })?
+    };
+    let value: toml::Value = toml::from_str(&text)
+        .map_err(|e| Error::config("machine", format!("{name_or_path}: {e}")))?;
+    let m: MachineConfig = deserialize_at(value, "machine")?;
+    Ok(m)
+}
+
+fn deserialize_at<T: for<'de> Deserialize<'de>>(value: toml::Value, prefix: &str) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." || path.is_empty() {
+            prefix.to_string()
+        } else if prefix.is_empty() {
+            path
+        } else {
+            format!("{prefix}.{path}")
+        };
+        Error::config(field, e.into_inner().to_string())
+    })
+}
+
+/// Parses a `--set` value: a TOML literal (`4`, `true`, `"2M"`, `[1,2]`), else a bare string.
+fn parse_override_value(raw: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
+}
+
+/// Splits `a.b[0].c` or `a.b.0.c` into segments.
+fn split_path(path: &str) -> Vec<String> {
+    path.replace('[', ".")
+        .replace(']', "")
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn set_path(root: &mut toml::Value, path: &str, value: toml::Value) -> Result<()> {
+    let segs = split_path(path);
+    if segs.is_empty() {
+        return Err(Error::config(path, "empty --set path"));
+    }
+    let mut cur = root;
+    let mut walked = String::new();
+    for (i, seg) in segs.iter().enumerate() {
+        let last = i + 1 == segs.len();
+        let here = if walked.is_empty() {
+            seg.clone()
+        } else {
+            format!("{walked}.{seg}")
+        };
+        let next = match cur {
+            toml::Value::Table(t) => {
+                // Optional sections may be absent in a preset; an unknown key is still an error.
+                if !t.contains_key(seg.as_str()) {
+                    let known: Vec<&String> = t.keys().collect();
+                    return Err(Error::config(
+                        here,
+                        format!(
+                            "unknown configuration field (known here: {})",
+                            known
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+                t.get_mut(seg.as_str()).expect("checked above")
+            }
+            toml::Value::Array(a) => {
+                let idx: usize = seg.parse().map_err(|_| {
+                    Error::config(here.clone(), "expected an array index here")
+                })?;
+                let n = a.len();
+                a.get_mut(idx).ok_or_else(|| {
+                    Error::config(here.clone(), format!("index out of range (length {n})"))
+                })?
+            }
+            _ => {
+                return Err(Error::config(
+                    walked.clone(),
+                    format!("is a value, not a table; cannot set `{seg}` inside it"),
+                ))
+            }
+        };
+        if last {
+            *next = value;
+            return Ok(());
+        }
+        cur = next;
+        walked = here;
+    }
+    unreachable!("loop returns on the last segment")
+}
+
+impl SimConfig {
+    /// A config for `machine` with every other field at its default.
+    pub fn new(machine: MachineConfig) -> Self {
+        SimConfig {
+            mode: Mode::default(),
+            machine,
+            guest: GuestConfig::default(),
+            host: HostConfig::default(),
+            seed: 0,
+            check: false,
+        }
+    }
+
+    /// Parses a whole config from TOML text, then applies `--set` overrides (`path`, `value`),
+    /// then validates.
+    pub fn from_toml_with_overrides(text: &str, overrides: &[(String, String)]) -> Result<Self> {
+        let value: toml::Value =
+            toml::from_str(text).map_err(|e| Error::config("config", e.to_string()))?;
+        let cfg: SimConfig = deserialize_at(value, "")?;
+        cfg.with_overrides(overrides)
+    }
+
+    /// Applies `--set` overrides to this config (all defaults expanded first), then validates.
+    pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
+        let mut full = toml::Value::try_from(self)
+            .map_err(|e| Error::config("config", format!("cannot expand defaults: {e}")))?;
+        for (path, raw) in overrides {
+            set_path(&mut full, path, parse_override_value(raw))?;
+        }
+        let cfg: SimConfig = deserialize_at(full, "")?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The config as TOML text (every default written out).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// Checks every cross-field rule; the error names the field.
+    pub fn validate(&self) -> Result<()> {
+        let m = &self.machine;
+        if !(m.core.base_cpi.is_finite() && m.core.base_cpi > 0.0) {
+            return Err(Error::config("machine.core.base_cpi", "must be a positive number"));
+        }
+        if !(m.core.freq_ghz.is_finite() && m.core.freq_ghz > 0.0) {
+            return Err(Error::config("machine.core.freq_ghz", "must be a positive number"));
+        }
+        for (name, arrays) in [
+            ("l1d", &m.tlb.l1d),
+            ("l1i", &m.tlb.l1i),
+            ("l2", &m.tlb.l2),
+            ("l2i", &m.tlb.l2i),
+        ] {
+            for (i, a) in arrays.iter().enumerate() {
+                let f = format!("machine.tlb.{name}[{i}]");
+                check_sets(&f, a.entries, a.ways)?;
+                if a.sizes.is_empty() {
+                    return Err(Error::config(format!("{f}.sizes"), "lists no page size"));
+                }
+            }
+        }
+        if m.tlb.l1d.is_empty() {
+            return Err(Error::config("machine.tlb.l1d", "needs at least one array"));
+        }
+        check_sets("machine.pwc", m.pwc.entries, m.pwc.ways)?;
+        check_sets("machine.ntlb", m.ntlb.entries, m.ntlb.ways)?;
+        if m.caches.line == 0 || !m.caches.line.is_power_of_two() {
+            return Err(Error::config("machine.caches.line", "must be a power of two"));
+        }
+        for (i, c) in m.caches.levels.iter().enumerate() {
+            let f = format!("machine.caches.levels[{i}]");
+            if c.ways == 0 {
+                return Err(Error::config(format!("{f}.ways"), "must be at least 1"));
+            }
+            let lines = c.size.0 / m.caches.line as u64;
+            if c.size.0 == 0 || lines % c.ways as u64 != 0 {
+                return Err(Error::config(
+                    format!("{f}.size"),
+                    format!(
+                        "{} bytes is not a whole number of {}-way sets of {}-byte lines",
+                        c.size.0, c.ways, m.caches.line
+                    ),
+                ));
+            }
+            let sets = lines / c.ways as u64;
+            if !sets.is_power_of_two() {
+                return Err(Error::config(
+                    format!("{f}.size"),
+                    format!("gives {sets} sets; the set count must be a power of two"),
+                ));
+            }
+        }
+        if !m.caches.levels.iter().any(|l| l.name == m.caches.page_entry_fill) {
+            return Err(Error::config(
+                "machine.caches.page_entry_fill",
+                format!(
+                    "`{}` names no cache level (levels: {})",
+                    m.caches.page_entry_fill,
+                    m.caches
+                        .levels
+                        .iter()
+                        .map(|l| l.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let gmem = self.guest.memory.0;
+        if gmem < (16 << 20) || gmem % (2 << 20) != 0 {
+            return Err(Error::config(
+                "guest.memory",
+                "must be at least 16M and a multiple of 2M",
+            ));
+        }
+        if self.host.memory.0 < gmem {
+            return Err(Error::config(
+                "host.memory",
+                format!(
+                    "{} bytes cannot back {} bytes of guest memory",
+                    self.host.memory.0, gmem
+                ),
+            ));
+        }
+        if self.host.memory.0 % (2 << 20) != 0 {
+            return Err(Error::config("host.memory", "must be a multiple of 2M"));
+        }
+        for (f, a) in [
+            ("guest.allocator.fragmentation", &self.guest.allocator),
+            ("host.allocator.fragmentation", &self.host.allocator),
+        ] {
+            if !(0.0..=1.0).contains(&a.fragmentation) {
+                return Err(Error::config(f, "must be in [0, 1]"));
+            }
+        }
+        if !matches!(self.host.nested_levels, 4 | 5) {
+            return Err(Error::config("host.nested_levels", "must be 4 or 5"));
+        }
+        if self.host.nested_page_size == PageSize::Size4M {
+            return Err(Error::config(
+                "host.nested_page_size",
+                "nested tables use long-mode formats: 4K, 2M or 1G",
+            ));
+        }
+        let max_guest = match self.guest.format {
+            PagingFormat::X86_32 | PagingFormat::Pae => 4u64 << 30,
+            PagingFormat::Long4 | PagingFormat::Long5 => u64::MAX,
+        };
+        if self.guest.format == PagingFormat::X86_32 && gmem > max_guest {
+            return Err(Error::config(
+                "guest.memory",
+                "32-bit paging addresses at most 4G of guest physical memory",
+            ));
+        }
+        if matches!(self.guest.format, PagingFormat::X86_32 | PagingFormat::Pae)
+            && self.guest.page_size == GuestPageSize::Size1G
+        {
+            return Err(Error::config(
+                "guest.page_size",
+                "1G pages need long mode (guest.format = long4 or long5)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn check_sets(field: &str, entries: u32, ways: u32) -> Result<()> {
+    if entries == 0 {
+        return Err(Error::config(format!("{field}.entries"), "must be at least 1"));
+    }
+    if ways == 0 {
+        return Err(Error::config(format!("{field}.ways"), "must be at least 1"));
+    }
+    if entries % ways != 0 {
+        return Err(Error::config(
+            format!("{field}.ways"),
+            format!("{ways} ways do not divide {entries} entries"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! Errors for bad input and broken invariants.
+//!
+//! Simulated outcomes (TLB misses, guest faults, nested faults) are values, never errors; an
+//! `Error` means the user gave vmmu something it cannot run, and its message names what and where.
+
+use thiserror::Error;
+
+/// Everything that can stop a simulation before or while it runs.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// A configuration value is out of range or inconsistent; `field` is its dotted path.
+    #[error("invalid configuration: {field}: {reason}")]
+    Config {
+        /// Dotted path of the offending field, e.g. `machine.tlb.l1d[0].ways`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A workload specification (`NAME:k=v,...`) cannot be understood.
+    #[error("invalid workload `{spec}`: {reason}")]
+    Workload {
+        /// The specification as given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A text trace line is malformed.
+    #[error("{path}:{line}: {reason}")]
+    TraceLine {
+        /// The trace file.
+        path: String,
+        /// 1-based line number.
+        line: u64,
+        /// What was expected.
+        reason: String,
+    },
+    /// A binary trace is truncated or corrupt.
+    #[error("{path}: corrupt trace at byte offset {offset}: {reason}")]
+    TraceCorrupt {
+        /// The trace file.
+        path: String,
+        /// Byte offset in the file where the problem was found.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An address the model cannot accept (non-canonical, beyond the paging format's reach).
+    #[error("bad address {addr:#x} at event {event}: {reason}")]
+    Address {
+        /// The address.
+        addr: u64,
+        /// 0-based index of the event in the workload.
+        event: u64,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// An OS event that cannot happen (exit of an unknown process, munmap of nothing...).
+    #[error("impossible event at position {event}: {what}: {reason}")]
+    Event {
+        /// 0-based index of the event in the workload.
+        event: u64,
+        /// The event, printed.
+        what: String,
+        /// Why it cannot happen.
+        reason: String,
+    },
+    /// Simulated memory is exhausted (guest or host physical memory too small for the workload).
+    #[error("out of {space} memory: {reason}")]
+    OutOfMemory {
+        /// `guest physical` or `host physical`.
+        space: &'static str,
+        /// Sizes involved and what to change.
+        reason: String,
+    },
+    /// The checked mode found a translation that differs from the composition of the mappings.
+    #[error("translation check failed at event {event}: {detail}")]
+    Check {
+        /// 0-based index of the event.
+        event: u64,
+        /// Both translations and the path that produced them.
+        detail: String,
+    },
+    /// The run was interrupted (Ctrl-C, or a progress callback asked to stop).
+    #[error("interrupted after {events} events")]
+    Interrupted {
+        /// Events simulated before the stop.
+        events: u64,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A configuration error for `field`.
+    pub fn config(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Error::Config {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! The workload event model (DESIGN.md "Workloads").
+//!
+//! A workload is an ordered stream of [`Event`]s for one guest: memory references and the OS
+//! events that change address spaces. Generators, trace readers and the recorder all produce
+//! this one type; the simulator consumes it one event at a time, so nothing is ever held whole.
+//!
+//! Events that name no process apply to the *current* process: the one created by the first
+//! `ProcessCreate` (or an implicit pid 1 when a trace has no process events), changed by
+//! `Switch`, `Fork` does not switch (the parent keeps running), `Exec` replaces the current image.
+
+use crate::addr::Gva;
+use serde::{Deserialize, Serialize};
+
+/// What a memory reference does (Valgrind lackey's `I`, `L`, `S`, `M`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum AccessKind {
+    /// A data load.
+    Load = 0,
+    /// A data store.
+    Store = 1,
+    /// A read-modify-write of one location (lackey `M`): one reference that needs write access.
+    Modify = 2,
+    /// An instruction fetch: looked up in the I-side TLBs.
+    Fetch = 3,
+}
+
+impl AccessKind {
+    /// Whether the access needs write permission (and sets the dirty bit).
+    #[inline]
+    pub const fn is_write(self) -> bool {
+        matches!(self, AccessKind::Store | AccessKind::Modify)
+    }
+    /// Whether the access is an instruction fetch.
+    #[inline]
+    pub const fn is_fetch(self) -> bool {
+        matches!(self, AccessKind::Fetch)
+    }
+}
+
+/// One memory reference.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct MemRef {
+    /// The guest virtual address referenced.
+    pub va: Gva,
+    /// Load, store, modify or instruction fetch.
+    pub kind: AccessKind,
+    /// Access size in bytes (1..=255; lackey prints up to the vector width).
+    pub size: u8,
+    /// Instructions retired since the previous reference, this one's instruction included when
+    /// it was not counted before (a lackey `I` line carries 1, the data references of the same
+    /// instruction carry 0; a generator's reference carries its `ipr`).
+    pub instrs: u32,
+}
+
+/// Page protection of a mapping, as `mmap`'s `PROT_*` bits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub struct Prot(pub u8);
+
+impl Prot {
+    /// `PROT_READ`.
+    pub const READ: u8 = 1;
+    /// `PROT_WRITE`.
+    pub const WRITE: u8 = 2;
+    /// `PROT_EXEC`.
+    pub const EXEC: u8 = 4;
+    /// Read, write and execute.
+    pub const RWX: Prot = Prot(7);
+    /// Read and write.
+    pub const RW: Prot = Prot(3);
+    /// Whether reads are allowed.
+    pub const fn read(self) -> bool {
+        self.0 & Self::READ != 0
+    }
+    /// Whether writes are allowed.
+    pub const fn write(self) -> bool {
+        self.0 & Self::WRITE != 0
+    }
+    /// Whether instruction fetches are allowed.
+    pub const fn exec(self) -> bool {
+        self.0 & Self::EXEC != 0
+    }
+}
+
+/// How a mapping is backed, as `mmap`'s flags.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub struct MapFlags(pub u8);
+
+impl MapFlags {
+    /// `MAP_SHARED` (otherwise private).
+    pub const SHARED: u8 = 1;
+    /// Backed by a file (otherwise anonymous).
+    pub const FILE: u8 = 2;
+    /// The guest asks for large pages here (`MAP_HUGETLB` or a THP-eligible region).
+    pub const HUGE: u8 = 4;
+    /// The region is a stack (grows down).
+    pub const STACK: u8 = 8;
+}
+
+/// One event of a workload.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub enum Event {
+    /// A memory reference by the current process.
+    Ref(MemRef),
+    /// Instructions retired with no memory reference (compute between references).
+    Compute {
+        /// Instructions retired.
+        instrs: u64,
+    },
+    /// A new process with an empty address space (the first process of a trace, or `spawn`).
+    ProcessCreate {
+        /// Its process id.
+        pid: u32,
+    },
+    /// The current process forks: `child` gets a copy-on-write copy of its address space.
+    Fork {
+        /// The parent (must be the current process).
+        parent: u32,
+        /// The new child.
+        child: u32,
+    },
+    /// The current process replaces its image: a new, empty address space, same pid.
+    Exec {
+        /// The process (must be the current process).
+        pid: u32,
+    },
+    /// A process ends and its address space is torn down.
+    Exit {
+        /// The process that ends.
+        pid: u32,
+    },
+    /// The scheduler switches to `pid` (a CR3 write).
+    Switch {
+        /// The process switched to.
+        pid: u32,
+    },
+    /// `mmap`: a new region in the current process.
+    Mmap {
+        /// Start (page aligned).
+        start: Gva,
+        /// Length in bytes (a multiple of 4 KiB).
+        len: u64,
+        /// Protection.
+        prot: Prot,
+        /// Backing.
+        flags: MapFlags,
+    },
+    /// `munmap` of a range of the current process.
+    Munmap {
+        /// Start (page aligned).
+        start: Gva,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// `mprotect` of a range of the current process.
+    Mprotect {
+        /// Start (page aligned).
+        start: Gva,
+        /// Length in bytes.
+        len: u64,
+        /// New protection.
+        prot: Prot,
+    },
+    /// `mremap`: the range `[old, old+old_len)` moves to `[new, new+new_len)`.
+    Mremap {
+        /// Old start.
+        old: Gva,
+        /// Old length.
+        old_len: u64,
+        /// New start.
+        new: Gva,
+        /// New length.
+        new_len: u64,
+    },
+    /// `brk`: the program break of the current process moves to `end`.
+    Brk {
+        /// The new break.
+        end: Gva,
+    },
+    /// A phase marker (for per-phase statistics and policies).
+    Phase {
+        /// The phase number.
+        id: u32,
+    },
+}
+
+/// A stream of events read in batches (a generator, a trace reader, a converter).
+///
+/// Batches amortize the dynamic dispatch: the simulator asks for up to `max` events at a time
+/// into a buffer it reuses, so nothing is allocated per event.
+pub trait EventSource: Send {
+    /// Appends up to `max` events to `buf` and returns how many it appended; 0 means the
+    /// stream has ended. Errors name the file and line or byte offset.
+    fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> crate::error::Result<usize>;
+
+    /// Total number of events if known in advance (for progress bars).
+    fn len_hint(&self) -> Option<u64> {
+        None
+    }
+
+    /// A short description for results and progress lines (`random:footprint=1G,...`, a path).
+    fn describe(&self) -> String;
+}
+
+/// An [`EventSource`] over an in-memory list (tests and small crafted sequences).
+pub struct VecSource {
+    events: Vec<Event>,
+    pos: usize,
+    name: String,
+}
+
+impl VecSource {
+    /// A source that yields `events` in order.
+    pub fn new(name: impl Into<String>, events: Vec<Event>) -> Self {
+        VecSource {
+            events,
+            pos: 0,
+            name: name.into(),
+        }
+    }
+}
+
+impl EventSource for VecSource {
+    fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> crate::error::Result<usize> {
+        let end = (self.pos + max).min(self.events.len());
+        buf.extend_from_slice(&self.events[self.pos..end]);
+        let n = end - self.pos;
+        self.pos = end;
+        Ok(n)
+    }
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.events.len() as u64)
+    }
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+}

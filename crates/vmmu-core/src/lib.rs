@@ -1,0 +1,30 @@
+//! # vmmu-core — the engine of vmmu
+//!
+//! A simulator of virtualized address translation (DESIGN.md): x86 page tables stored as real
+//! bytes in simulated physical memory, TLB hierarchies, AMD page-walk caches (seed 002's 1D_PWC,
+//! 2D_PWC, 2D_PWC+NT), Intel paging-structure caches, a cache hierarchy for page-entry and data
+//! references, the native 1D walk and the 2D walk composed from a guest walker and a nested
+//! walker, and first-order timing that attributes every cycle to a cause.
+//!
+//! Layers, each knowing only the next: [`event`]s (from [`workload`] generators or [`trace`]
+//! files) drive [`sim`], which owns the guest's memory and page tables ([`mem`], [`paging`]),
+//! the hardware structures ([`hw`]) and the walkers ([`walk`]), and fills [`stats`].
+#![warn(missing_docs)]
+
+pub mod addr;
+pub mod config;
+pub mod error;
+pub mod event;
+pub mod hw;
+pub mod mem;
+pub mod paging;
+pub mod sim;
+pub mod stats;
+pub mod trace;
+pub mod walk;
+pub mod workload;
+
+pub use addr::{Gpa, Gva, Hpa, PageSize};
+pub use config::{Mode, SimConfig};
+pub use error::{Error, Result};
+pub use event::{AccessKind, Event, EventSource, MemRef};

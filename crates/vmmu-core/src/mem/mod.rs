@@ -1,0 +1,1 @@
+//! Simulated physical memory and frame allocators.

@@ -1,0 +1,1 @@
+//! x86 page tables stored as real bytes in simulated physical memory.

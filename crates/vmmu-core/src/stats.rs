@@ -1,0 +1,1 @@
+//! Statistics and the result schema `vmmu.result/1`.

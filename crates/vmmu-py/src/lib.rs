@@ -1,0 +1,1 @@
+//! Thin PyO3 bindings for vmmu-core (being written).
