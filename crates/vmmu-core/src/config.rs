@@ -766,3 +766,9 @@ fn check_sets(field: &str, entries: u32, ways: u32) -> Result<()> {
     }
     Ok(())
 }
+
+/// Builds a validated config from a machine preset name (or `.toml` path) and `--set`
+/// overrides (`dotted.path`, `value`), in order.
+pub fn build(machine: &str, overrides: &[(String, String)]) -> Result<SimConfig> {
+    SimConfig::new(load_machine(machine)?).with_overrides(overrides)
+}
