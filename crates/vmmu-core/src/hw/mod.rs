@@ -1,2 +1,46 @@
 //! Hardware structures: TLBs, page-walk caches, the Nested TLB, paging-structure caches and the
 //! cache hierarchy. They know nothing of hypervisors or trace formats (DESIGN.md "Architecture").
+//!
+//! Every structure is built once from its validated config and then allocates nothing: storage
+//! is the flat, set-associative LRU array of [`lru::SetAssoc`]. Each counts its own hits and
+//! misses as a [`HitMiss`].
+//!
+//! | module | models | source |
+//! |---|---|---|
+//! | [`tlb`] | L1 I/D and L2 TLBs, PCID/VPID tags, x86 flushes | Intel SDM Vol. 3A §4.10.2, §4.10.4; seed 002 Table 2 |
+//! | [`pwc`] | AMD page-walk cache (physically tagged page entries) | seed 002 §4.1–4.2 |
+//! | [`ntlb`] | Nested TLB (gPA page → hPA page) | seed 002 §4.2 |
+//! | [`psc`] | Intel paging-structure caches | Intel SDM Vol. 3A §4.10.3 |
+//! | [`cache`] | L1/L2/L3 caches and DRAM latency | seed 002 §4.1, Table 2 |
+
+pub mod cache;
+pub mod lru;
+pub mod ntlb;
+pub mod paged;
+pub mod psc;
+pub mod pwc;
+pub mod tlb;
+
+/// Hit and miss counts of one structure (a lookup counts exactly one of them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HitMiss {
+    /// Lookups that found their entry.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+}
+
+impl HitMiss {
+    /// Counts one lookup.
+    #[inline]
+    pub fn count(&mut self, hit: bool) {
+        self.hits += hit as u64;
+        self.misses += !hit as u64;
+    }
+
+    /// `hits + misses`.
+    #[inline]
+    pub fn lookups(&self) -> u64 {
+        self.hits + self.misses
+    }
+}

@@ -1,0 +1,207 @@
+//! The cache hierarchy that page-entry references (and, by default, data references) go
+//! through: set-associative, LRU, write-allocate levels with a hit latency each, and DRAM below
+//! (seed 002 Table 2; DESIGN.md "Hardware").
+//!
+//! Seed 002 §4.1: page entries "are initially brought into the L2 cache and treated like any
+//! other data"; they are not cached in L1. So a reference is looked up from a starting level
+//! (page entries: the `page_entry_fill` level; data: level 0) downward, and the line is filled
+//! into every level from the starting one down to the one above the level that served it.
+//! Levels above the starting one never see the line.
+//!
+//! Simplifications: a reference costs the latency of the level that serves it (or the DRAM
+//! latency), not a sum along the way; levels are neither inclusive nor exclusive (an eviction
+//! at one level leaves the others alone, no back-invalidation); loads and stores are treated
+//! alike (write-allocate, no write-back traffic); no MSHRs, prefetchers or bandwidth limits;
+//! set index = line number modulo the set count; exact LRU.
+
+use super::lru::SetAssoc;
+pub use super::HitMiss;
+use crate::addr::Hpa;
+use crate::config::CacheConfig;
+
+/// One cache level.
+#[derive(Clone, Debug)]
+struct Level {
+    name: String,
+    arr: SetAssoc<u64, ()>,
+    latency: u32,
+    stats: HitMiss,
+}
+
+/// The cache levels and DRAM of one core.
+#[derive(Clone, Debug)]
+pub struct MemoryHierarchy {
+    levels: Vec<Level>,
+    line_shift: u32,
+    dram_latency: u32,
+}
+
+impl MemoryHierarchy {
+    /// Builds the levels from their (validated) config: each holds `size / line` lines in sets
+    /// of `ways`.
+    pub fn new(cfg: &CacheConfig) -> Self {
+        let line = cfg.line.max(1) as u64;
+        MemoryHierarchy {
+            levels: cfg
+                .levels
+                .iter()
+                .map(|l| Level {
+                    name: l.name.clone(),
+                    arr: SetAssoc::new((l.size.0 / line) as usize, l.ways as usize, ()),
+                    latency: l.latency,
+                    stats: HitMiss::default(),
+                })
+                .collect(),
+            line_shift: line.trailing_zeros(),
+            dram_latency: cfg.dram_latency,
+        }
+    }
+
+    /// Index of the level called `name` (`"l1"`, `"l2"`, ...).
+    pub fn level_index(&self, name: &str) -> Option<usize> {
+        self.levels.iter().position(|l| l.name == name)
+    }
+
+    /// Number of cache levels; as a level index it means DRAM.
+    #[inline]
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// One reference to `addr` looked up from level `from` downward (page entries start at the
+    /// `page_entry_fill` level, data at 0). Returns the index of the level that served it
+    /// (`levels()` means DRAM) and its latency in cycles (that level's `latency`, or the DRAM
+    /// latency). Fills the line into every level from `from` down to the one above the server,
+    /// so page entries never enter levels above `from`. Counts a hit or miss at each level
+    /// looked up.
+    #[inline]
+    pub fn access(&mut self, addr: Hpa, from: usize) -> (usize, u32) {
+        let line = addr.raw() >> self.line_shift;
+        let n = self.levels.len();
+        debug_assert!(from <= n, "level {from} of {n}");
+        let mut served = n;
+        for i in from..n {
+            let l = &mut self.levels[i];
+            let set = l.arr.set_of(line);
+            let hit = l.arr.find(set, |&k| k == line);
+            l.stats.count(hit.is_some());
+            if let Some(p) = hit {
+                l.arr.touch(set, p);
+                served = i;
+                break;
+            }
+        }
+        for l in &mut self.levels[from.min(served)..served] {
+            let set = l.arr.set_of(line);
+            l.arr.insert(set, line, ());
+        }
+        match self.levels.get(served) {
+            Some(l) => (served, l.latency),
+            None => (n, self.dram_latency),
+        }
+    }
+
+    /// Whether level `level` holds the line of `addr` (no LRU update, not counted).
+    pub fn contains(&self, level: usize, addr: Hpa) -> bool {
+        let line = addr.raw() >> self.line_shift;
+        self.levels
+            .get(level)
+            .is_some_and(|l| l.arr.find(l.arr.set_of(line), |&k| k == line).is_some())
+    }
+
+    /// Drops every line of every level.
+    pub fn flush(&mut self) {
+        for l in &mut self.levels {
+            l.arr.clear();
+        }
+    }
+
+    /// Per-level counters: `("l1", HitMiss)`, ... in level order.
+    pub fn stats(&self) -> Vec<(String, HitMiss)> {
+        self.levels
+            .iter()
+            .map(|l| (l.name.clone(), l.stats))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Bytes, CacheLevelConfig};
+
+    fn level(name: &str, size: u64, ways: u32, latency: u32) -> CacheLevelConfig {
+        CacheLevelConfig {
+            name: name.into(),
+            size: Bytes(size),
+            ways,
+            latency,
+        }
+    }
+
+    /// Seed 002 Table 2's hierarchy as the bhargava08 preset sets it.
+    fn bhargava() -> MemoryHierarchy {
+        MemoryHierarchy::new(&CacheConfig {
+            line: 64,
+            levels: vec![
+                level("l1", 64 << 10, 2, 3),
+                level("l2", 512 << 10, 16, 11),
+                level("l3", 2 << 20, 32, 40),
+            ],
+            dram_latency: 120,
+            page_entry_fill: "l2".into(),
+            data: true,
+        })
+    }
+
+    #[test]
+    fn cold_access_costs_dram_latency_then_hits_where_it_was_filled() {
+        let mut m = bhargava();
+        assert_eq!(m.levels(), 3);
+        assert_eq!(m.access(Hpa(0x12_3440), 0), (3, 120));
+        assert_eq!(m.access(Hpa(0x12_3478), 0), (0, 3)); // same 64-byte line
+        assert_eq!(m.access(Hpa(0x12_3480), 0), (3, 120)); // next line
+        let s = m.stats();
+        assert_eq!(s[0], ("l1".to_string(), HitMiss { hits: 1, misses: 2 }));
+        assert_eq!(s[1].1, HitMiss { hits: 0, misses: 2 });
+        assert_eq!(s[2].1, HitMiss { hits: 0, misses: 2 });
+    }
+
+    #[test]
+    fn page_entries_filled_into_l2_never_appear_in_l1() {
+        let mut m = bhargava();
+        let l2 = m.level_index("l2").unwrap();
+        assert_eq!(l2, 1);
+        assert_eq!(m.access(Hpa(0x4000), l2), (3, 120));
+        assert!(!m.contains(0, Hpa(0x4000)));
+        assert!(m.contains(1, Hpa(0x4000)) && m.contains(2, Hpa(0x4000)));
+        assert_eq!(m.access(Hpa(0x4008), l2), (1, 11));
+        assert!(!m.contains(0, Hpa(0x4000)));
+        assert_eq!(m.stats()[0].1, HitMiss::default());
+        // A data reference to the same line hits L2 and only then enters L1.
+        assert_eq!(m.access(Hpa(0x4010), 0), (1, 11));
+        assert!(m.contains(0, Hpa(0x4000)));
+        assert_eq!(m.level_index("l4"), None);
+    }
+
+    #[test]
+    fn lru_eviction_in_a_two_way_set() {
+        let mut m = MemoryHierarchy::new(&CacheConfig {
+            line: 64,
+            levels: vec![level("l1", 256, 2, 1)], // 2 sets of 2 ways
+            dram_latency: 100,
+            page_entry_fill: "l1".into(),
+            data: true,
+        });
+        // Lines 0, 2, 4 map to set 0.
+        let (a, b, c) = (Hpa(0), Hpa(128), Hpa(256));
+        m.access(a, 0);
+        m.access(b, 0);
+        assert_eq!(m.access(a, 0), (0, 1)); // a is now MRU
+        assert_eq!(m.access(c, 0), (1, 100)); // evicts b
+        assert_eq!(m.access(a, 0), (0, 1));
+        assert_eq!(m.access(b, 0), (1, 100));
+        m.flush();
+        assert_eq!(m.access(a, 0), (1, 100));
+    }
+}

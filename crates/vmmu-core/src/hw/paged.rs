@@ -1,0 +1,267 @@
+//! A translation array: one set-associative LRU array of page-granular entries that may hold
+//! several page sizes, each entry tagged — the building block of a TLB array (Intel SDM Vol. 3A
+//! §4.10.2) and of the Nested TLB (seed 002 §4.2).
+//!
+//! An entry is keyed by its page number at its own size, its size, and a 32-bit tag. A tag
+//! mask stored with the entry says which tag bits it must match: a TLB's global entries ignore
+//! the PCID half (SDM §4.10.2.4). A lookup of address `a` probes, for each size the array holds
+//! (smallest first), the set selected by `a`'s page number at that size, and hits on the most
+//! recently used entry of that size that maps `a` with a matching tag. Sizes of which the array
+//! holds no entry right now are skipped, which changes nothing but the time taken.
+//!
+//! Simplifications: the set index is the page number modulo the set count (real designs hash
+//! some upper bits in); an array holding several sizes stores them in one LRU order, as seed
+//! 002's "any page size" L1 D-TLB does.
+
+use super::lru::SetAssoc;
+use crate::addr::PageSize;
+
+/// The key of a translation entry: page number and size code, tag, and tag mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageKey {
+    /// `(address >> size.shift()) << 2 | size code`.
+    pub key: u64,
+    /// The entry's tag.
+    pub tag: u32,
+    /// The tag bits the entry must match (`!0` for an ordinary entry).
+    pub tmask: u32,
+}
+
+impl PageKey {
+    /// Whether this entry answers a probe for `key` with `tag`.
+    #[inline]
+    pub fn matches(&self, key: u64, tag: u32) -> bool {
+        self.key == key && (self.tag ^ tag) & self.tmask == 0
+    }
+
+    /// The entry's page size.
+    #[inline]
+    pub fn size(&self) -> PageSize {
+        PageSize::ALL[(self.key & 3) as usize]
+    }
+}
+
+/// The index of `size` in [`PageSize::ALL`] (its 2-bit code).
+#[inline]
+pub fn size_code(size: PageSize) -> usize {
+    match size {
+        PageSize::Size4K => 0,
+        PageSize::Size2M => 1,
+        PageSize::Size4M => 2,
+        PageSize::Size1G => 3,
+    }
+}
+
+/// The probe key of `addr` at `size`.
+#[inline]
+pub fn page_key(addr: u64, size: PageSize) -> u64 {
+    ((addr >> size.shift()) << 2) | size_code(size) as u64
+}
+
+/// A set-associative LRU array of tagged translations of the page sizes it holds.
+#[derive(Clone, Debug)]
+pub struct PagedArray<V> {
+    arr: SetAssoc<PageKey, V>,
+    /// Sizes held, smallest first.
+    sizes: Vec<PageSize>,
+    /// Entries currently held, per size code.
+    count: [u32; 4],
+}
+
+impl<V: Copy> PagedArray<V> {
+    /// `entries` entries in sets of `ways`, holding the page sizes in `sizes`.
+    pub fn new(entries: u32, ways: u32, sizes: &[PageSize], filler: V) -> Self {
+        let mut held: Vec<PageSize> = sizes.to_vec();
+        held.sort();
+        held.dedup();
+        PagedArray {
+            arr: SetAssoc::new(entries as usize, ways as usize, filler),
+            sizes: held,
+            count: [0; 4],
+        }
+    }
+
+    /// Whether this array holds translations of `size`.
+    #[inline]
+    pub fn holds(&self, size: PageSize) -> bool {
+        self.sizes.contains(&size)
+    }
+
+    /// Sizes held, smallest first.
+    pub fn sizes(&self) -> &[PageSize] {
+        &self.sizes
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.arr.len()
+    }
+
+    /// True when no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.arr.is_empty()
+    }
+
+    /// Capacity.
+    pub fn capacity(&self) -> usize {
+        self.arr.capacity()
+    }
+
+    /// Finds the entry that maps `addr` with `tag` (see the module doc for the probe order) and
+    /// returns its set and position.
+    #[inline]
+    fn find(&self, addr: u64, tag: u32) -> Option<(usize, usize)> {
+        for &size in &self.sizes {
+            if self.count[size_code(size)] == 0 {
+                continue;
+            }
+            let set = self.arr.set_of(addr >> size.shift());
+            let key = page_key(addr, size);
+            if let Some(pos) = self.arr.find(set, |k| k.matches(key, tag)) {
+                return Some((set, pos));
+            }
+        }
+        None
+    }
+
+    /// Looks `addr` up with `tag`; a hit becomes the most recently used entry of its set.
+    #[inline]
+    pub fn lookup(&mut self, addr: u64, tag: u32) -> Option<(PageSize, V)> {
+        let (set, pos) = self.find(addr, tag)?;
+        let size = self.arr.get(set, pos).0.size();
+        Some((size, *self.arr.touch(set, pos)))
+    }
+
+    /// Like [`lookup`](Self::lookup) without touching the LRU order.
+    pub fn peek(&self, addr: u64, tag: u32) -> Option<(PageSize, V)> {
+        let (set, pos) = self.find(addr, tag)?;
+        let (k, v) = self.arr.get(set, pos);
+        Some((k.size(), *v))
+    }
+
+    /// Inserts the translation of the page of `size` holding `addr` as the most recently used
+    /// entry of its set, tagged `tag` with tag mask `tmask`. Entries of that size that the new
+    /// one's probe would hit are replaced. Does nothing if the array does not hold `size`.
+    pub fn fill(&mut self, addr: u64, size: PageSize, tag: u32, tmask: u32, val: V) {
+        if !self.holds(size) {
+            return;
+        }
+        let code = size_code(size);
+        let set = self.arr.set_of(addr >> size.shift());
+        let key = page_key(addr, size);
+        if self.count[code] != 0 {
+            let removed = self.arr.retain_in_set(set, |k, _| !k.matches(key, tag));
+            self.count[code] -= removed as u32;
+        }
+        let new = PageKey {
+            key,
+            tag: tag & tmask,
+            tmask,
+        };
+        if let Some((old, _)) = self.arr.insert(set, new, val) {
+            self.count[size_code(old.size())] -= 1;
+        }
+        self.count[code] += 1;
+    }
+
+    /// Applies `f` to every entry (any size held) that maps `addr` with `tag`; returns how many.
+    pub fn update(&mut self, addr: u64, tag: u32, mut f: impl FnMut(&mut V)) -> usize {
+        let mut n = 0;
+        for i in 0..self.sizes.len() {
+            let size = self.sizes[i];
+            if self.count[size_code(size)] == 0 {
+                continue;
+            }
+            let set = self.arr.set_of(addr >> size.shift());
+            let key = page_key(addr, size);
+            n += self.arr.update_in_set(set, |k| k.matches(key, tag), &mut f);
+        }
+        n
+    }
+
+    /// Drops every entry (any size held) that maps `addr` with `tag`; returns how many.
+    pub fn invalidate(&mut self, addr: u64, tag: u32) -> usize {
+        let mut n = 0;
+        for i in 0..self.sizes.len() {
+            let size = self.sizes[i];
+            let code = size_code(size);
+            if self.count[code] == 0 {
+                continue;
+            }
+            let set = self.arr.set_of(addr >> size.shift());
+            let key = page_key(addr, size);
+            let removed = self.arr.retain_in_set(set, |k, _| !k.matches(key, tag)) as u32;
+            self.count[code] -= removed;
+            n += removed as usize;
+        }
+        n
+    }
+
+    /// Keeps only the entries for which `keep(tag, tmask)` is true; returns how many were
+    /// dropped.
+    pub fn retain(&mut self, mut keep: impl FnMut(u32, u32) -> bool) -> usize {
+        let count = &mut self.count;
+        self.arr.retain(|k, _| {
+            let kept = keep(k.tag, k.tmask);
+            if !kept {
+                count[(k.key & 3) as usize] -= 1;
+            }
+            kept
+        })
+    }
+
+    /// Drops everything.
+    pub fn clear(&mut self) {
+        self.arr.clear();
+        self.count = [0; 4];
+    }
+
+    /// Every entry as `(set, key, value)`, each set most recently used first (for tests and
+    /// reports).
+    pub fn entries(&self) -> impl Iterator<Item = (usize, PageKey, V)> + '_ {
+        (0..self.arr.sets()).flat_map(move |s| self.arr.iter_set(s).map(move |(k, v)| (s, *k, *v)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PageSize::*;
+
+    #[test]
+    fn probes_each_held_size_and_skips_absent_ones() {
+        let mut a = PagedArray::new(8, 8, &[Size2M, Size4K], 0u32);
+        assert_eq!(a.sizes(), &[Size4K, Size2M]);
+        a.fill(0x40_0000, Size2M, 7, !0, 1);
+        assert_eq!(a.lookup(0x5f_f123, 7), Some((Size2M, 1)));
+        assert_eq!(a.lookup(0x5f_f123, 8), None);
+        assert_eq!(a.lookup(0x60_0000, 7), None);
+        a.fill(0x5f_f000, Size4K, 7, !0, 2);
+        // The 4 KiB probe comes first.
+        assert_eq!(a.lookup(0x5f_f123, 7), Some((Size4K, 2)));
+        assert_eq!(a.invalidate(0x5f_f000, 7), 2);
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn refill_replaces_instead_of_duplicating() {
+        let mut a = PagedArray::new(4, 4, &[Size4K], 0u32);
+        a.fill(0x1000, Size4K, 1, !0, 10);
+        a.fill(0x1000, Size4K, 1, !0, 11);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a.peek(0x1000, 1), Some((Size4K, 11)));
+        // An array that does not hold a size ignores fills of it.
+        a.fill(0x20_0000, Size2M, 1, !0, 12);
+        assert_eq!(a.len(), 1);
+    }
+
+    #[test]
+    fn masked_tag_matches_any_value_of_the_ignored_bits() {
+        let mut a = PagedArray::new(4, 4, &[Size4K], 0u32);
+        a.fill(0x1000, Size4K, 0x0001_0005, 0xffff_0000, 3);
+        assert_eq!(a.peek(0x1000, 0x0001_0009), Some((Size4K, 3)));
+        assert_eq!(a.peek(0x1000, 0x0002_0005), None);
+        assert_eq!(a.retain(|_, m| m == !0), 1);
+        assert!(a.is_empty());
+    }
+}

@@ -1,0 +1,121 @@
+//! The AMD page-walk cache (PWC) of seed 002 §4.1: "a small, fast, fully-associative,
+//! physically-tagged page entry cache". A hit keeps a page-entry reference from reaching the
+//! memory hierarchy. The walker decides which references may use it (the 1D_PWC, 2D_PWC and
+//! 2D_PWC+NT designs of §4.2, and whether `{G,gL1}` / `{nL1,gPA}` are cacheable, §6.2, §6.4)
+//! and when it is flushed (Table 2: on each TLB flush).
+//!
+//! An entry is keyed by the host-physical address of the page entry itself (8-byte entries;
+//! 32-bit paging's 4-byte entries are keyed by the address as given), so two entries of one
+//! 64-byte line are two PWC entries. Seed 002's PWC is fully associative; a set-associative
+//! configuration indexes sets by the entry number (`address >> 3`).
+//!
+//! Simplifications: exact LRU (Table 2 says "LRU"); no entry contents are stored — the walker
+//! reads the entry from simulated memory, the PWC only decides where the reference was served.
+
+use super::lru::SetAssoc;
+pub use super::HitMiss;
+use crate::addr::Hpa;
+
+/// A page-walk cache of page entries, tagged by their host-physical address.
+#[derive(Clone, Debug)]
+pub struct Pwc {
+    arr: SetAssoc<u64, ()>,
+    stats: HitMiss,
+}
+
+impl Pwc {
+    /// `entries` entries in sets of `ways` (seed 002 Table 2: 24 entries, fully associative).
+    pub fn new(entries: u32, ways: u32) -> Self {
+        Pwc {
+            arr: SetAssoc::new(entries as usize, ways as usize, ()),
+            stats: HitMiss::default(),
+        }
+    }
+
+    #[inline]
+    fn find(&self, entry: Hpa) -> (usize, Option<usize>) {
+        let key = entry.raw();
+        let set = self.arr.set_of(key >> 3);
+        (set, self.arr.find(set, |&k| k == key))
+    }
+
+    /// Looks up the page entry at `entry`; a hit becomes most recently used. Counts one hit or
+    /// miss.
+    #[inline]
+    pub fn lookup(&mut self, entry: Hpa) -> bool {
+        let (set, pos) = self.find(entry);
+        self.stats.count(pos.is_some());
+        if let Some(p) = pos {
+            self.arr.touch(set, p);
+        }
+        pos.is_some()
+    }
+
+    /// Caches the page entry at `entry` as most recently used (evicting the LRU entry of its
+    /// set when full).
+    #[inline]
+    pub fn fill(&mut self, entry: Hpa) {
+        match self.find(entry) {
+            (set, Some(p)) => {
+                self.arr.touch(set, p);
+            }
+            (set, None) => {
+                self.arr.insert(set, entry.raw(), ());
+            }
+        }
+    }
+
+    /// Whether `entry` is cached (no LRU update, not counted).
+    pub fn contains(&self, entry: Hpa) -> bool {
+        self.find(entry).1.is_some()
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.arr.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.arr.is_empty()
+    }
+
+    /// Drops every entry.
+    pub fn flush(&mut self) {
+        self.arr.clear();
+    }
+
+    /// Hits and misses of [`lookup`](Self::lookup).
+    pub fn stats(&self) -> HitMiss {
+        self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_of_one_line_are_separate_and_lru_evicts_the_oldest() {
+        let mut p = Pwc::new(2, 2);
+        assert!(!p.lookup(Hpa(0x1000)));
+        p.fill(Hpa(0x1000));
+        p.fill(Hpa(0x1008));
+        assert!(p.lookup(Hpa(0x1000)));
+        assert!(!p.lookup(Hpa(0x1010)));
+        p.fill(Hpa(0x1010)); // evicts 0x1008, the least recently used
+        assert!(p.contains(Hpa(0x1000)));
+        assert!(!p.contains(Hpa(0x1008)));
+        assert_eq!(p.stats(), HitMiss { hits: 1, misses: 2 });
+        p.flush();
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn refill_of_a_cached_entry_does_not_duplicate_it() {
+        let mut p = Pwc::new(24, 24);
+        p.fill(Hpa(0x2000));
+        p.fill(Hpa(0x2000));
+        assert_eq!(p.len(), 1);
+    }
+}
