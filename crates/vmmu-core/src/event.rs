@@ -95,6 +95,8 @@ impl MapFlags {
     pub const HUGE: u8 = 4;
     /// The region is a stack (grows down).
     pub const STACK: u8 = 8;
+    /// `MAP_POPULATE`: the whole range is mapped at mmap time (the `prefault` parameter).
+    pub const POPULATE: u8 = 16;
 }
 
 /// One event of a workload.

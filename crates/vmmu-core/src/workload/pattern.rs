@@ -1,0 +1,192 @@
+//! Address patterns: where each generator's next reference falls, and the loop that fills a batch.
+//!
+//! A pattern appends `n` references to the simulator's batch buffer in one tight loop per
+//! pattern (the `match` is taken once per batch, not once per reference), drawing from a
+//! `Xoshiro256PlusPlus`; nothing is allocated per reference. Every address is 8-byte aligned
+//! and the whole 8-byte access lies inside `[base, base + footprint)`.
+
+use super::dist::{below, Scatter, Zipf};
+use crate::addr::Gva;
+use crate::event::{AccessKind, Event, MemRef};
+use rand::RngCore;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// Access size of every generated reference, in bytes.
+pub(crate) const REF_SIZE: u64 = 8;
+
+/// What every reference of one generator shares: its RNG, instructions per reference and
+/// load/store mix.
+pub(crate) struct RefGen {
+    pub rng: Xoshiro256PlusPlus,
+    ipr: u32,
+    /// A reference is a store when a 64-bit draw is below this; 0 = never (no draw),
+    /// `u64::MAX` = always (no draw).
+    write_threshold: u64,
+}
+
+impl RefGen {
+    /// A reference maker with `write_ratio` ∈ [0, 1].
+    pub fn new(rng: Xoshiro256PlusPlus, ipr: u32, write_ratio: f64) -> RefGen {
+        let write_threshold = if write_ratio <= 0.0 {
+            0
+        } else if write_ratio >= 1.0 {
+            u64::MAX
+        } else {
+            // Exact to 2^-64; the clamp keeps ratios just below 1 from meaning "always".
+            ((write_ratio * 18_446_744_073_709_551_616.0) as u64).clamp(1, u64::MAX - 1)
+        };
+        RefGen {
+            rng,
+            ipr,
+            write_threshold,
+        }
+    }
+
+    /// The reference to `va`.
+    #[inline(always)]
+    fn make(&mut self, va: u64) -> Event {
+        let kind = match self.write_threshold {
+            0 => AccessKind::Load,
+            u64::MAX => AccessKind::Store,
+            t => {
+                if self.rng.next_u64() < t {
+                    AccessKind::Store
+                } else {
+                    AccessKind::Load
+                }
+            }
+        };
+        Event::Ref(MemRef {
+            va: Gva(va),
+            kind,
+            size: REF_SIZE as u8,
+            instrs: self.ipr,
+        })
+    }
+}
+
+/// Where the references of one generator fall.
+pub(crate) enum Pattern {
+    /// `arrays` equal arrays of `array_len` bytes swept in lockstep by `step` bytes, wrapping:
+    /// reference `i` is at `(i mod arrays) × array_len + ((i div arrays) × step mod array_len)`.
+    /// `stream` (step = element size) and `stride` (arrays = 1) are both sweeps.
+    Sweep {
+        array_len: u64,
+        arrays: u64,
+        step: u64,
+        /// Offset within the arrays of the next reference.
+        off: u64,
+        /// Array of the next reference.
+        array: u64,
+    },
+    /// Uniform over `slots` 8-byte slots.
+    Random { slots: u64 },
+    /// A node drawn hot with probability `hot_threshold / 2^64` (always when it is
+    /// `u64::MAX`), uniform within the hot set
+    /// (`[0, hot)`) or the cold set (`[hot, nodes)`).
+    HotCold {
+        nodes: u64,
+        hot: u64,
+        hot_threshold: u64,
+        node_bytes: u64,
+        scatter: Option<Scatter>,
+    },
+    /// A node of Zipf rank k (rank 1 the most popular) is node k-1.
+    Zipf {
+        zipf: Zipf,
+        node_bytes: u64,
+        scatter: Option<Scatter>,
+    },
+}
+
+impl Pattern {
+    /// A sweep; `step` is reduced modulo `array_len` (≥ 8).
+    pub fn sweep(array_len: u64, arrays: u64, step: u64) -> Pattern {
+        Pattern::Sweep {
+            array_len,
+            arrays,
+            step: step % array_len,
+            off: 0,
+            array: 0,
+        }
+    }
+
+    /// Appends `n` references at `base + offset` to `buf`.
+    pub fn fill(&mut self, g: &mut RefGen, base: u64, buf: &mut Vec<Event>, n: usize) {
+        buf.reserve(n);
+        match self {
+            Pattern::Sweep {
+                array_len,
+                arrays,
+                step,
+                off,
+                array,
+            } => {
+                let (array_len, arrays, step) = (*array_len, *arrays, *step);
+                if arrays == 1 {
+                    let mut o = *off;
+                    for _ in 0..n {
+                        buf.push(g.make(base + o));
+                        o += step;
+                        if o >= array_len {
+                            o -= array_len;
+                        }
+                    }
+                    *off = o;
+                } else {
+                    let (mut o, mut a) = (*off, *array);
+                    for _ in 0..n {
+                        buf.push(g.make(base + a * array_len + o));
+                        a += 1;
+                        if a == arrays {
+                            a = 0;
+                            o += step;
+                            if o >= array_len {
+                                o -= array_len;
+                            }
+                        }
+                    }
+                    (*off, *array) = (o, a);
+                }
+            }
+            Pattern::Random { slots } => {
+                let slots = *slots;
+                for _ in 0..n {
+                    let slot = below(&mut g.rng, slots);
+                    buf.push(g.make(base + slot * REF_SIZE));
+                }
+            }
+            Pattern::HotCold {
+                nodes,
+                hot,
+                hot_threshold,
+                node_bytes,
+                scatter,
+            } => {
+                let (nodes, hot, thr, nb) = (*nodes, *hot, *hot_threshold, *node_bytes);
+                for _ in 0..n {
+                    let hot_draw = g.rng.next_u64() < thr || thr == u64::MAX;
+                    let rank = if hot_draw || hot == nodes {
+                        below(&mut g.rng, hot)
+                    } else {
+                        hot + below(&mut g.rng, nodes - hot)
+                    };
+                    let node = scatter.as_ref().map_or(rank, |s| s.apply(rank));
+                    buf.push(g.make(base + node * nb));
+                }
+            }
+            Pattern::Zipf {
+                zipf,
+                node_bytes,
+                scatter,
+            } => {
+                let nb = *node_bytes;
+                for _ in 0..n {
+                    let rank = zipf.sample(&mut g.rng) - 1;
+                    let node = scatter.as_ref().map_or(rank, |s| s.apply(rank));
+                    buf.push(g.make(base + node * nb));
+                }
+            }
+        }
+    }
+}
