@@ -15,12 +15,14 @@ pub mod addr;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod guest;
 pub mod hw;
 pub mod mem;
 pub mod paging;
 pub mod sim;
 pub mod stats;
 pub mod trace;
+pub mod vmm;
 pub mod walk;
 pub mod workload;
 

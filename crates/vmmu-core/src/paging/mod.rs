@@ -1,1 +1,13 @@
-//! x86 page tables stored as real bytes in simulated physical memory.
+//! x86 page tables stored as real bytes in simulated physical memory (issue 2 item 3).
+//!
+//! [`format`] gives each paging format's geometry (levels, index bits, entry size, where large
+//! pages may be leaves); [`pte`] the entry bits; [`table::PageTable`] maps, unmaps, protects
+//! and looks up at any page size, allocating table frames as it goes.
+
+pub mod format;
+pub mod pte;
+pub mod table;
+
+pub use format::Geometry;
+pub use pte::Pte;
+pub use table::{MapError, PageTable, TableWrite};

@@ -1,0 +1,187 @@
+//! Geometry of the x86 paging formats (Intel SDM Vol. 3A §4.3 32-bit, §4.4 PAE, §4.5 4- and
+//! 5-level; AMD APM Vol. 2 §5.2–5.3).
+
+use crate::addr::PageSize;
+use crate::config::PagingFormat;
+
+/// The shape of one paging format, precomputed for the walkers' hot path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// The format.
+    pub format: PagingFormat,
+    /// Number of levels; level 1 maps 4 KiB pages, the root is level `levels`.
+    pub levels: u8,
+    /// Bytes per entry (4 in 32-bit paging, else 8).
+    pub entry_bytes: u8,
+    /// Index bits per level below the root (10 in 32-bit paging, else 9).
+    pub index_bits: u8,
+    /// Index bits of the root level (2 for the PAE PDPT, else `index_bits`).
+    pub root_bits: u8,
+    /// Implemented virtual-address bits (32, 48 or 57).
+    pub va_bits: u8,
+}
+
+impl Geometry {
+    /// The geometry of `format`.
+    pub const fn of(format: PagingFormat) -> Geometry {
+        match format {
+            PagingFormat::X86_32 => Geometry {
+                format,
+                levels: 2,
+                entry_bytes: 4,
+                index_bits: 10,
+                root_bits: 10,
+                va_bits: 32,
+            },
+            PagingFormat::Pae => Geometry {
+                format,
+                levels: 3,
+                entry_bytes: 8,
+                index_bits: 9,
+                root_bits: 2,
+                va_bits: 32,
+            },
+            PagingFormat::Long4 => Geometry {
+                format,
+                levels: 4,
+                entry_bytes: 8,
+                index_bits: 9,
+                root_bits: 9,
+                va_bits: 48,
+            },
+            PagingFormat::Long5 => Geometry {
+                format,
+                levels: 5,
+                entry_bytes: 8,
+                index_bits: 9,
+                root_bits: 9,
+                va_bits: 57,
+            },
+        }
+    }
+
+    /// The nested-table geometry for `levels` (4 or 5).
+    pub const fn nested(levels: u8) -> Geometry {
+        if levels == 5 {
+            Geometry::of(PagingFormat::Long5)
+        } else {
+            Geometry::of(PagingFormat::Long4)
+        }
+    }
+
+    /// The lowest address bit translated by an entry of `level`.
+    #[inline]
+    pub const fn level_shift(&self, level: u8) -> u32 {
+        12 + self.index_bits as u32 * (level as u32 - 1)
+    }
+
+    /// The index of `addr` in the table of `level`.
+    #[inline]
+    pub const fn index(&self, addr: u64, level: u8) -> u64 {
+        let bits = if level == self.levels {
+            self.root_bits
+        } else {
+            self.index_bits
+        };
+        (addr >> self.level_shift(level)) & ((1u64 << bits) - 1)
+    }
+
+    /// The byte offset of `addr`'s entry in the table of `level`.
+    #[inline]
+    pub const fn entry_offset(&self, addr: u64, level: u8) -> u64 {
+        self.index(addr, level) * self.entry_bytes as u64
+    }
+
+    /// The page size a leaf at `level` maps, if a leaf may sit there.
+    #[inline]
+    pub const fn leaf_size(&self, level: u8) -> Option<PageSize> {
+        match (self.format, level) {
+            (_, 1) => Some(PageSize::Size4K),
+            (PagingFormat::X86_32, 2) => Some(PageSize::Size4M),
+            (PagingFormat::X86_32, _) => None,
+            (_, 2) => Some(PageSize::Size2M),
+            (PagingFormat::Long4 | PagingFormat::Long5, 3) => Some(PageSize::Size1G),
+            _ => None,
+        }
+    }
+
+    /// The level whose leaves map `size`, if the format supports it.
+    pub fn level_of(&self, size: PageSize) -> Option<u8> {
+        (1..=self.levels).find(|&l| self.leaf_size(l) == Some(size))
+    }
+
+    /// Whether `size` is a page size of this format.
+    pub fn supports(&self, size: PageSize) -> bool {
+        self.level_of(size).is_some()
+    }
+
+    /// Whether `va` is canonical: bits above `va_bits` are copies of bit `va_bits - 1` in long
+    /// mode, and zero in 32-bit and PAE paging.
+    #[inline]
+    pub const fn is_canonical(&self, va: u64) -> bool {
+        match self.format {
+            PagingFormat::X86_32 | PagingFormat::Pae => va >> 32 == 0,
+            _ => {
+                let sh = 64 - self.va_bits as u32;
+                (((va << sh) as i64) >> sh) as u64 == va
+            }
+        }
+    }
+
+    /// The address bits an entry's frame field holds (bits 12..52 in PAE and long mode, 12..32
+    /// in 32-bit paging).
+    #[inline]
+    pub const fn frame_mask(&self) -> u64 {
+        if self.entry_bytes == 4 {
+            0xffff_f000
+        } else {
+            0x000f_ffff_ffff_f000
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_mode_indexes_nine_bits_per_level() {
+        let g = Geometry::of(PagingFormat::Long4);
+        let va = (3u64 << 39) | (5 << 30) | (7 << 21) | (9 << 12) | 0x123;
+        assert_eq!(
+            [
+                g.index(va, 4),
+                g.index(va, 3),
+                g.index(va, 2),
+                g.index(va, 1)
+            ],
+            [3, 5, 7, 9]
+        );
+        assert_eq!(g.entry_offset(va, 1), 72);
+        assert_eq!(g.leaf_size(3), Some(PageSize::Size1G));
+        assert_eq!(g.leaf_size(4), None);
+    }
+
+    #[test]
+    fn pae_root_has_four_entries_and_32_bit_has_4m_leaves() {
+        let p = Geometry::of(PagingFormat::Pae);
+        assert_eq!(p.index(0xffff_ffff, 3), 3);
+        assert_eq!(p.leaf_size(3), None);
+        let b = Geometry::of(PagingFormat::X86_32);
+        assert_eq!(b.index(0xffc0_0000, 2), 1023);
+        assert_eq!(b.entry_offset(0x0040_1000, 1), 4);
+        assert_eq!(b.leaf_size(2), Some(PageSize::Size4M));
+    }
+
+    #[test]
+    fn canonical_addresses_follow_va_bits() {
+        let g4 = Geometry::of(PagingFormat::Long4);
+        assert!(g4.is_canonical(0x0000_7fff_ffff_f000));
+        assert!(g4.is_canonical(0xffff_8000_0000_0000));
+        assert!(!g4.is_canonical(0x0000_8000_0000_0000));
+        let g5 = Geometry::of(PagingFormat::Long5);
+        assert!(g5.is_canonical(0x0000_8000_0000_0000));
+        assert!(!g5.is_canonical(0x0100_0000_0000_0000));
+        assert!(!Geometry::of(PagingFormat::Pae).is_canonical(1 << 32));
+    }
+}
