@@ -1,1 +1,293 @@
-//! Thin PyO3 bindings for vmmu-core (being written).
+//! # vmmu-py — thin PyO3 bindings for vmmu-core
+//!
+//! The native module `vmmu._core`. Every function here converts its arguments, delegates to
+//! vmmu-core and maps errors (STYLE.md rule 8); results cross the boundary as JSON text, which
+//! the Python package (`python/vmmu/`) decodes. Long calls release the GIL and come back for it
+//! only in the progress callback (about once per million events), where a pending Ctrl-C stops
+//! the run cleanly with [`Interrupted`].
+//!
+//! Each [`vmmu_core::Error`] variant has its own Python exception class under `VmmuError`,
+//! re-exported from `vmmu.exceptions`; the message is the core's `Display` text, which names the
+//! field, line or byte offset.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use vmmu_core::error::Error;
+use vmmu_core::{config, sim, trace, workload};
+
+/// SHIM — stand-ins for core functions that are being written (`trace::info`,
+/// `trace::convert`, `trace::Format`). Each is deleted, and the call site switched
+/// to the real function, when vmmu-core gains it.
+mod shim {
+    use vmmu_core::error::Error;
+
+    pub fn not_yet(what: &str) -> Error {
+        Error::config(
+            "trace",
+            format!("`{what}` is not implemented in vmmu-core yet"),
+        )
+    }
+}
+
+create_exception!(
+    _core,
+    VmmuError,
+    PyException,
+    "Base class of every vmmu error."
+);
+create_exception!(
+    _core,
+    ConfigError,
+    VmmuError,
+    "An impossible or unknown configuration value; the message names the dotted field."
+);
+create_exception!(
+    _core,
+    WorkloadError,
+    VmmuError,
+    "A workload specification that cannot be understood."
+);
+create_exception!(
+    _core,
+    TraceError,
+    VmmuError,
+    "A malformed text trace line or a corrupt binary trace (names the line or byte offset)."
+);
+create_exception!(
+    _core,
+    AddressError,
+    VmmuError,
+    "An address the model cannot accept (non-canonical, out of range)."
+);
+create_exception!(
+    _core,
+    EventError,
+    VmmuError,
+    "An OS event that cannot happen."
+);
+create_exception!(
+    _core,
+    OutOfMemoryError,
+    VmmuError,
+    "Simulated guest or host physical memory is exhausted."
+);
+create_exception!(
+    _core,
+    CheckError,
+    VmmuError,
+    "The checked mode found a wrong translation."
+);
+create_exception!(
+    _core,
+    Interrupted,
+    VmmuError,
+    "The run was stopped by Ctrl-C or by the progress callback."
+);
+create_exception!(
+    _core,
+    VmmuIOError,
+    VmmuError,
+    "A file could not be read or written."
+);
+
+/// Maps a core error to its Python exception; the message is the core's `Display` text.
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Config { .. } => ConfigError::new_err(msg),
+        Error::Workload { .. } => WorkloadError::new_err(msg),
+        Error::TraceLine { .. } | Error::TraceCorrupt { .. } => TraceError::new_err(msg),
+        Error::Address { .. } => AddressError::new_err(msg),
+        Error::Event { .. } => EventError::new_err(msg),
+        Error::OutOfMemory { .. } => OutOfMemoryError::new_err(msg),
+        Error::Check { .. } => CheckError::new_err(msg),
+        Error::Interrupted { .. } => Interrupted::new_err(msg),
+        Error::Io { .. } => VmmuIOError::new_err(msg),
+    }
+}
+
+/// Carries a Python progress callback into GIL-free code. `report` takes the GIL, turns a
+/// pending signal (Ctrl-C) into a stop, and calls the callback with `(done, total)`; the
+/// callback returning `False` stops the run, and an exception it raises is kept and re-raised.
+struct Reporter<'a> {
+    callback: Option<&'a Py<PyAny>>,
+    raised: Option<PyErr>,
+}
+
+impl<'a> Reporter<'a> {
+    fn new(callback: Option<&'a Py<PyAny>>) -> Self {
+        Reporter {
+            callback,
+            raised: None,
+        }
+    }
+
+    fn report(&mut self, done: u64, total: Option<u64>) -> bool {
+        Python::with_gil(|py| {
+            if let Err(e) = py.check_signals() {
+                self.raised = Some(e);
+                return false;
+            }
+            let Some(cb) = self.callback else {
+                return true;
+            };
+            match cb.call1(py, (done, total)) {
+                Ok(r) => r.is_none(py) || r.bind(py).is_truthy().unwrap_or(true),
+                Err(e) => {
+                    self.raised = Some(e);
+                    false
+                }
+            }
+        })
+    }
+
+    /// The error to raise for `e`: an exception raised by the callback itself wins over the
+    /// `Interrupted` it caused; Ctrl-C stays `Interrupted`.
+    fn into_error(self, py: Python<'_>, e: Error) -> PyErr {
+        match (e, self.raised) {
+            (e @ Error::Interrupted { .. }, Some(raised))
+                if raised.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) =>
+            {
+                to_py(e)
+            }
+            (Error::Interrupted { .. }, Some(raised)) => raised,
+            (e, _) => to_py(e),
+        }
+    }
+}
+
+/// Runs one simulation and returns its result as JSON text (schema `vmmu.result/1`).
+///
+/// `machine` is a preset name or a `.toml` path; `overrides` are `(dotted.path, value)` pairs
+/// applied in order; exactly one of `workload` (`NAME:k=v,...`) and `trace` (a path) is given.
+#[pyfunction]
+#[pyo3(signature = (machine, overrides, workload=None, trace=None, progress=None))]
+fn run(
+    py: Python<'_>,
+    machine: &str,
+    overrides: Vec<(String, String)>,
+    workload: Option<&str>,
+    trace: Option<&str>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let mut reporter = Reporter::new(progress.as_ref());
+    let out = py.allow_threads(|| {
+        let cfg = config::build(machine, &overrides)?;
+        let mut source = match (workload, trace) {
+            (Some(spec), None) => workload::open(spec)?,
+            (None, Some(path)) => trace::open(path)?,
+            _ => {
+                return Err(Error::config(
+                    "source",
+                    "give exactly one of a workload and a trace",
+                ))
+            }
+        };
+        sim::run(&cfg, source.as_mut(), &mut |p: &sim::Progress| {
+            reporter.report(p.events, p.total)
+        })
+    });
+    match out {
+        Ok(v) => Ok(v.to_string()),
+        Err(e) => Err(reporter.into_error(py, e)),
+    }
+}
+
+/// The machine presets as `(name, description)` pairs.
+#[pyfunction]
+fn presets() -> PyResult<Vec<(String, String)>> {
+    config::PRESETS
+        .iter()
+        .map(|(name, _)| {
+            let m = config::load_machine(name).map_err(to_py)?;
+            Ok((name.to_string(), m.description))
+        })
+        .collect()
+}
+
+/// The TOML text of the preset `name`.
+#[pyfunction]
+fn preset_toml(name: &str) -> PyResult<String> {
+    match config::PRESETS.iter().find(|(n, _)| *n == name) {
+        Some((_, text)) => Ok(text.to_string()),
+        // Not a preset: load_machine gives the error naming the known presets (or reads a file).
+        None => config::load_machine(name)
+            .and_then(|_| std::fs::read_to_string(name).map_err(|e| Error::io(name, e)))
+            .map_err(to_py),
+    }
+}
+
+/// The fully resolved, validated configuration as TOML text.
+#[pyfunction]
+fn config_toml(machine: &str, overrides: Vec<(String, String)>) -> PyResult<String> {
+    config::build(machine, &overrides)
+        .map(|c| c.to_toml())
+        .map_err(to_py)
+}
+
+/// The workload generators with their parameters and defaults, as JSON text.
+#[pyfunction]
+fn workloads() -> PyResult<String> {
+    Ok(serde_json::to_string(&workload::catalog()).expect("the catalog serializes"))
+}
+
+/// Reads a trace to the end and returns its summary as JSON text.
+#[pyfunction]
+#[pyo3(signature = (path, progress=None))]
+fn trace_info(py: Python<'_>, path: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    let mut reporter = Reporter::new(progress.as_ref());
+    let _ = (&mut reporter, path);
+    let out: Result<serde_json::Value, Error> =
+        py.allow_threads(|| Err(shim::not_yet("trace info")));
+    match out {
+        Ok(info) => Ok(serde_json::to_string(&info).expect("trace info serializes")),
+        Err(e) => Err(reporter.into_error(py, e)),
+    }
+}
+
+/// Converts the trace `src` to `dst` in format `to` (`vtrace` or `lackey`); returns the
+/// summary of what was written as JSON text.
+#[pyfunction]
+#[pyo3(signature = (src, dst, to, progress=None))]
+fn trace_convert(
+    py: Python<'_>,
+    src: &str,
+    dst: &str,
+    to: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let _ = (src, dst, to);
+    let reporter = Reporter::new(progress.as_ref());
+    let out: Result<serde_json::Value, Error> =
+        py.allow_threads(|| Err(shim::not_yet("trace convert")));
+    match out {
+        Ok(info) => Ok(serde_json::to_string(&info).expect("trace info serializes")),
+        Err(e) => Err(reporter.into_error(py, e)),
+    }
+}
+
+/// The native module `vmmu._core`.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(preset_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(config_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
+    m.add("VmmuError", py.get_type::<VmmuError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("WorkloadError", py.get_type::<WorkloadError>())?;
+    m.add("TraceError", py.get_type::<TraceError>())?;
+    m.add("AddressError", py.get_type::<AddressError>())?;
+    m.add("EventError", py.get_type::<EventError>())?;
+    m.add("OutOfMemoryError", py.get_type::<OutOfMemoryError>())?;
+    m.add("CheckError", py.get_type::<CheckError>())?;
+    m.add("Interrupted", py.get_type::<Interrupted>())?;
+    m.add("VmmuIOError", py.get_type::<VmmuIOError>())?;
+    Ok(())
+}

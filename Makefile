@@ -1,0 +1,60 @@
+# vmmu — build, run, test. `make run` and `make test` are all a newcomer needs: both create
+# .venv/ in the repository and build the Rust engine into it on first use.
+
+PYTHON3 ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PY      := $(BIN)/python
+CARGO   ?= cargo
+# Rebuild the extension only when something it is built from changed.
+RUST_SOURCES := Cargo.toml Cargo.lock $(shell find crates -type f \( -name '*.rs' -o -name '*.toml' \) 2>/dev/null)
+STAMP   := $(VENV)/.vmmu-installed
+
+# The default job of `make run`: native vs nested paging on uniform random references over 1 GiB.
+RUN_ARGS ?= --machine bhargava08 --workload random:footprint=1G,refs=2M
+
+.PHONY: install run test test-rust test-python bench lint fmt traces clean
+
+install: $(STAMP)
+
+$(PY):
+	$(PYTHON3) -m venv $(VENV)
+
+$(STAMP): pyproject.toml $(RUST_SOURCES) | $(PY)
+	$(BIN)/pip install --quiet 'maturin>=1.7,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(BIN)/maturin develop --release --extras dev --quiet
+	@touch $@
+
+run: install
+	$(BIN)/vmmu compare $(RUN_ARGS)
+
+test: test-rust test-python
+
+test-rust:
+	$(CARGO) test --workspace --release
+
+test-python: install
+	$(BIN)/pytest tests/python
+
+bench:
+	$(CARGO) run --release -p vmmu-core --bin vmmu-bench
+
+lint: install
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests
+	$(BIN)/ruff format --check python tests
+
+fmt: install
+	$(CARGO) fmt --all
+	$(BIN)/ruff check --fix python tests
+	$(BIN)/ruff format python tests
+
+# Records the real-program trace library (issue 4): builds the Valgrind tool, then records.
+traces:
+	@echo "make traces: not written yet (tools/vg-memtrace and the recording script come with issue 4)"
+	@if [ -d tools/vg-memtrace ]; then $(MAKE) -C tools/vg-memtrace; fi
+	@if [ -f tools/record_traces.py ]; then $(PY) tools/record_traces.py; fi
+
+clean:
+	rm -rf $(VENV) target python/vmmu/*.so .pytest_cache .ruff_cache

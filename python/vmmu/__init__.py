@@ -1,0 +1,36 @@
+"""vmmu — simulate virtualized address translation.
+
+A Rust engine (x86 page tables in simulated memory, TLBs, page-walk caches, the native and the
+2D walk) with this Python front: :func:`run` one simulation, :func:`compare` paging modes,
+list :func:`presets` and :func:`workloads`; the ``vmmu`` command line (:mod:`vmmu.cli`).
+"""
+
+from vmmu import exceptions
+from vmmu._core import __version__
+from vmmu.api import (
+    MODES,
+    Result,
+    compare,
+    config,
+    preset_toml,
+    presets,
+    run,
+    trace_convert,
+    trace_info,
+    workloads,
+)
+
+__all__ = [
+    "MODES",
+    "Result",
+    "__version__",
+    "compare",
+    "config",
+    "exceptions",
+    "preset_toml",
+    "presets",
+    "run",
+    "trace_convert",
+    "trace_info",
+    "workloads",
+]

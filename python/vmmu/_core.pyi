@@ -1,0 +1,52 @@
+"""Type stub for the native module ``vmmu._core`` (crates/vmmu-py).
+
+Results cross the boundary as JSON text; :mod:`vmmu.api` decodes them. A progress callback is
+called about once per million events with ``(done, total)`` (``total`` is ``None`` when the
+source does not know it) and stops the run by returning ``False``.
+"""
+
+from collections.abc import Callable, Sequence
+
+__version__: str
+
+Progress = Callable[[int, int | None], bool | None]
+
+def run(
+    machine: str,
+    overrides: Sequence[tuple[str, str]],
+    workload: str | None = None,
+    trace: str | None = None,
+    progress: Progress | None = None,
+) -> str:
+    """Run one simulation; returns the result JSON (schema ``vmmu.result/1``)."""
+
+def presets() -> list[tuple[str, str]]:
+    """The machine presets as ``(name, description)``."""
+
+def preset_toml(name: str) -> str:
+    """The TOML text of a machine preset."""
+
+def config_toml(machine: str, overrides: Sequence[tuple[str, str]]) -> str:
+    """The fully resolved, validated configuration as TOML."""
+
+def workloads() -> str:
+    """JSON list: ``[{name, description, params: [{name, default, description}]}]``."""
+
+def trace_info(path: str, progress: Progress | None = None) -> str:
+    """JSON summary of a trace file (read to the end)."""
+
+def trace_convert(src: str, dst: str, to: str, progress: Progress | None = None) -> str:
+    """Convert ``src`` to ``dst`` in format ``to`` (``vtrace`` or ``lackey``); JSON summary."""
+
+class VmmuError(Exception):
+    """Base class of every vmmu error."""
+
+class ConfigError(VmmuError): ...
+class WorkloadError(VmmuError): ...
+class TraceError(VmmuError): ...
+class AddressError(VmmuError): ...
+class EventError(VmmuError): ...
+class OutOfMemoryError(VmmuError): ...
+class CheckError(VmmuError): ...
+class Interrupted(VmmuError): ...
+class VmmuIOError(VmmuError): ...

@@ -1,0 +1,316 @@
+"""Rich tables for results (``vmmu run``, ``vmmu compare``) and listings.
+
+Every figure shown is a field of the result schema ``vmmu.result/1`` (docs/statistics.md);
+missing fields are shown as ``–`` or their section is left out, so older or partial results
+still render.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+DASH = "–"
+TLB_ORDER = ("l1d", "l1i", "l2", "l2i")
+SERVED_ORDER = ("pwc", "l1", "l2", "l3", "dram")
+CAUSE_ORDER = ("base", "translation", "data", "guest_kernel", "hypervisor")
+
+
+def num(v: Any) -> str:
+    """An integer with thousands separators, a float with 3 decimals, else ``–``."""
+    if isinstance(v, bool) or v is None:
+        return DASH if v is None else str(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.3f}"
+    return str(v)
+
+
+def pct(part: float | None, whole: float | None) -> str:
+    if part is None or not whole:
+        return DASH
+    return f"{100.0 * part / whole:.1f}%"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    if a is None or not b:
+        return DASH
+    return f"{a / b:.2f}"
+
+
+def signed_pct(x: float | None) -> str:
+    return DASH if x is None else f"{100.0 * x:+.1f}%"
+
+
+def _get(d: Mapping[str, Any] | None, *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, Mapping) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def _ordered(keys: Iterable[str], order: Iterable[str]) -> list[str]:
+    keys = list(keys)
+    head = [k for k in order if k in keys]
+    return head + sorted(k for k in keys if k not in head)
+
+
+def _table(title: str | None = None, **kw: Any) -> Table:
+    return Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        **kw,
+    )
+
+
+def _refs_per_walk(r: Mapping[str, Any]) -> str:
+    return ratio(r.get("walk_refs"), r.get("walks"))
+
+
+def _level(name: str) -> tuple[int, int]:
+    """Sort key for walk-step names: highest level first, then ``G`` / ``gPA`` last."""
+    m = re.fullmatch(r"[gn]?L(\d)", name)
+    return (0, -int(m.group(1))) if m else (1, 0)
+
+
+def walk_step_grid(steps: Mapping[str, int]) -> Table | None:
+    """The ``walk_refs_by_step`` counts as seed 002 Figure 1(b)'s grid: rows are the guest
+    dimension (``gL4`` … ``gL1``, ``gPA``), columns the nested dimension (``nL4`` … ``nL1``,
+    ``G``); a native result is one row ``L4`` … ``L1``."""
+    if not steps:
+        return None
+    if not any("," in k for k in steps):
+        t = _table("walk refs by step")
+        cols = sorted(steps, key=_level)
+        for c in cols:
+            t.add_column(c, justify="right")
+        t.add_row(*(num(steps[c]) for c in cols))
+        return t
+    cells: dict[tuple[str, str], int] = {}
+    for key, n in steps.items():
+        col, _, row = key.partition(",")
+        cells[(row, col)] = n
+    rows = sorted({r for r, _ in cells}, key=_level)
+    cols = sorted({c for _, c in cells}, key=_level)
+    t = _table("walk refs by step (row: guest step, column: nested step)")
+    t.add_column("", style="bold")
+    for c in cols:
+        t.add_column(c, justify="right")
+    t.add_column("total", justify="right", style="bold")
+    for row in rows:
+        vals = [cells.get((row, c)) for c in cols]
+        t.add_row(
+            row,
+            *(num(v) if v else "·" for v in vals),
+            num(sum(v or 0 for v in vals)),
+        )
+    t.add_row(
+        "total",
+        *(num(sum(cells.get((r, c), 0) for r in rows)) for c in cols),
+        num(sum(cells.values())),
+        style="bold",
+    )
+    return t
+
+
+def result_tables(r: Mapping[str, Any]) -> RenderableType:
+    """Everything ``vmmu run`` prints for one result."""
+    parts: list[RenderableType] = []
+    head = Text()
+    head.append(f"{r.get('workload', '?')}", style="bold")
+    head.append(f"  on {r.get('machine', '?')}, mode ")
+    head.append(f"{r.get('mode', '?')}", style="bold")
+    parts.append(head)
+
+    t = _table()
+    t.add_column("")
+    t.add_column("", justify="right")
+    for label, value in (
+        ("cycles", num(r.get("cycles"))),
+        ("CPI", num(r.get("cpi"))),
+        ("instructions", num(r.get("instructions"))),
+        ("memory refs", num(r.get("memory_refs"))),
+        ("instruction fetches", num(r.get("fetches"))),
+        ("page walks", num(r.get("walks"))),
+        ("walk refs", num(r.get("walk_refs"))),
+        ("walk refs per walk", _refs_per_walk(r)),
+        ("faulting walks", num(r.get("walk_faults"))),
+        ("A/D-bit updates", num(r.get("ad_updates"))),
+        ("guest page faults", num(r.get("page_faults"))),
+        ("mode switches", num(r.get("mode_switches"))),
+    ):
+        if value != DASH:
+            t.add_row(label, value)
+    t.show_header = False
+    parts.append(t)
+
+    tlb = r.get("tlb") or {}
+    if tlb:
+        t = _table("TLBs")
+        t.add_column("structure")
+        for c in ("hits", "misses", "miss rate"):
+            t.add_column(c, justify="right")
+        for name in _ordered(tlb, TLB_ORDER):
+            h, m = _get(tlb, name, "hits"), _get(tlb, name, "misses")
+            t.add_row(name, num(h), num(m), pct(m, (h or 0) + (m or 0)))
+        pwc = r.get("pwc") or {}
+        if pwc:
+            h, m = pwc.get("hits"), pwc.get("misses")
+            t.add_row("pwc", num(h), num(m), pct(m, (h or 0) + (m or 0)))
+        for name, hits in (r.get("walk_cache_hits") or {}).items():
+            t.add_row(name, num(hits), DASH, DASH)
+        parts.append(t)
+
+    grid = walk_step_grid(r.get("walk_refs_by_step") or {})
+    if grid is not None:
+        parts.append(grid)
+
+    served = r.get("walk_refs_served_by") or {}
+    if served:
+        total = sum(v for v in served.values() if isinstance(v, int))
+        t = _table("walk refs served by")
+        t.add_column("")
+        t.add_column("refs", justify="right")
+        t.add_column("share", justify="right")
+        for name in _ordered(served, SERVED_ORDER):
+            t.add_row(name, num(served[name]), pct(served[name], total))
+        parts.append(t)
+
+    causes = r.get("cycles_by_cause") or {}
+    if causes:
+        total = r.get("cycles") or sum(causes.values())
+        t = _table("cycles by cause")
+        t.add_column("")
+        t.add_column("cycles", justify="right")
+        t.add_column("share", justify="right")
+        for name in _ordered(causes, CAUSE_ORDER):
+            t.add_row(name.replace("_", " "), num(causes[name]), pct(causes[name], total))
+        parts.append(t)
+
+    exits = r.get("exits") or {}
+    if exits:
+        t = _table("hypervisor exits")
+        t.add_column("reason")
+        t.add_column("count", justify="right")
+        t.add_column("cycles", justify="right")
+        t.add_column("share of run", justify="right")
+        for reason in sorted(exits, key=lambda k: -(_get(exits, k, "cycles") or 0)):
+            c = _get(exits, reason, "cycles")
+            t.add_row(reason, num(_get(exits, reason, "count")), num(c), pct(c, r.get("cycles")))
+        parts.append(t)
+
+    parts.append(sim_line(r))
+    return Group(*parts)
+
+
+def sim_line(r: Mapping[str, Any]) -> Text:
+    sim = r.get("sim") or {}
+    events, secs, rate = sim.get("events"), sim.get("seconds"), sim.get("events_per_second")
+    if events is None:
+        return Text("")
+    text = f"simulated {num(events)} events"
+    if secs is not None:
+        text += f" in {secs:.2f} s"
+    if rate:
+        text += f" ({rate / 1e6:.1f} M events/s)"
+    return Text(text, style="dim")
+
+
+def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, Any]) -> Table:
+    """Modes side by side: one column per mode, one row per figure."""
+    first = next(iter(results.values()))
+    t = _table(
+        f"{first.get('workload', '?')} on {first.get('machine', '?')}",
+        show_lines=False,
+    )
+    t.add_column("")
+    modes = list(results)
+    for m in modes:
+        t.add_column(m, justify="right", style="bold" if m != "native" else None)
+
+    def row(label: str, fn: Any, style: str | None = None) -> None:
+        t.add_row(label, *(fn(results[m]) for m in modes), style=style)
+
+    def section(label: str) -> None:
+        t.add_row(Text(label, style="bold underline"), *([""] * len(modes)))
+
+    row("cycles", lambda r: num(r.get("cycles")), style="bold")
+    t.add_row("overhead vs native", *(signed_pct(over.get(m)) for m in modes), style="bold")
+    row("CPI", lambda r: num(r.get("cpi")))
+    row("instructions", lambda r: num(r.get("instructions")))
+    row("memory refs", lambda r: num(r.get("memory_refs")))
+
+    tlb_names = _ordered({k for r in results.values() for k in (r.get("tlb") or {})}, TLB_ORDER)
+    if tlb_names:
+        section("TLB misses")
+        for name in tlb_names:
+            row(f"  {name}", lambda r, n=name: num(_get(r, "tlb", n, "misses")))
+
+    section("page walks")
+    row("  walks", lambda r: num(r.get("walks")))
+    row("  walk refs", lambda r: num(r.get("walk_refs")))
+    row("  refs per walk", _refs_per_walk)
+    served = _ordered(
+        {k for r in results.values() for k in (r.get("walk_refs_served_by") or {})},
+        SERVED_ORDER,
+    )
+    for name in served:
+        row(f"  served by {name}", lambda r, n=name: num(_get(r, "walk_refs_served_by", n)))
+    for name in sorted({k for r in results.values() for k in (r.get("walk_cache_hits") or {})}):
+        row(f"  {name} hits", lambda r, n=name: num(_get(r, "walk_cache_hits", n)))
+
+    causes = _ordered(
+        {k for r in results.values() for k in (r.get("cycles_by_cause") or {})}, CAUSE_ORDER
+    )
+    if causes:
+        section("cycles by cause")
+        for name in causes:
+            row(
+                f"  {name.replace('_', ' ')}",
+                lambda r, n=name: (
+                    f"{num(_get(r, 'cycles_by_cause', n))} "
+                    f"({pct(_get(r, 'cycles_by_cause', n), r.get('cycles'))})"
+                    if _get(r, "cycles_by_cause", n) is not None
+                    else DASH
+                ),
+            )
+    if any(r.get("exits") for r in results.values()):
+        section("hypervisor exits")
+        row(
+            "  count",
+            lambda r: num(sum(_get(e, "count") or 0 for e in (r.get("exits") or {}).values())),
+        )
+        row(
+            "  cycles",
+            lambda r: num(sum(_get(e, "cycles") or 0 for e in (r.get("exits") or {}).values())),
+        )
+    row("sim seconds", lambda r: num(_get(r, "sim", "seconds")), style="dim")
+    return t
+
+
+def key_values(d: Mapping[str, Any], title: str | None = None) -> Table:
+    """A two-column table of a flat (or shallow) mapping."""
+    t = _table(title, show_header=False)
+    t.add_column("", style="bold")
+    t.add_column("")
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            v = ", ".join(f"{ik}={num(iv)}" for ik, iv in v.items())
+        t.add_row(str(k), num(v))
+    return t
+
+
+def print_to(console: Console, *renderables: RenderableType) -> None:
+    for x in renderables:
+        console.print(x)

@@ -1,0 +1,365 @@
+"""The ``vmmu`` command line (docs/cli.md).
+
+Each command converts its options to engine overrides (:func:`vmmu.api.overrides`), calls the
+API and renders the result with rich. Errors print ``error: <message>`` and exit with status 2,
+never a traceback (set ``VMMU_DEBUG=1`` for one).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+
+from vmmu import _render, api
+from vmmu._progress import ProgressBars
+from vmmu.exceptions import Interrupted, VmmuError
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def _out() -> Console:
+    # Created per call so click's CliRunner (which swaps sys.stdout) sees the output.
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+def _err() -> Console:
+    return Console(file=sys.stderr, highlight=False)
+
+
+class VmmuClickError(click.ClickException):
+    """A vmmu error as click reports it: ``error: <message>`` in red, exit status 2."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.secho(f"error: {self.format_message()}", fg="red", err=True)
+
+
+def _fail(message: str, exit_code: int = EXIT_ERROR) -> NoReturn:
+    raise VmmuClickError(message, exit_code)
+
+
+class _Group(click.Group):
+    """Turns exceptions into ``error: …`` lines (no traceback unless ``VMMU_DEBUG=1``)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise
+        except Interrupted as e:
+            if os.environ.get("VMMU_DEBUG") == "1":
+                raise
+            _fail(str(e), EXIT_INTERRUPTED)
+        except KeyboardInterrupt:
+            if os.environ.get("VMMU_DEBUG") == "1":
+                raise
+            _fail("interrupted", EXIT_INTERRUPTED)
+        except (VmmuError, OSError, ValueError) as e:
+            if os.environ.get("VMMU_DEBUG") == "1":
+                raise
+            _fail(str(e))
+        except BaseException as e:
+            if isinstance(e, (SystemExit, GeneratorExit)) or os.environ.get("VMMU_DEBUG") == "1":
+                raise
+            _fail(
+                f"internal error: {type(e).__name__}: {e} "
+                "(please report it; VMMU_DEBUG=1 shows the traceback)"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared options
+
+
+def _parse_set(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> list:
+    pairs = []
+    for v in values:
+        path, eq, value = v.partition("=")
+        if not eq or not path.strip():
+            raise click.BadParameter(f"expected dotted.path=value, got `{v}`")
+        pairs.append((path.strip(), value.strip()))
+    return pairs
+
+
+def machine_options(f: Callable) -> Callable:
+    """Options that select and change the configuration (all commands that build one)."""
+    options = [
+        click.option(
+            "--machine",
+            "-m",
+            default=api.DEFAULT_MACHINE,
+            show_default=True,
+            metavar="NAME|FILE.toml",
+            help="Machine preset (see `vmmu presets`) or a machine TOML file.",
+        ),
+        click.option(
+            "--pwc",
+            type=click.Choice(api.PWC_DESIGNS),
+            help="Page-walk caching design (machine.pwc.design).",
+        ),
+        click.option(
+            "--nested-page-size",
+            type=click.Choice(api.NESTED_PAGE_SIZES, case_sensitive=False),
+            help="Page size of the nested tables (host.nested_page_size).",
+        ),
+        click.option(
+            "--guest-page-size",
+            type=click.Choice(api.GUEST_PAGE_SIZES, case_sensitive=False),
+            help="Page sizes the guest maps with (guest.page_size).",
+        ),
+        click.option(
+            "--levels",
+            type=click.Choice(["4", "5"]),
+            help="Paging levels of guest and nested tables (guest.format, host.nested_levels).",
+        ),
+        click.option("--seed", type=int, help="Seed for every random choice of the run (seed)."),
+        click.option(
+            "--check",
+            is_flag=True,
+            help="Verify every translation against the composed mappings (check).",
+        ),
+        click.option(
+            "--set",
+            "set_",
+            multiple=True,
+            metavar="PATH=VALUE",
+            callback=_parse_set,
+            help="Set any configuration field by its dotted path (repeatable, applied last), "
+            "e.g. --set machine.tlb.l2.0.entries=1024.",
+        ),
+    ]
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+def source_options(f: Callable) -> Callable:
+    f = click.option(
+        "--trace", "-t", metavar="FILE", help="Trace file to replay (lackey text or vtrace)."
+    )(f)
+    f = click.option(
+        "--workload",
+        "-w",
+        metavar="NAME[:k=v,...]",
+        help="Synthetic workload, e.g. random:footprint=1G,refs=1M (see `vmmu workloads`).",
+    )(f)
+    return f
+
+
+def _upper(v: str | None) -> str | None:
+    return v.upper() if v and v.lower() != "mixed" else v
+
+
+def _options(kw: dict[str, Any]) -> dict[str, Any]:
+    """CLI keyword arguments → :func:`vmmu.api.run` keywords (without the mode)."""
+    return {
+        "machine": kw["machine"],
+        "pwc": kw["pwc"],
+        "nested_page_size": _upper(kw["nested_page_size"]),
+        "guest_page_size": _upper(kw["guest_page_size"]),
+        "levels": int(kw["levels"]) if kw["levels"] else None,
+        "seed": kw["seed"],
+        "check": kw["check"],
+        "set": kw["set_"],
+    }
+
+
+def _source(kw: dict[str, Any]) -> dict[str, Any]:
+    workload, trace = kw.get("workload"), kw.get("trace")
+    if (workload is None) == (trace is None):
+        raise click.UsageError(
+            "give exactly one of --workload NAME[:k=v,...] (see `vmmu workloads`) and --trace FILE"
+        )
+    if trace is not None and not os.path.exists(trace):
+        _fail(f"{trace}: no such trace file")
+    return {"workload": workload, "trace": trace}
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vmmu", prog_name="vmmu")
+def cli() -> None:
+    """vmmu — simulate virtualized address translation (native and nested paging).
+
+    Start with `vmmu compare --workload random:footprint=1G,refs=1M`.
+    """
+
+
+@cli.command()
+@machine_options
+@source_options
+@click.option(
+    "--mode",
+    type=click.Choice(api.MODES),
+    default="nested",
+    show_default=True,
+    help="Paging mode.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result JSON (vmmu.result/1).")
+def run(as_json: bool, mode: str, **kw: Any) -> None:
+    """Run one simulation and print its statistics."""
+    source = _source(kw)
+    with ProgressBars() as bars:
+        result = api.run(mode=mode, progress=bars.callback(mode), **source, **_options(kw))
+    if as_json:
+        click.echo(result.to_json())
+    else:
+        _out().print(_render.result_tables(result))
+
+
+def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str]:
+    if value is None:
+        return list(api.MODES)
+    modes = [m.strip() for m in value.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in api.MODES]
+    if unknown or not modes:
+        raise click.BadParameter(
+            f"unknown mode `{','.join(unknown)}` (modes: {', '.join(api.MODES)})"
+        )
+    return modes
+
+
+@cli.command()
+@machine_options
+@source_options
+@click.option(
+    "--modes",
+    callback=_parse_modes,
+    metavar="MODE,...",
+    help=f"Modes to compare (default: all, {','.join(api.MODES)}).",
+)
+@click.option("--serial", is_flag=True, help="Run the modes one after another, not in parallel.")
+@click.option("--json", "as_json", is_flag=True, help="Print {mode: result JSON}.")
+def compare(modes: list[str], serial: bool, as_json: bool, **kw: Any) -> None:
+    """Run each paging mode on the same workload and print them side by side."""
+    source = _source(kw)
+    with ProgressBars() as bars:
+        results = api.run_modes(modes, parallel=not serial, progress=bars, **source, **_options(kw))
+    if as_json:
+        click.echo(json.dumps({m: r.to_dict() for m, r in results.items()}, indent=2))
+        return
+    _out().print(_render.compare_table(results, api.overhead(results)))
+
+
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def presets(ctx: click.Context) -> None:
+    """List the machine presets (`vmmu presets show NAME` prints one)."""
+    if ctx.invoked_subcommand is None:
+        items = api.presets()
+        width = max(map(len, items), default=0)
+        for name, desc in items.items():
+            click.echo(f"{name:<{width}}  {desc}")
+
+
+@presets.command("show")
+@click.argument("name")
+def presets_show(name: str) -> None:
+    """Print the TOML of preset NAME."""
+    click.echo(api.preset_toml(name), nl=False)
+
+
+@cli.command("config")
+@machine_options
+@click.option(
+    "--mode", type=click.Choice(api.MODES), default="nested", show_default=True, help="Paging mode."
+)
+def config_cmd(mode: str, **kw: Any) -> None:
+    """Print the fully resolved configuration (every default written out) as TOML."""
+    click.echo(api.config(mode=mode, **_options(kw)), nl=False)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
+def workloads(as_json: bool) -> None:
+    """List the workload generators with their parameters and defaults."""
+    catalog = api.workloads()
+    if as_json:
+        click.echo(json.dumps(catalog, indent=2))
+        return
+    out = _out()
+    if not catalog:
+        out.print("no workload generators are available in this build")
+        return
+    for gen in catalog:
+        out.print(f"[bold]{gen.get('name')}[/bold]  {gen.get('description', '')}")
+        params = gen.get("params") or []
+        width = max((len(str(p.get("name"))) for p in params), default=0)
+        for p in params:
+            default = p.get("default")
+            shown = "" if default in (None, "") else f" (default {default})"
+            out.print(
+                f"    {p.get('name')!s:<{width}}  {p.get('description', '')}{shown}",
+                highlight=False,
+            )
+    out.print(
+        "\nwrite NAME:k=v,... e.g. --workload random:footprint=1G,refs=1M "
+        "(sizes and counts take K, M, G suffixes)"
+    )
+
+
+@cli.group()
+def trace() -> None:
+    """Inspect and convert trace files."""
+
+
+@trace.command("info")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def trace_info(path: str, as_json: bool) -> None:
+    """Read trace PATH to the end and summarize it."""
+    if not os.path.exists(path):
+        _fail(f"{path}: no such trace file")
+    with ProgressBars() as bars:
+        info = api.trace_info(path, progress=bars.callback("reading"))
+    if as_json:
+        click.echo(json.dumps(info, indent=2))
+    else:
+        _out().print(_render.key_values(info, title=path))
+
+
+_LACKEY_SUFFIXES = (".txt", ".lackey", ".txt.gz", ".txt.zst", ".lackey.gz", ".lackey.zst")
+
+
+@trace.command("convert")
+@click.argument("src", type=click.Path(dir_okay=False))
+@click.argument("dst", type=click.Path(dir_okay=False))
+@click.option(
+    "--to",
+    type=click.Choice(["vtrace", "lackey"]),
+    help="Output format (default: lackey for .txt/.lackey names, else vtrace).",
+)
+def trace_convert(src: str, dst: str, to: str | None) -> None:
+    """Convert trace SRC to DST."""
+    if not os.path.exists(src):
+        _fail(f"{src}: no such trace file")
+    fmt = to or ("lackey" if dst.endswith(_LACKEY_SUFFIXES) else "vtrace")
+    with ProgressBars() as bars:
+        info = api.trace_convert(src, dst, fmt, progress=bars.callback("converting"))
+    _out().print(_render.key_values(info, title=f"wrote {dst} ({fmt})"))
+
+
+@functools.wraps(cli.main)
+def main(*args: Any, **kwargs: Any) -> Any:
+    """Entry point of the ``vmmu`` console script."""
+    return cli.main(*args, prog_name="vmmu", **kwargs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""The `vmmu` command line: listings, `run`, `compare`, and bad input (exit 2, a message that
+names the thing at fault, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import tomllib
+
+import vmmu
+from conftest import TINY
+
+# --- listings -----------------------------------------------------------------------------
+
+
+def test_presets_lists_every_preset_with_a_description(invoke):
+    r = invoke("presets")
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    names = [line.split()[0] for line in lines]
+    assert "bhargava08" in names
+    assert names == list(vmmu.presets())
+    assert all(len(line.split(None, 1)) == 2 for line in lines), "each preset has a description"
+
+
+def test_presets_show_prints_parseable_toml(invoke):
+    r = invoke("presets", "show", "bhargava08")
+    assert r.exit_code == 0
+    assert tomllib.loads(r.stdout)["name"] == "bhargava08"
+
+
+def test_config_prints_the_resolved_config_with_options_applied(invoke):
+    r = invoke(
+        "config",
+        "--pwc",
+        "none",
+        "--levels",
+        "5",
+        "--nested-page-size",
+        "2M",
+        "--guest-page-size",
+        "mixed",
+        "--seed",
+        "7",
+        "--set",
+        "machine.tlb.l2.0.entries=1024",
+    )
+    assert r.exit_code == 0, r.stderr
+    cfg = tomllib.loads(r.stdout)
+    assert cfg["mode"] == "nested"
+    assert cfg["seed"] == 7
+    assert cfg["machine"]["pwc"]["design"] == "none"
+    assert cfg["guest"]["format"] == "long5"
+    assert cfg["guest"]["page_size"] == "mixed"
+    assert cfg["host"]["nested_levels"] == 5
+    assert cfg["host"]["nested_page_size"] == "2M"
+    assert cfg["machine"]["tlb"]["l2"][0]["entries"] == 1024
+
+
+def test_set_is_applied_after_the_options(invoke):
+    r = invoke("config", "--pwc", "none", "--set", "machine.pwc.design=psc")
+    assert tomllib.loads(r.stdout)["machine"]["pwc"]["design"] == "psc"
+
+
+def test_workloads_lists_generators_with_parameters_and_defaults(invoke):
+    r = invoke("workloads")
+    assert r.exit_code == 0
+    for name in ("stream", "stride", "random", "pointer-chase", "phases"):
+        assert name in r.stdout
+    for param in ("footprint", "refs", "ipr", "write_ratio", "seed", "prefault"):
+        assert param in r.stdout
+    catalog = json.loads(invoke("workloads", "--json").stdout)
+    random = next(g for g in catalog if g["name"] == "random")
+    assert {p["name"] for p in random["params"]} >= {"footprint", "refs", "prefault"}
+    assert all("default" in p and "description" in p for p in random["params"])
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["config", "--machine", "nope"], ["unknown preset", "nope"]),
+        (["presets", "show", "nope"], ["unknown preset", "nope"]),
+        (["config", "--set", "machine.tlb.l1d.0.ways=3"], ["machine.tlb.l1d[0].ways"]),
+        (["config", "--set", "machine.tlb.bogus=1"], ["machine.tlb.bogus", "unknown"]),
+        (["config", "--set", "guest.memory=0"], ["guest.memory"]),
+        (["config", "--set", "noequals"], ["dotted.path=value"]),
+        (["config", "--machine", "/nonexistent/m.toml"], ["/nonexistent/m.toml"]),
+        (["run", "--trace", "/nonexistent/t.vtrace"], ["/nonexistent/t.vtrace"]),
+        (["run", "--workload", "random:bogus=1"], ["bogus", "random"]),
+        (["run", "--workload", "random:refs=zz"], ["refs", "zz"]),
+        (["run", "--workload", "nosuchgen"], ["nosuchgen"]),
+        (["run"], ["--workload", "--trace"]),
+        (["run", "--workload", TINY, "--trace", "x"], ["exactly one"]),
+        (["run", "--workload", TINY, "--pwc", "3d"], ["--pwc", "3d"]),
+        (["compare", "--workload", TINY, "--modes", "native,bogus"], ["bogus"]),
+        (["trace", "info", "/nonexistent/t.vtrace"], ["/nonexistent/t.vtrace"]),
+    ],
+)
+def test_bad_input_exits_2_naming_the_culprit(invoke, args, names):
+    r = invoke(*args)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    for name in names:
+        assert name in r.stderr
+
+
+def test_error_lines_start_with_error(invoke):
+    r = invoke("config", "--set", "machine.tlb.l1d.0.ways=3")
+    assert r.stderr.startswith("error: invalid configuration: machine.tlb.l1d[0].ways:")
+    assert r.stdout == ""
+
+
+# --- run and compare ----------------------------------------------------------------------
+
+
+@pytest.mark.engine
+def test_run_json_is_a_vmmu_result(run_json):
+    res = run_json("--workload", TINY)
+    assert res["schema"] == "vmmu.result/1"
+    assert res["mode"] == "nested"
+    assert res["machine"] == "bhargava08"
+    for key in ("instructions", "memory_refs", "cycles", "cpi", "tlb", "walks", "walk_refs"):
+        assert key in res
+    assert res["memory_refs"] == 20_000
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("mode", ["native", "nested"])
+def test_run_prints_a_readable_table(invoke, mode):
+    r = invoke("run", "--mode", mode, "--workload", TINY)
+    assert r.exit_code == 0, r.stderr
+    for label in ("cycles", "CPI", "TLBs", "walk refs", "cycles by cause"):
+        assert label in r.stdout
+    if mode == "nested":
+        assert "gPA" in r.stdout and "nL1" in r.stdout
+
+
+@pytest.mark.engine
+def test_run_is_deterministic(run_json):
+    args = ("--workload", "random:footprint=16M,refs=50K,seed=3", "--seed", "5")
+    a, b = run_json(*args), run_json(*args)
+    a.pop("sim"), b.pop("sim")
+    assert a == b
+
+
+@pytest.mark.engine
+def test_compare_prints_every_mode_and_the_overhead(invoke):
+    r = invoke("compare", "--workload", TINY)
+    assert r.exit_code == 0, r.stderr
+    header = next(line for line in r.stdout.splitlines() if "native" in line)
+    assert "nested" in header
+    assert "overhead vs native" in r.stdout
+    assert "+0.0%" in r.stdout  # native against itself
+
+
+@pytest.mark.engine
+def test_compare_json_has_one_result_per_mode(invoke):
+    r = invoke("compare", "--json", "--workload", TINY, "--modes", "native,nested")
+    assert r.exit_code == 0, r.stderr
+    both = json.loads(r.stdout)
+    assert list(both) == ["native", "nested"]
+    assert {res["mode"] for res in both.values()} == {"native", "nested"}
