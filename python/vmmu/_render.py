@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rich import box
+from rich.columns import Columns
 from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -63,15 +65,32 @@ def _ordered(keys: Iterable[str], order: Iterable[str]) -> list[str]:
     return head + sorted(k for k in keys if k not in head)
 
 
-def _table(title: str | None = None, **kw: Any) -> Table:
+def _table(title: str | Text | None = None, **kw: Any) -> Table:
     return Table(
         title=title,
         title_justify="left",
         title_style="bold",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        show_edge=False,
         **kw,
     )
+
+
+def _hit_miss_table(
+    title: str, stats: Mapping[str, Any] | None, order: Iterable[str]
+) -> list[Table]:
+    """A table of ``{name: {"hits", "misses"}}`` with miss rates; empty when there is none."""
+    if not stats:
+        return []
+    t = _table(title)
+    t.add_column("")
+    for c in ("hits", "misses", "miss rate"):
+        t.add_column(c, justify="right")
+    for name in _ordered(stats, order):
+        h, m = _get(stats, name, "hits"), _get(stats, name, "misses")
+        t.add_row(name, num(h), num(m), pct(m, (h or 0) + (m or 0)) if m is not None else DASH)
+    return [t]
 
 
 def _refs_per_walk(r: Mapping[str, Any]) -> str:
@@ -124,16 +143,19 @@ def walk_step_grid(steps: Mapping[str, int]) -> Table | None:
     return t
 
 
-def result_tables(r: Mapping[str, Any]) -> RenderableType:
-    """Everything ``vmmu run`` prints for one result."""
-    parts: list[RenderableType] = []
+def _heading(r: Mapping[str, Any], mode: bool = True) -> Text:
     head = Text()
     head.append(f"{r.get('workload', '?')}", style="bold")
-    head.append(f"  on {r.get('machine', '?')}, mode ")
-    head.append(f"{r.get('mode', '?')}", style="bold")
-    parts.append(head)
+    head.append(f"  machine {r.get('machine', '?')}")
+    if mode:
+        head.append(f"  mode {r.get('mode', '?')}")
+    if r.get("pwc_design"):
+        head.append(f"  pwc {r['pwc_design']}")
+    return head
 
-    t = _table()
+
+def _summary(r: Mapping[str, Any]) -> Table:
+    t = _table("summary", show_header=False)
     t.add_column("")
     t.add_column("", justify="right")
     for label, value in (
@@ -152,64 +174,76 @@ def result_tables(r: Mapping[str, Any]) -> RenderableType:
     ):
         if value != DASH:
             t.add_row(label, value)
-    t.show_header = False
-    parts.append(t)
+    return t
 
-    tlb = r.get("tlb") or {}
-    if tlb:
-        t = _table("TLBs")
-        t.add_column("structure")
-        for c in ("hits", "misses", "miss rate"):
-            t.add_column(c, justify="right")
-        for name in _ordered(tlb, TLB_ORDER):
-            h, m = _get(tlb, name, "hits"), _get(tlb, name, "misses")
-            t.add_row(name, num(h), num(m), pct(m, (h or 0) + (m or 0)))
-        pwc = r.get("pwc") or {}
-        if pwc:
-            h, m = pwc.get("hits"), pwc.get("misses")
-            t.add_row("pwc", num(h), num(m), pct(m, (h or 0) + (m or 0)))
-        for name, hits in (r.get("walk_cache_hits") or {}).items():
-            t.add_row(name, num(hits), DASH, DASH)
-        parts.append(t)
 
-    grid = walk_step_grid(r.get("walk_refs_by_step") or {})
-    if grid is not None:
-        parts.append(grid)
+def _shares(
+    title: str,
+    unit: str,
+    counts: Mapping[str, Any],
+    order: Iterable[str],
+    total: float | None = None,
+) -> Table:
+    t = _table(title)
+    t.add_column("")
+    t.add_column(unit, justify="right")
+    t.add_column("share", justify="right")
+    if total is None:
+        total = sum(v for v in counts.values() if isinstance(v, (int, float)))
+    for name in _ordered(counts, order):
+        t.add_row(name.replace("_", " "), num(counts[name]), pct(counts[name], total))
+    return t
 
-    served = r.get("walk_refs_served_by") or {}
-    if served:
-        total = sum(v for v in served.values() if isinstance(v, int))
-        t = _table("walk refs served by")
-        t.add_column("")
-        t.add_column("refs", justify="right")
-        t.add_column("share", justify="right")
-        for name in _ordered(served, SERVED_ORDER):
-            t.add_row(name, num(served[name]), pct(served[name], total))
-        parts.append(t)
 
-    causes = r.get("cycles_by_cause") or {}
-    if causes:
-        total = r.get("cycles") or sum(causes.values())
-        t = _table("cycles by cause")
-        t.add_column("")
-        t.add_column("cycles", justify="right")
-        t.add_column("share", justify="right")
-        for name in _ordered(causes, CAUSE_ORDER):
-            t.add_row(name.replace("_", " "), num(causes[name]), pct(causes[name], total))
-        parts.append(t)
+def _walk_caches(r: Mapping[str, Any]) -> list[Table]:
+    def used(x: Any) -> bool:
+        return isinstance(x, Mapping) and any(v for v in x.values() if isinstance(v, int))
 
+    caches = {name: r[name] for name in ("pwc", "ntlb") if used(r.get(name))}
+    if _get(r, "walk_cache_hits", "psc") or r.get("pwc_design") == "psc":
+        caches["psc"] = {"hits": _get(r, "walk_cache_hits", "psc"), "misses": None}
+    return _hit_miss_table("page-walk caches", caches, ("pwc", "ntlb", "psc"))
+
+
+def _exits(r: Mapping[str, Any]) -> list[Table]:
     exits = r.get("exits") or {}
-    if exits:
-        t = _table("hypervisor exits")
-        t.add_column("reason")
-        t.add_column("count", justify="right")
-        t.add_column("cycles", justify="right")
-        t.add_column("share of run", justify="right")
-        for reason in sorted(exits, key=lambda k: -(_get(exits, k, "cycles") or 0)):
-            c = _get(exits, reason, "cycles")
-            t.add_row(reason, num(_get(exits, reason, "count")), num(c), pct(c, r.get("cycles")))
-        parts.append(t)
+    if not exits:
+        return []
+    t = _table("hypervisor exits")
+    t.add_column("reason")
+    t.add_column("count", justify="right")
+    t.add_column("cycles", justify="right")
+    t.add_column("share of run", justify="right")
+    for reason in sorted(exits, key=lambda k: -(_get(exits, k, "cycles") or 0)):
+        c = _get(exits, reason, "cycles")
+        t.add_row(reason, num(_get(exits, reason, "count")), num(c), pct(c, r.get("cycles")))
+    return [t]
 
+
+def result_tables(r: Mapping[str, Any]) -> RenderableType:
+    """Everything ``vmmu run`` prints for one result, in rows of tables that sit side by side
+    when the terminal is wide enough."""
+    causes = r.get("cycles_by_cause") or {}
+    served = r.get("walk_refs_served_by") or {}
+    grid = walk_step_grid(r.get("walk_refs_by_step") or {})
+    rows: list[list[RenderableType]] = [
+        [_summary(r)]
+        + (
+            [_shares("cycles by cause", "cycles", causes, CAUSE_ORDER, r.get("cycles"))]
+            if causes
+            else []
+        ),
+        _hit_miss_table("TLBs", r.get("tlb"), TLB_ORDER)
+        + _walk_caches(r)
+        + _hit_miss_table("memory hierarchy", r.get("caches"), ("l1", "l2", "l3")),
+        ([grid] if grid is not None else [])
+        + ([_shares("walk refs served by", "refs", served, SERVED_ORDER)] if served else []),
+        _exits(r),
+    ]
+    parts: list[RenderableType] = [_heading(r), Text("")]
+    for row in rows:
+        if row:
+            parts.append(Columns([Padding(x, (0, 0, 1, 0)) for x in row], padding=(0, 4)))
     parts.append(sim_line(r))
     return Group(*parts)
 
@@ -230,10 +264,7 @@ def sim_line(r: Mapping[str, Any]) -> Text:
 def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, Any]) -> Table:
     """Modes side by side: one column per mode, one row per figure."""
     first = next(iter(results.values()))
-    t = _table(
-        f"{first.get('workload', '?')} on {first.get('machine', '?')}",
-        show_lines=False,
-    )
+    t = _table(_heading(first, mode=False))
     t.add_column("")
     modes = list(results)
     for m in modes:
