@@ -197,31 +197,32 @@ fn chase(v: &Values, footprint: u64, g: &mut RefGen) -> Result<Pattern> {
     } else {
         None
     };
-    match v.choice("dist", &["zipf", "hotcold"])? {
-        "zipf" => Ok(Pattern::Zipf {
-            zipf: Zipf::new(nodes, v.float("alpha")?),
+    // Every parameter is checked, whichever distribution uses it, so a typo never hides.
+    let dist = v.choice("dist", &["zipf", "hotcold"])?;
+    let alpha = v.float("alpha")?;
+    let frac = v.ratio("hot_fraction")?;
+    if frac == 0.0 {
+        return Err(v.error("hot_fraction", "expected a fraction in (0, 1], found `0`"));
+    }
+    let hot_prob = v.ratio("hot_prob")?;
+    if dist == "zipf" {
+        return Ok(Pattern::Zipf {
+            zipf: Zipf::new(nodes, alpha),
             node_bytes,
             scatter,
-        }),
-        _ => {
-            let frac = v.ratio("hot_fraction")?;
-            if frac == 0.0 {
-                return Err(v.error("hot_fraction", "expected a fraction in (0, 1], found `0`"));
-            }
-            let hot_prob = v.ratio("hot_prob")?;
-            let hot = ((frac * nodes as f64).ceil() as u64).clamp(1, nodes);
-            let hot_threshold = if hot_prob >= 1.0 {
-                u64::MAX
-            } else {
-                (hot_prob * 18_446_744_073_709_551_616.0) as u64
-            };
-            Ok(Pattern::HotCold {
-                nodes,
-                hot,
-                hot_threshold,
-                node_bytes,
-                scatter,
-            })
-        }
+        });
     }
+    let hot = ((frac * nodes as f64).ceil() as u64).clamp(1, nodes);
+    let hot_threshold = if hot_prob >= 1.0 {
+        u64::MAX
+    } else {
+        (hot_prob * 18_446_744_073_709_551_616.0) as u64
+    };
+    Ok(Pattern::HotCold {
+        nodes,
+        hot,
+        hot_threshold,
+        node_bytes,
+        scatter,
+    })
 }
