@@ -27,7 +27,14 @@ fn assert_mentions(spec: &str, words: &[&str]) {
 fn unknown_generator_lists_the_known_ones() {
     assert_mentions(
         "randon:refs=1",
-        &["`randon`", "stream", "stride", "random", "pointer-chase", "phases"],
+        &[
+            "`randon`",
+            "stream",
+            "stride",
+            "random",
+            "pointer-chase",
+            "phases",
+        ],
     );
 }
 
@@ -42,7 +49,10 @@ fn unknown_parameter_lists_the_generators_parameters() {
 
 #[test]
 fn unparsable_values_say_what_was_expected() {
-    assert_mentions("random:footprint=lots", &["`footprint`", "byte size", "`lots`"]);
+    assert_mentions(
+        "random:footprint=lots",
+        &["`footprint`", "byte size", "`lots`"],
+    );
     assert_mentions("random:refs=1.5", &["`refs`", "count", "`1.5`"]);
     assert_mentions("random:ipr=x", &["`ipr`", "count"]);
     assert_mentions("random:seed=abc", &["`seed`", "integer"]);
@@ -68,15 +78,24 @@ fn footprint_zero_or_beyond_47_bits_is_refused() {
 
 #[test]
 fn write_ratio_outside_zero_one_is_refused() {
-    assert_mentions("random:write_ratio=1.5", &["`write_ratio`", "between 0 and 1"]);
+    assert_mentions(
+        "random:write_ratio=1.5",
+        &["`write_ratio`", "between 0 and 1"],
+    );
     assert_mentions("random:write_ratio=-0.1", &["`write_ratio`"]);
     assert_mentions("random:write_ratio=nan", &["`write_ratio`"]);
 }
 
 #[test]
 fn generator_specific_limits_name_their_parameter() {
-    assert_mentions("pointer-chase:node=128,footprint=64", &["`node`", "does not fit"]);
-    assert_mentions("pointer-chase:dist=hotcold,hot_fraction=0", &["`hot_fraction`"]);
+    assert_mentions(
+        "pointer-chase:node=128,footprint=64",
+        &["`node`", "does not fit"],
+    );
+    assert_mentions(
+        "pointer-chase:dist=hotcold,hot_fraction=0",
+        &["`hot_fraction`"],
+    );
     assert_mentions("pointer-chase:hot_prob=2", &["`hot_prob`"]);
     assert_mentions("stream:arrays=0", &["`arrays`"]);
     assert_mentions("stream:arrays=100,footprint=64", &["`arrays`"]);
@@ -89,7 +108,10 @@ fn phases_errors_name_the_phase() {
     assert_mentions("phases:period=0", &["`period`"]);
     assert_mentions("phases:c.stride=64", &["`c.stride`", "names no phase"]);
     assert_mentions("phases:a.stride=64", &["`a.stride`", "random"]);
-    assert_mentions("phases:b=stride,b.stride=7", &["`b.stride`", "multiple of 8"]);
+    assert_mentions(
+        "phases:b=stride,b.stride=7",
+        &["`b.stride`", "multiple of 8"],
+    );
     assert_mentions("phases:a.refs=5", &["`a.refs`", "whole workload"]);
     assert_mentions("phases:stride=64", &["`stride`", "phases"]);
 }

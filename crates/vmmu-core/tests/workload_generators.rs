@@ -201,7 +201,9 @@ fn hot_cold_sends_hot_prob_of_references_to_the_hot_fraction() {
 
 #[test]
 fn zipf_favours_low_ranks_and_scatter_moves_them() {
-    let rs = refs(&all("pointer-chase:alpha=1.2,scatter=0,footprint=64K,refs=100K"));
+    let rs = refs(&all(
+        "pointer-chase:alpha=1.2,scatter=0,footprint=64K,refs=100K",
+    ));
     let first = rs.iter().filter(|r| r.va.0 == BASE).count();
     let second = rs.iter().filter(|r| r.va.0 == BASE + 64).count();
     // P(1)/P(2) = 2^1.2 ≈ 2.3.
@@ -215,7 +217,10 @@ fn zipf_favours_low_ranks_and_scatter_moves_them() {
     }
     let top = counts.iter().max_by_key(|(_, c)| **c).unwrap();
     assert!(*top.1 > 20_000);
-    assert_ne!(*top.0, BASE, "with scatter=1 the most popular node is not the first");
+    assert_ne!(
+        *top.0, BASE,
+        "with scatter=1 the most popular node is not the first"
+    );
 }
 
 #[test]
@@ -255,7 +260,15 @@ fn catalog_names_every_parameter_with_its_default() {
     let cat = workload::catalog();
     for g in &cat {
         let names: Vec<&str> = g.params.iter().map(|p| p.name).collect();
-        for common in ["footprint", "refs", "ipr", "write_ratio", "seed", "prefault", "huge"] {
+        for common in [
+            "footprint",
+            "refs",
+            "ipr",
+            "write_ratio",
+            "seed",
+            "prefault",
+            "huge",
+        ] {
             assert!(names.contains(&common), "{}: {common}", g.name);
         }
         assert!(!g.description.is_empty());

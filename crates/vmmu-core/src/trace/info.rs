@@ -86,7 +86,7 @@ impl Tally {
                         AccessKind::Store => self.refs.store += 1,
                         AccessKind::Modify => self.refs.modify += 1,
                     }
-                    self.instructions += r.instrs as u64;
+                    self.instructions = self.instructions.saturating_add(r.instrs as u64);
                     let page = r.va.0 >> 12;
                     if self.last_page != Some(page) {
                         self.pages.insert(page);
@@ -95,7 +95,7 @@ impl Tally {
                     continue;
                 }
                 Event::Compute { instrs } => {
-                    self.instructions += instrs;
+                    self.instructions = self.instructions.saturating_add(instrs);
                     "compute"
                 }
                 Event::ProcessCreate { pid } => {

@@ -299,9 +299,9 @@ impl VtraceReader {
             match e {
                 Event::Ref(r) => {
                     s.refs += 1;
-                    s.instructions += r.instrs as u64;
+                    s.instructions = s.instructions.wrapping_add(r.instrs as u64);
                 }
-                Event::Compute { instrs } => s.instructions += instrs,
+                Event::Compute { instrs } => s.instructions = s.instructions.wrapping_add(*instrs),
                 Event::Phase { .. } => {}
                 _ => s.os_events += 1,
             }

@@ -156,9 +156,9 @@ impl TraceWriter {
         match e {
             Event::Ref(r) => {
                 t.refs += 1;
-                t.instructions += r.instrs as u64;
+                t.instructions = t.instructions.wrapping_add(r.instrs as u64);
             }
-            Event::Compute { instrs } => t.instructions += instrs,
+            Event::Compute { instrs } => t.instructions = t.instructions.wrapping_add(*instrs),
             Event::Phase { .. } => {}
             _ => t.os_events += 1,
         }
