@@ -16,20 +16,6 @@ use pyo3::prelude::*;
 use vmmu_core::error::Error;
 use vmmu_core::{config, sim, trace, workload};
 
-/// SHIM — stand-ins for core functions that are being written (`trace::info`,
-/// `trace::convert`, `trace::Format`). Each is deleted, and the call site switched
-/// to the real function, when vmmu-core gains it.
-mod shim {
-    use vmmu_core::error::Error;
-
-    pub fn not_yet(what: &str) -> Error {
-        Error::config(
-            "trace",
-            format!("`{what}` is not implemented in vmmu-core yet"),
-        )
-    }
-}
-
 create_exception!(
     _core,
     VmmuError,
@@ -237,9 +223,7 @@ fn workloads() -> PyResult<String> {
 #[pyo3(signature = (path, progress=None))]
 fn trace_info(py: Python<'_>, path: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
     let mut reporter = Reporter::new(progress.as_ref());
-    let _ = (&mut reporter, path);
-    let out: Result<serde_json::Value, Error> =
-        py.allow_threads(|| Err(shim::not_yet("trace info")));
+    let out = py.allow_threads(|| trace::info(path, &mut |n| reporter.report(n, None)));
     match out {
         Ok(info) => Ok(serde_json::to_string(&info).expect("trace info serializes")),
         Err(e) => Err(reporter.into_error(py, e)),
@@ -257,10 +241,10 @@ fn trace_convert(
     to: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let _ = (src, dst, to);
-    let reporter = Reporter::new(progress.as_ref());
-    let out: Result<serde_json::Value, Error> =
-        py.allow_threads(|| Err(shim::not_yet("trace convert")));
+    let format: trace::Format = to.parse().map_err(to_py)?;
+    let mut reporter = Reporter::new(progress.as_ref());
+    let out =
+        py.allow_threads(|| trace::convert(src, dst, format, &mut |n| reporter.report(n, None)));
     match out {
         Ok(info) => Ok(serde_json::to_string(&info).expect("trace info serializes")),
         Err(e) => Err(reporter.into_error(py, e)),
