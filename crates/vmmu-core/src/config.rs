@@ -63,6 +63,9 @@ pub enum Mode {
     Native,
     /// Nested paging (AMD NPT / Intel EPT): the 2D walk of seed 002.
     Nested,
+    /// Shadow paging: the hypervisor's software MMU keeps gVA → hPA tables the hardware walks
+    /// like native ones (with `technique = "hvm"`); `pv` and `previrt` use direct paging.
+    Shadow,
 }
 
 impl Mode {
@@ -71,6 +74,7 @@ impl Mode {
         match self {
             Mode::Native => "native",
             Mode::Nested => "nested",
+            Mode::Shadow => "shadow",
         }
     }
 }
@@ -225,6 +229,216 @@ impl Default for HostConfig {
             nested_levels: default_nested_levels(),
         }
     }
+}
+
+/// How sensitive MMU operations reach the hypervisor (seed 003).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Technique {
+    /// Trap-and-emulate (HVM): each intercepted operation is a VM exit plus a handler; guest
+    /// page tables are shadowed.
+    #[default]
+    Hvm,
+    /// Para-virtual (Xen PV): direct paging; page-table updates are validated hypercalls,
+    /// batched per operation (`mmu_update`); CR3 writes and INVLPG are hypercalls.
+    Pv,
+    /// Pre-virtualized (in-place VMM): the sensitive instruction becomes a call into a VMM
+    /// inside the guest; a world switch only when the hypervisor must act (seed 003).
+    Previrt,
+}
+
+/// When nested-paging memory is backed by the host.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backing {
+    /// Every guest frame is backed when the guest allocates it: no nested page faults.
+    #[default]
+    Eager,
+    /// Backed on the first hardware access: a nested page fault (EPT violation) exits.
+    Lazy,
+}
+
+/// The shadow pager's knobs (DESIGN.md "The hypervisor model"); each can be switched to
+/// measure its effect.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShadowConfig {
+    /// Shadow roots kept per vCPU (KVM: the current one plus 3 previous = 4; Palacios' VTLB:
+    /// 1, rebuilt on every CR3 write). A CR3 write to a cached root builds nothing.
+    #[serde(default = "default_cached_roots")]
+    pub cached_roots: u32,
+    /// Let leaf (level-1) guest tables go out of sync: guest writes to them do not exit, and
+    /// the shadow is resynced at the next CR3 write or INVLPG (KVM "unsync").
+    #[serde(default = "yes")]
+    pub unsync: bool,
+    /// Most out-of-sync pages at once (Xen: 3 per vCPU; 0 = no limit, KVM).
+    #[serde(default)]
+    pub oos_limit: u32,
+    /// Neighbouring shadow entries filled on a hidden fault (KVM: 8; Xen: up to 32; 0 = off).
+    #[serde(default = "default_prefetch")]
+    pub prefetch: u32,
+    /// Stop shadowing a guest table after this many emulated writes with no use of it in
+    /// between (KVM: 3; 0 = never).
+    #[serde(default = "default_write_flood")]
+    pub write_flood: u32,
+    /// Most shadow pages kept; the least recently created root's tree is dropped beyond it
+    /// (0 = no limit; KVM sizes it at about 2% of guest pages).
+    #[serde(default)]
+    pub capacity: u32,
+}
+
+fn default_cached_roots() -> u32 {
+    4
+}
+fn default_prefetch() -> u32 {
+    8
+}
+fn default_write_flood() -> u32 {
+    3
+}
+
+impl Default for ShadowConfig {
+    fn default() -> Self {
+        ShadowConfig {
+            cached_roots: default_cached_roots(),
+            unsync: true,
+            oos_limit: 0,
+            prefetch: default_prefetch(),
+            write_flood: default_write_flood(),
+            capacity: 0,
+        }
+    }
+}
+
+/// The direct cost, in cycles, of each hypervisor operation (a named profile; the lost TLB
+/// and cache state after an exit is simulated, not part of these constants).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostProfile {
+    /// Profile name.
+    pub name: String,
+    /// One line describing it.
+    #[serde(default)]
+    pub description: String,
+    /// A VM exit plus the VM entry that resumes the guest (hardware round trip).
+    pub exit_round_trip: u64,
+    /// Handler of a hidden (shadow) page fault that fills a shadow entry.
+    pub hidden_fault: u64,
+    /// Handler of a page fault that is the guest's own: reflected into the guest (injection).
+    pub reflect_fault: u64,
+    /// Emulating one guest write to a write-protected page-table page.
+    pub emulate_write: u64,
+    /// Handling a guest CR3 write (switch to a cached shadow root).
+    pub cr3_write: u64,
+    /// Building one shadow page-table page.
+    pub make_shadow: u64,
+    /// Handling a guest INVLPG.
+    pub invlpg: u64,
+    /// Resynchronising one out-of-sync shadow page.
+    pub resync_page: u64,
+    /// Removing the shadow of one guest page-table page (unshadow, teardown).
+    pub unshadow: u64,
+    /// Handling a nested page fault (EPT violation) that backs guest memory.
+    pub nested_fault: u64,
+    /// A para-virtual hypercall round trip.
+    pub hypercall: u64,
+    /// Validating one page-table update inside an `mmu_update`-style hypercall.
+    pub pv_update: u64,
+    /// A guest page fault trapping to the hypervisor and bounced to the guest kernel (PV).
+    pub pv_fault_bounce: u64,
+    /// A call into the in-place VMM (pre-virtualization), no world switch.
+    pub previrt_call: u64,
+    /// The in-place VMM's work per page-table update.
+    pub previrt_update: u64,
+    /// Where each number comes from.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
+}
+
+/// The hypervisor: cost profile, technique, backing and the shadow pager's knobs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HypervisorConfig {
+    /// Name of the cost profile in `costs` (set `hypervisor.profile` to load another).
+    #[serde(default = "default_profile")]
+    pub profile: String,
+    /// How sensitive operations reach the hypervisor.
+    #[serde(default)]
+    pub technique: Technique,
+    /// When nested-paging memory is backed.
+    #[serde(default)]
+    pub backing: Backing,
+    /// Shadow pager knobs.
+    #[serde(default)]
+    pub shadow: ShadowConfig,
+    /// The cost profile's numbers.
+    #[serde(default = "default_costs")]
+    pub costs: CostProfile,
+}
+
+fn default_profile() -> String {
+    "kvm-modern".into()
+}
+
+fn default_costs() -> CostProfile {
+    load_profile(&default_profile()).expect("the default profile parses")
+}
+
+impl Default for HypervisorConfig {
+    fn default() -> Self {
+        HypervisorConfig {
+            profile: default_profile(),
+            technique: Technique::default(),
+            backing: Backing::default(),
+            shadow: ShadowConfig::default(),
+            costs: default_costs(),
+        }
+    }
+}
+
+/// The exit cost profiles shipped with vmmu, as `(name, TOML text)`.
+pub const PROFILES: &[(&str, &str)] = &[
+    (
+        "kvm-modern",
+        include_str!("../presets/profiles/kvm-modern.toml"),
+    ),
+    (
+        "xen-3.0.4-core2",
+        include_str!("../presets/profiles/xen-3.0.4-core2.toml"),
+    ),
+    (
+        "palacios-opteron2350",
+        include_str!("../presets/profiles/palacios-opteron2350.toml"),
+    ),
+    (
+        "esx-nehalem",
+        include_str!("../presets/profiles/esx-nehalem.toml"),
+    ),
+];
+
+/// Loads a cost profile by name, or from a TOML file when the name ends in `.toml`.
+pub fn load_profile(name_or_path: &str) -> Result<CostProfile> {
+    let text = if name_or_path.ends_with(".toml") {
+        std::fs::read_to_string(name_or_path).map_err(|e| Error::io(name_or_path, e))?
+    } else {
+        PROFILES
+            .iter()
+            .find(|(n, _)| *n == name_or_path)
+            .map(|(_, t)| t.to_string())
+            .ok_or_else(|| {
+                let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
+                Error::config(
+                    "hypervisor.profile",
+                    format!(
+                        "unknown profile `{name_or_path}` (profiles: {}; or a path ending in .toml)",
+                        names.join(", ")
+                    ),
+                )
+            })?
+    };
+    let value: toml::Value = toml::from_str(&text)
+        .map_err(|e| Error::config("hypervisor.costs", format!("{name_or_path}: {e}")))?;
+    deserialize_at(value, "hypervisor.costs")
 }
 
 /// The core's base timing.
@@ -450,6 +664,9 @@ pub struct SimConfig {
     /// The host.
     #[serde(default)]
     pub host: HostConfig,
+    /// The hypervisor.
+    #[serde(default)]
+    pub hypervisor: HypervisorConfig,
     /// Seed for every random choice of the run (allocators; generators have their own `seed`).
     #[serde(default)]
     pub seed: u64,
@@ -460,11 +677,26 @@ pub struct SimConfig {
 
 /// The machine presets shipped with vmmu, as `(name, TOML text)`.
 pub const PRESETS: &[(&str, &str)] = &[
-    ("bhargava08", include_str!("../presets/machines/bhargava08.toml")),
-    ("opteron2350", include_str!("../presets/machines/opteron2350.toml")),
-    ("core2-e6300", include_str!("../presets/machines/core2-e6300.toml")),
-    ("nehalem-x5560", include_str!("../presets/machines/nehalem-x5560.toml")),
-    ("golden-cove", include_str!("../presets/machines/golden-cove.toml")),
+    (
+        "bhargava08",
+        include_str!("../presets/machines/bhargava08.toml"),
+    ),
+    (
+        "opteron2350",
+        include_str!("../presets/machines/opteron2350.toml"),
+    ),
+    (
+        "core2-e6300",
+        include_str!("../presets/machines/core2-e6300.toml"),
+    ),
+    (
+        "nehalem-x5560",
+        include_str!("../presets/machines/nehalem-x5560.toml"),
+    ),
+    (
+        "golden-cove",
+        include_str!("../presets/machines/golden-cove.toml"),
+    ),
     ("zen4", include_str!("../presets/machines/zen4.toml")),
 ];
 
@@ -560,9 +792,9 @@ fn set_path(root: &mut toml::Value, path: &str, value: toml::Value) -> Result<()
                 t.get_mut(seg.as_str()).expect("checked above")
             }
             toml::Value::Array(a) => {
-                let idx: usize = seg.parse().map_err(|_| {
-                    Error::config(here.clone(), "expected an array index here")
-                })?;
+                let idx: usize = seg
+                    .parse()
+                    .map_err(|_| Error::config(here.clone(), "expected an array index here"))?;
                 let n = a.len();
                 a.get_mut(idx).ok_or_else(|| {
                     Error::config(here.clone(), format!("index out of range (length {n})"))
@@ -593,6 +825,7 @@ impl SimConfig {
             machine,
             guest: GuestConfig::default(),
             host: HostConfig::default(),
+            hypervisor: HypervisorConfig::default(),
             seed: 0,
             check: false,
         }
@@ -628,10 +861,16 @@ impl SimConfig {
     pub fn validate(&self) -> Result<()> {
         let m = &self.machine;
         if !(m.core.base_cpi.is_finite() && m.core.base_cpi > 0.0) {
-            return Err(Error::config("machine.core.base_cpi", "must be a positive number"));
+            return Err(Error::config(
+                "machine.core.base_cpi",
+                "must be a positive number",
+            ));
         }
         if !(m.core.freq_ghz.is_finite() && m.core.freq_ghz > 0.0) {
-            return Err(Error::config("machine.core.freq_ghz", "must be a positive number"));
+            return Err(Error::config(
+                "machine.core.freq_ghz",
+                "must be a positive number",
+            ));
         }
         for (name, arrays) in [
             ("l1d", &m.tlb.l1d),
@@ -653,7 +892,10 @@ impl SimConfig {
         check_sets("machine.pwc", m.pwc.entries, m.pwc.ways)?;
         check_sets("machine.ntlb", m.ntlb.entries, m.ntlb.ways)?;
         if m.caches.line == 0 || !m.caches.line.is_power_of_two() {
-            return Err(Error::config("machine.caches.line", "must be a power of two"));
+            return Err(Error::config(
+                "machine.caches.line",
+                "must be a power of two",
+            ));
         }
         for (i, c) in m.caches.levels.iter().enumerate() {
             let f = format!("machine.caches.levels[{i}]");
@@ -678,7 +920,12 @@ impl SimConfig {
                 ));
             }
         }
-        if !m.caches.levels.iter().any(|l| l.name == m.caches.page_entry_fill) {
+        if !m
+            .caches
+            .levels
+            .iter()
+            .any(|l| l.name == m.caches.page_entry_fill)
+        {
             return Err(Error::config(
                 "machine.caches.page_entry_fill",
                 format!(
@@ -753,7 +1000,10 @@ impl SimConfig {
 
 fn check_sets(field: &str, entries: u32, ways: u32) -> Result<()> {
     if entries == 0 {
-        return Err(Error::config(format!("{field}.entries"), "must be at least 1"));
+        return Err(Error::config(
+            format!("{field}.entries"),
+            "must be at least 1",
+        ));
     }
     if ways == 0 {
         return Err(Error::config(format!("{field}.ways"), "must be at least 1"));
@@ -769,6 +1019,19 @@ fn check_sets(field: &str, entries: u32, ways: u32) -> Result<()> {
 
 /// Builds a validated config from a machine preset name (or `.toml` path) and `--set`
 /// overrides (`dotted.path`, `value`), in order.
+///
+/// A `hypervisor.profile` override loads that profile's numbers into `hypervisor.costs` before
+/// the other overrides apply, so `--profile X --set hypervisor.costs.hypercall=900` works.
 pub fn build(machine: &str, overrides: &[(String, String)]) -> Result<SimConfig> {
-    SimConfig::new(load_machine(machine)?).with_overrides(overrides)
+    let mut cfg = SimConfig::new(load_machine(machine)?);
+    if let Some((_, name)) = overrides
+        .iter()
+        .rev()
+        .find(|(p, _)| p == "hypervisor.profile")
+    {
+        let name = name.trim_matches('"');
+        cfg.hypervisor.costs = load_profile(name)?;
+        cfg.hypervisor.profile = name.to_string();
+    }
+    cfg.with_overrides(overrides)
 }

@@ -10,15 +10,19 @@
 //! files) drive [`sim`], which owns the guest's memory and page tables ([`mem`], [`paging`]),
 //! the hardware structures ([`hw`]) and the walkers ([`walk`]), and fills [`stats`].
 #![warn(missing_docs)]
+#![recursion_limit = "256"]
 
 pub mod addr;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod exits;
 pub mod guest;
 pub mod hw;
 pub mod mem;
 pub mod paging;
+pub mod record;
+pub mod shadow;
 pub mod sim;
 pub mod stats;
 pub mod trace;

@@ -12,16 +12,18 @@
 //! The engine streams events in batches and allocates nothing per reference on the hot path.
 
 use crate::addr::{Gpa, Gva, Hpa};
-use crate::config::{Mode, SimConfig};
+use crate::config::{Backing, CostProfile, Mode, SimConfig, Technique};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource, MemRef};
+use crate::exits::{ExitReason, ExitStats};
 use crate::guest::{GuestOs, OsEffects, OsError};
 use crate::hw::tlb::{Tag, TlbHierarchy, TlbLevel, TlbSide};
 use crate::paging::{Geometry, TableWrite};
+use crate::shadow::{FaultKind, ShadowPager, WriteKind};
 use crate::vmm::Vmm;
 use crate::walk::guest::{self as gwalk, Access, WalkFault, WalkOutcome};
 use crate::walk::nested::NestedWalker;
-use crate::walk::{IdentityDim, WalkHw};
+use crate::walk::{host as hwalk, IdentityDim, WalkHw};
 
 /// Progress of a running simulation, reported to the caller's callback.
 #[derive(Clone, Copy, Debug, Default)]
@@ -72,6 +74,20 @@ pub struct Counters {
     pub cycles: Cycles,
 }
 
+/// How translation works in this run: the mode, with the technique resolved.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Paging {
+    /// No hypervisor.
+    Native,
+    /// Nested paging: the 2D walk.
+    Nested,
+    /// Shadow paging by trap-and-emulate (HVM).
+    Shadow,
+    /// Direct paging with para-virtual hypercalls or a pre-virtualized in-place VMM: the
+    /// hardware walks the guest's (validated) tables; MMU operations call the hypervisor.
+    Direct(Technique),
+}
+
 const VPID: u16 = 1;
 const BATCH: usize = 65_536;
 const PROGRESS_EVERY: u64 = 1 << 20;
@@ -82,8 +98,14 @@ pub struct Simulator {
     pub cfg: SimConfig,
     /// The guest kernel and its memory.
     pub os: GuestOs,
-    /// The hypervisor's memory side (nested mode only).
+    /// The hypervisor's memory side (every mode but native).
     pub vmm: Option<Vmm>,
+    /// The shadow pager (shadow mode with `hvm`).
+    pub shadow: Option<ShadowPager>,
+    /// Hypervisor operations by reason.
+    pub exits: ExitStats,
+    /// How translation works.
+    pub paging: Paging,
     /// The TLBs.
     pub tlb: TlbHierarchy,
     /// The walkers' hardware.
@@ -98,6 +120,7 @@ pub struct Simulator {
     l2_tlb_latency: u64,
     data_on: bool,
     fault_cycles: u64,
+    costs: CostProfile,
 }
 
 fn os_err(e: OsError, event: u64, what: &Event) -> Error {
@@ -118,10 +141,19 @@ impl Simulator {
     /// Builds a simulator for `cfg` (validated again here).
     pub fn new(cfg: &SimConfig) -> Result<Self> {
         cfg.validate()?;
+        let paging = match (cfg.mode, cfg.hypervisor.technique) {
+            (Mode::Native, _) => Paging::Native,
+            (Mode::Nested, _) => Paging::Nested,
+            (Mode::Shadow, Technique::Hvm) => Paging::Shadow,
+            (Mode::Shadow, t) => Paging::Direct(t),
+        };
         let vmm = match cfg.mode {
             Mode::Native => None,
-            Mode::Nested => Some(Vmm::new(&cfg.host, cfg.guest.memory.0, cfg.seed)?),
+            Mode::Nested | Mode::Shadow => Some(Vmm::new(&cfg.host, cfg.guest.memory.0, cfg.seed)?),
         };
+        let geo = Geometry::of(cfg.guest.format);
+        let shadow =
+            (paging == Paging::Shadow).then(|| ShadowPager::new(&cfg.hypervisor.shadow, geo));
         let m = &cfg.machine;
         let vpid = if cfg.mode == Mode::Native || !m.tlb.vpid {
             0
@@ -131,6 +163,9 @@ impl Simulator {
         Ok(Simulator {
             os: GuestOs::new(&cfg.guest, cfg.seed),
             vmm,
+            shadow,
+            exits: ExitStats::default(),
+            paging,
             tlb: TlbHierarchy::new(&m.tlb),
             hw: WalkHw::new(m),
             counters: Counters::default(),
@@ -142,6 +177,7 @@ impl Simulator {
             l2_tlb_latency: m.tlb.l2_latency as u64,
             data_on: m.caches.data && !m.caches.levels.is_empty(),
             fault_cycles: cfg.guest.page_fault_cycles,
+            costs: cfg.hypervisor.costs.clone(),
             cfg: cfg.clone(),
         })
     }
@@ -292,10 +328,35 @@ impl Simulator {
         let gpt = self.os.process(pid).expect("current process is live").pt;
         let tag = self.tag(pid).raw();
         let mut cycles = 0u64;
-        let out = match &self.vmm {
-            None => gwalk::walk(
+        let out = match (&self.vmm, self.paging) {
+            (Some(v), Paging::Shadow) => {
+                let sp = self.shadow.as_ref().expect("shadow pager in shadow mode");
+                match sp.root() {
+                    Some(root) => hwalk::walk(
+                        &mut self.hw,
+                        &v.hmem,
+                        sp.geometry(),
+                        root,
+                        va,
+                        access,
+                        &mut cycles,
+                    ),
+                    None => {
+                        self.hw.stats.walks += 1;
+                        self.hw.stats.walk_faults += 1;
+                        WalkOutcome::Fault(WalkFault::NotPresent {
+                            level: self.geo.levels,
+                        })
+                    }
+                }
+            }
+            (Some(v), Paging::Nested) => gwalk::walk(
                 &mut self.hw,
-                &mut IdentityDim,
+                &mut NestedWalker {
+                    hmem: &v.hmem,
+                    npt: &v.npt,
+                    vpid: self.vpid,
+                },
                 &mut self.os.mem,
                 &gpt,
                 va,
@@ -304,13 +365,9 @@ impl Simulator {
                 &mut cycles,
                 &mut self.log,
             ),
-            Some(v) => gwalk::walk(
+            _ => gwalk::walk(
                 &mut self.hw,
-                &mut NestedWalker {
-                    hmem: &v.hmem,
-                    npt: &v.npt,
-                    vpid: self.vpid,
-                },
+                &mut IdentityDim,
                 &mut self.os.mem,
                 &gpt,
                 va,
@@ -339,37 +396,54 @@ impl Simulator {
                 &mut self.log,
             );
             self.log.clear();
-            let ea_hpa = match &self.vmm {
-                None => Gpa(ea).identity_hpa(),
-                Some(v) => v.translate(Gpa(ea)).map_or(Hpa(ea), |(h, _)| h),
+            let ea_hpa = match (&self.vmm, self.paging) {
+                (Some(v), Paging::Nested | Paging::Shadow) => {
+                    v.translate(Gpa(ea)).map_or(Hpa(ea), |(h, _)| h)
+                }
+                _ => Gpa(ea).identity_hpa(),
             };
             self.counters.cycles.translation += self.hw.ad_update(ea_hpa);
         }
         self.tlb.set_dirty(va, side, tag);
     }
 
+    /// Charges one hypervisor operation; a world switch without VPIDs flushes the TLB and
+    /// the page-walk caches.
+    fn hyp(&mut self, reason: ExitReason, handler: u64) {
+        let round_trip = match reason {
+            ExitReason::Hypercall | ExitReason::FaultBounce | ExitReason::InPlaceCall => 0,
+            _ => self.costs.exit_round_trip,
+        };
+        let cycles = round_trip + handler;
+        self.exits.record(reason, cycles);
+        self.counters.cycles.hypervisor += cycles;
+        if reason.is_world_switch() && self.vpid == 0 && self.paging != Paging::Native {
+            self.tlb.flush_all();
+            self.hw.pwc.flush();
+            self.hw.psc_guest.flush();
+            self.hw.psc_nested.flush();
+        }
+    }
+
     fn fault(&mut self, r: &MemRef, idx: u64, f: WalkFault, faults: &mut u32) -> Result<()> {
         *faults += 1;
-        let ev = Event::Ref(*r);
-        if *faults > 4 {
+        if *faults > 6 {
             return Err(Error::Check {
                 event: idx,
-                detail: format!("fault {f:?} at {} not resolved after 4 tries", r.va),
+                detail: format!("fault {f:?} at {} not resolved after 6 tries", r.va),
             });
         }
-        match f {
-            WalkFault::NotPresent { .. } | WalkFault::Protection => {
-                self.counters.cycles.guest_kernel += self.fault_cycles;
-                let mut fx = std::mem::take(&mut self.fx);
-                fx.clear();
-                let res = self.os.fault(r.va, r.kind.is_write(), &mut fx);
-                let res = res
-                    .map_err(|e| os_err(e, idx, &ev))
-                    .and_then(|_| self.apply(&mut fx));
-                self.fx = fx;
-                res
+        let write = r.kind.is_write();
+        match (self.paging, f) {
+            (Paging::Nested, WalkFault::Nested { gpa })
+                if self.cfg.hypervisor.backing == Backing::Lazy =>
+            {
+                let v = self.vmm.as_mut().expect("vmm in nested mode");
+                v.back(Gpa(gpa.raw() & !0xfff), crate::addr::PageSize::Size4K)?;
+                self.hyp(ExitReason::NestedFault, self.costs.nested_fault);
+                Ok(())
             }
-            WalkFault::Nested { gpa } => Err(Error::Check {
+            (_, WalkFault::Nested { gpa }) => Err(Error::Check {
                 event: idx,
                 detail: format!(
                     "nested fault at {gpa} for {}: guest memory is pre-backed, so every \
@@ -377,7 +451,48 @@ impl Simulator {
                     r.va
                 ),
             }),
+            (Paging::Shadow, _) => {
+                let pid = self
+                    .os
+                    .current_pid()
+                    .expect("a reference runs in a process");
+                let gpt = self.os.process(pid).expect("live").pt;
+                let sp = self.shadow.as_mut().expect("shadow pager");
+                let vmm = self.vmm.as_mut().expect("vmm");
+                let kind =
+                    sp.hidden_fault(&mut self.os.mem, &gpt, vmm, r.va, write, r.kind.is_fetch())?;
+                match kind {
+                    FaultKind::Filled { built } => {
+                        let h = self.costs.hidden_fault + built as u64 * self.costs.make_shadow;
+                        self.hyp(ExitReason::HiddenFault, h);
+                        Ok(())
+                    }
+                    FaultKind::Guest => {
+                        self.hyp(ExitReason::GuestFault, self.costs.reflect_fault);
+                        self.guest_fault(r, idx)
+                    }
+                }
+            }
+            (Paging::Direct(_), _) => {
+                self.hyp(ExitReason::FaultBounce, self.costs.pv_fault_bounce);
+                self.guest_fault(r, idx)
+            }
+            (Paging::Native | Paging::Nested, _) => self.guest_fault(r, idx),
         }
+    }
+
+    /// The guest kernel handles a page fault (demand paging, copy-on-write).
+    fn guest_fault(&mut self, r: &MemRef, idx: u64) -> Result<()> {
+        let ev = Event::Ref(*r);
+        self.counters.cycles.guest_kernel += self.fault_cycles;
+        let mut fx = std::mem::take(&mut self.fx);
+        fx.clear();
+        let res = self.os.fault(r.va, r.kind.is_write(), &mut fx);
+        let res = res
+            .map_err(|e| os_err(e, idx, &ev))
+            .and_then(|_| self.apply(&mut fx));
+        self.fx = fx;
+        res
     }
 
     fn os_event(&mut self, e: &Event, idx: u64) -> Result<()> {
@@ -427,14 +542,66 @@ impl Simulator {
     /// Hands an OS action's effects to the hypervisor and the hardware.
     fn apply(&mut self, fx: &mut OsEffects) -> Result<()> {
         if let Some(v) = &mut self.vmm {
-            for &(gpa, size) in &fx.new_frames {
-                v.back(gpa, size)?;
+            let lazy =
+                self.paging == Paging::Nested && self.cfg.hypervisor.backing == Backing::Lazy;
+            if !lazy {
+                for &(gpa, size) in &fx.new_frames {
+                    v.back(gpa, size)?;
+                }
             }
         }
+        // Page-table writes reach the hypervisor according to the technique.
+        match self.paging {
+            Paging::Shadow => {
+                for w in &fx.writes {
+                    let sp = self.shadow.as_mut().expect("shadow pager");
+                    let vmm = self.vmm.as_mut().expect("vmm");
+                    if let WriteKind::Emulated { unshadowed } = sp.guest_write(vmm, w) {
+                        let mut h = self.costs.emulate_write;
+                        if unshadowed {
+                            h += self.costs.unshadow;
+                        }
+                        self.hyp(ExitReason::PtWrite, h);
+                    }
+                }
+                for &t in &fx.freed_tables {
+                    let sp = self.shadow.as_mut().expect("shadow pager");
+                    sp.table_freed(self.vmm.as_mut().expect("vmm"), t.raw() >> 12);
+                }
+            }
+            Paging::Direct(t) => {
+                let n = fx.writes.len() as u64;
+                let invl = fx.invalidate.len() as u64;
+                if t == Technique::Previrt {
+                    for _ in 0..(n + invl) {
+                        self.hyp(ExitReason::InPlaceCall, self.costs.previrt_call);
+                    }
+                }
+                if n + invl > 0 {
+                    let per = match t {
+                        Technique::Previrt => self.costs.previrt_update,
+                        _ => self.costs.pv_update,
+                    };
+                    self.hyp(ExitReason::Hypercall, self.costs.hypercall + n * per);
+                }
+            }
+            Paging::Native | Paging::Nested => {}
+        }
         let flush_pwc = self.cfg.machine.pwc.flush_on_tlb_flush;
+        let pcid = self.cfg.machine.tlb.pcid;
         for &(pid, va) in &fx.invalidate {
             self.counters.invlpgs += 1;
             let tag = self.tag(pid);
+            if self.paging == Paging::Shadow {
+                let gpt = self.os.process(pid).map(|p| p.pt);
+                let mut resynced = 0;
+                if let (Some(gpt), Some(sp)) = (gpt, self.shadow.as_mut()) {
+                    let vmm = self.vmm.as_mut().expect("vmm");
+                    resynced = sp.invlpg(&self.os.mem, &gpt, vmm, va);
+                }
+                let h = self.costs.invlpg + resynced as u64 * self.costs.resync_page;
+                self.hyp(ExitReason::Invlpg, h);
+            }
             self.tlb.invalidate_page(va, tag);
             // INVLPG also drops paging-structure-cache entries (Intel SDM Vol. 3A §4.10.4.1).
             self.hw.psc_guest.flush_tag(tag.raw());
@@ -442,7 +609,7 @@ impl Simulator {
         for &pid in &fx.flush_pids {
             self.counters.tlb_flushes += 1;
             let tag = self.tag(pid);
-            if self.cfg.machine.tlb.pcid {
+            if pcid {
                 self.tlb.flush_tag(tag);
             } else {
                 self.tlb.flush_nonglobal(self.vpid);
@@ -452,9 +619,10 @@ impl Simulator {
                 self.hw.pwc.flush();
             }
         }
-        if fx.cr3_switch.is_some() {
+        if let Some(pid) = fx.cr3_switch {
             self.counters.cr3_writes += 1;
-            if !self.cfg.machine.tlb.pcid {
+            self.cr3_write(pid)?;
+            if !pcid {
                 self.counters.tlb_flushes += 1;
                 self.tlb.flush_nonglobal(self.vpid);
                 let tag = Tag {
@@ -470,6 +638,34 @@ impl Simulator {
         Ok(())
     }
 
+    /// A guest CR3 write reaching the hypervisor, by technique.
+    fn cr3_write(&mut self, pid: u32) -> Result<()> {
+        match self.paging {
+            Paging::Shadow => {
+                let root = self
+                    .os
+                    .process(pid)
+                    .expect("switched-to process is live")
+                    .pt
+                    .root;
+                let sp = self.shadow.as_mut().expect("shadow pager");
+                let vmm = self.vmm.as_mut().expect("vmm");
+                let (built, resynced) = sp.switch_root(&self.os.mem, vmm, root)?;
+                let h = self.costs.cr3_write
+                    + built as u64 * self.costs.make_shadow
+                    + resynced as u64 * self.costs.resync_page;
+                self.hyp(ExitReason::Cr3Write, h);
+            }
+            Paging::Direct(Technique::Previrt) => {
+                self.hyp(ExitReason::InPlaceCall, self.costs.previrt_call);
+                self.hyp(ExitReason::Hypercall, self.costs.hypercall);
+            }
+            Paging::Direct(_) => self.hyp(ExitReason::Hypercall, self.costs.hypercall),
+            Paging::Native | Paging::Nested => {}
+        }
+        Ok(())
+    }
+
     /// DESIGN.md law 3: the translation used equals the composition of the guest mapping and
     /// the guest-physical → host-physical mapping at this instant.
     fn check(&mut self, pid: u32, va: Gva, hpa: Hpa, idx: u64) -> Result<()> {
@@ -480,9 +676,9 @@ impl Simulator {
                 detail: format!("{va} translated to {hpa} but the guest tables do not map it"),
             });
         };
-        let expect = match &self.vmm {
-            None => Some(gpa.identity_hpa()),
-            Some(v) => v.translate(gpa).map(|(h, _)| h),
+        let expect = match (&self.vmm, self.paging) {
+            (Some(v), Paging::Nested | Paging::Shadow) => v.translate(gpa).map(|(h, _)| h),
+            _ => Some(gpa.identity_hpa()),
         };
         if expect != Some(hpa) {
             return Err(Error::Check {

@@ -19,7 +19,7 @@ pub fn result_json(sim: &Simulator, workload: &str, seconds: f64) -> Value {
     let cfg = &sim.cfg;
     let c = &sim.counters;
     let w = &sim.hw.stats;
-    let native = cfg.mode == Mode::Native;
+    let native = cfg.mode != Mode::Nested;
     let base = (c.instructions as f64 * cfg.machine.core.base_cpi).round() as u64;
     let cyc = &c.cycles;
     let cycles = base + cyc.translation + cyc.data + cyc.guest_kernel + cyc.hypervisor;
@@ -83,7 +83,29 @@ pub fn result_json(sim: &Simulator, workload: &str, seconds: f64) -> Value {
         "pwc": hm(sim.hw.pwc.stats()),
         "ntlb": hm(sim.hw.ntlb.stats()),
         "caches": caches,
-        "exits": {},
+        "technique": match cfg.mode {
+            Mode::Shadow => serde_json::to_value(cfg.hypervisor.technique).unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        "profile": if cfg.mode == Mode::Native { Value::Null } else { json!(cfg.hypervisor.profile) },
+        "exits": sim.exits.to_json(),
+        "world_switches": sim.exits.world_switches(),
+        "shadow": sim.shadow.as_ref().map(|sp| {
+            let st = &sp.stats;
+            json!({
+                "pages_built": st.pages_built,
+                "pages_removed": st.pages_removed,
+                "pages_live": sp.page_count(),
+                "fills": st.fills,
+                "prefetched": st.prefetched,
+                "resyncs": st.resyncs,
+                "oos_writes": st.oos_writes,
+                "unshadowed": st.unshadowed,
+                "evictions": st.evictions,
+                "root_hits": st.root_hits,
+                "root_misses": st.root_misses,
+            })
+        }),
         "cycles_by_cause": {
             "base": base,
             "translation": cyc.translation,

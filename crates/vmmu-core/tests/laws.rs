@@ -1,61 +1,12 @@
 //! DESIGN.md laws 1, 2, 3, 6 (TLB side), 7 and the splintering rule, pinned on crafted event
 //! sequences with exact counts.
 
+mod common;
+
+use common::*;
 use serde_json::Value;
 use vmmu_core::addr::Gva;
-use vmmu_core::config;
-use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot, VecSource};
-use vmmu_core::sim;
-
-const BASE: u64 = 0x10_0000_0000;
-
-fn load(va: u64) -> Event {
-    Event::Ref(MemRef {
-        va: Gva(va),
-        kind: AccessKind::Load,
-        size: 8,
-        instrs: 1,
-    })
-}
-
-fn store(va: u64) -> Event {
-    Event::Ref(MemRef {
-        va: Gva(va),
-        kind: AccessKind::Store,
-        size: 8,
-        instrs: 1,
-    })
-}
-
-fn region(len: u64, populate: bool) -> Vec<Event> {
-    let flags = if populate { MapFlags::POPULATE } else { 0 };
-    vec![
-        Event::ProcessCreate { pid: 1 },
-        Event::Mmap {
-            start: Gva(BASE),
-            len,
-            prot: Prot::RW,
-            flags: MapFlags(flags),
-        },
-    ]
-}
-
-fn run(overrides: &[(&str, &str)], events: Vec<Event>) -> Value {
-    let mut ov: Vec<(String, String)> = vec![
-        ("machine.caches.data".into(), "false".into()),
-        ("check".into(), "true".into()),
-        ("guest.memory".into(), "\"4G\"".into()),
-        ("host.memory".into(), "\"8G\"".into()),
-    ];
-    ov.extend(
-        overrides
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string())),
-    );
-    let cfg = config::build("bhargava08", &ov).expect("config");
-    let mut src = VecSource::new("crafted", events);
-    sim::run(&cfg, &mut src, &mut |_| true).expect("run")
-}
+use vmmu_core::event::{Event, MapFlags, Prot};
 
 fn touch_pages(n: u64, stride: u64) -> Vec<Event> {
     let mut ev = region(n * stride, true);

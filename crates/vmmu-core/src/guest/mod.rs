@@ -37,6 +37,8 @@ pub struct OsEffects {
     pub flush_pids: Vec<u32>,
     /// CR3 now points at this pid's tables.
     pub cr3_switch: Option<u32>,
+    /// Page-table frames the guest freed (their shadows must go).
+    pub freed_tables: Vec<Gpa>,
 }
 
 impl OsEffects {
@@ -47,6 +49,7 @@ impl OsEffects {
         self.invalidate.clear();
         self.flush_pids.clear();
         self.cr3_switch = None;
+        self.freed_tables.clear();
     }
 }
 
@@ -212,7 +215,7 @@ impl GuestOs {
             .procs
             .remove(&pid)
             .ok_or_else(|| OsError::Impossible(format!("exit of unknown process {pid}")))?;
-        self.teardown(&p);
+        self.teardown(&p, fx);
         fx.flush_pids.push(pid);
         if self.current == Some(pid) {
             self.current = None;
@@ -228,7 +231,7 @@ impl GuestOs {
             .get_mut(&pid)
             .ok_or_else(|| OsError::Impossible(format!("exec of unknown process {pid}")))?;
         let old = std::mem::replace(p, Process::new(pid, pt));
-        self.teardown(&old);
+        self.teardown(&old, fx);
         fx.flush_pids.push(pid);
         if self.current == Some(pid) {
             fx.cr3_switch = Some(pid);
@@ -236,7 +239,7 @@ impl GuestOs {
         Ok(())
     }
 
-    fn teardown(&mut self, p: &Process) {
+    fn teardown(&mut self, p: &Process, fx: &mut OsEffects) {
         let mut leaves = Vec::new();
         p.pt.for_each_leaf(&self.mem, &mut |_, _, level, e| {
             leaves.push((e.frame(self.geo.frame_mask()), level))
@@ -246,6 +249,7 @@ impl GuestOs {
             self.release(frame & !size.offset_mask(), size);
         }
         for t in p.pt.table_frames(&self.mem) {
+            fx.freed_tables.push(t);
             self.mem.release_frame(t);
             self.alloc.free(t.raw(), PageSize::Size4K);
         }

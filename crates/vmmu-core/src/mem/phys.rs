@@ -1,7 +1,8 @@
 //! Sparse physical memory holding page-table frames as real bytes.
 //!
-//! Lookup is two array indexings (a directory of 2 MiB chunks, then a slot number), not a hash:
-//! every page-entry reference of every walk reads through here.
+//! Lookup is one array indexing (frame number → slot number + 1, in a zero-initialised array
+//! whose untouched pages the OS never materialises), not a hash: every page-entry reference of
+//! every walk reads through here.
 
 use crate::addr::{Gpa, Hpa};
 use std::marker::PhantomData;
@@ -36,9 +37,6 @@ impl PhysAddr for Hpa {
     }
 }
 
-const FRAMES_PER_CHUNK: usize = 512;
-const NO_SLOT: u32 = u32::MAX;
-
 /// Physical memory of one address space (guest physical or host physical).
 ///
 /// Frames become *table frames* with [`PhysMem::zero_frame`] and stop being so with
@@ -46,8 +44,10 @@ const NO_SLOT: u32 = u32::MAX;
 /// needs the contents of).
 pub struct PhysMem<A: PhysAddr> {
     size: u64,
-    dir: Vec<Option<Box<[u32; FRAMES_PER_CHUNK]>>>,
-    slots: Vec<Box<[u64; 512]>>,
+    /// Frame number → slot index + 1 (0: not a table frame). `vec![0; n]` is calloc'd, so only
+    /// the pages of this array around table frames ever become resident.
+    dir: Vec<u32>,
+    slots: Vec<[u64; 512]>,
     free_slots: Vec<u32>,
     _space: PhantomData<A>,
 }
@@ -55,10 +55,9 @@ pub struct PhysMem<A: PhysAddr> {
 impl<A: PhysAddr> PhysMem<A> {
     /// Memory of `size` bytes (a multiple of 2 MiB).
     pub fn new(size: u64) -> Self {
-        let chunks = size.div_ceil(2 << 20) as usize;
         PhysMem {
             size,
-            dir: (0..chunks).map(|_| None).collect(),
+            dir: vec![0; size.div_ceil(4096) as usize],
             slots: Vec::new(),
             free_slots: Vec::new(),
             _space: PhantomData,
@@ -77,25 +76,21 @@ impl<A: PhysAddr> PhysMem<A> {
 
     #[inline]
     fn slot(&self, addr: u64) -> Option<&[u64; 512]> {
-        let frame = (addr >> 12) as usize;
-        let chunk = self.dir.get(frame / FRAMES_PER_CHUNK)?.as_ref()?;
-        let s = chunk[frame % FRAMES_PER_CHUNK];
-        if s == NO_SLOT {
+        let s = *self.dir.get((addr >> 12) as usize)?;
+        if s == 0 {
             None
         } else {
-            Some(&self.slots[s as usize])
+            Some(&self.slots[s as usize - 1])
         }
     }
 
     #[inline]
     fn slot_mut(&mut self, addr: u64) -> Option<&mut [u64; 512]> {
-        let frame = (addr >> 12) as usize;
-        let chunk = self.dir.get(frame / FRAMES_PER_CHUNK)?.as_ref()?;
-        let s = chunk[frame % FRAMES_PER_CHUNK];
-        if s == NO_SLOT {
+        let s = *self.dir.get((addr >> 12) as usize)?;
+        if s == 0 {
             None
         } else {
-            Some(&mut self.slots[s as usize])
+            Some(&mut self.slots[s as usize - 1])
         }
     }
 
@@ -104,12 +99,10 @@ impl<A: PhysAddr> PhysMem<A> {
         let addr = frame.raw();
         debug_assert_eq!(addr & 0xfff, 0);
         let f = (addr >> 12) as usize;
-        let ci = f / FRAMES_PER_CHUNK;
-        assert!(ci < self.dir.len(), "frame {addr:#x} beyond memory");
-        let chunk = self.dir[ci].get_or_insert_with(|| Box::new([NO_SLOT; FRAMES_PER_CHUNK]));
-        let cur = chunk[f % FRAMES_PER_CHUNK];
-        if cur != NO_SLOT {
-            self.slots[cur as usize].fill(0);
+        assert!(f < self.dir.len(), "frame {addr:#x} beyond memory");
+        let cur = self.dir[f];
+        if cur != 0 {
+            self.slots[cur as usize - 1].fill(0);
             return;
         }
         let s = match self.free_slots.pop() {
@@ -118,20 +111,20 @@ impl<A: PhysAddr> PhysMem<A> {
                 s
             }
             None => {
-                self.slots.push(Box::new([0; 512]));
+                self.slots.push([0; 512]);
                 (self.slots.len() - 1) as u32
             }
         };
-        self.dir[ci].as_mut().expect("inserted above")[f % FRAMES_PER_CHUNK] = s;
+        self.dir[f] = s + 1;
     }
 
     /// The frame at `frame` stops holding a table; its bytes are forgotten.
     pub fn release_frame(&mut self, frame: A) {
         let f = (frame.raw() >> 12) as usize;
-        if let Some(Some(chunk)) = self.dir.get_mut(f / FRAMES_PER_CHUNK) {
-            let s = std::mem::replace(&mut chunk[f % FRAMES_PER_CHUNK], NO_SLOT);
-            if s != NO_SLOT {
-                self.free_slots.push(s);
+        if let Some(d) = self.dir.get_mut(f) {
+            let s = std::mem::replace(d, 0);
+            if s != 0 {
+                self.free_slots.push(s - 1);
             }
         }
     }

@@ -116,6 +116,27 @@ impl Vmm {
         Ok(())
     }
 
+    /// A zeroed 4 KiB host frame for a hypervisor table (shadow page tables).
+    pub fn alloc_table_frame(&mut self) -> Result<Hpa> {
+        let f = self
+            .alloc
+            .alloc(PageSize::Size4K)
+            .ok_or_else(|| oom("no host frame for a shadow page table"))?;
+        self.hmem.zero_frame(Hpa(f));
+        Ok(Hpa(f))
+    }
+
+    /// Returns a hypervisor table frame.
+    pub fn free_table_frame(&mut self, f: Hpa) {
+        self.hmem.release_frame(f);
+        self.alloc.free(f.raw(), PageSize::Size4K);
+    }
+
+    /// Whether `gpa` is backed (has a nested mapping).
+    pub fn is_backed(&self, gpa: Gpa) -> bool {
+        self.translate(gpa).is_some()
+    }
+
     /// Functional translation of `gpa` by the nested tables.
     pub fn translate(&self, gpa: Gpa) -> Option<(Hpa, PageSize)> {
         self.npt

@@ -13,6 +13,7 @@
 //! cell and by the structure that served it.
 
 pub mod guest;
+pub mod host;
 pub mod nested;
 pub mod step;
 

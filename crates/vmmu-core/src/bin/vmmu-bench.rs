@@ -1,0 +1,133 @@
+//! `make bench`: simulated references per second on one core, trace decoding speed and peak
+//! memory. Figures are wall-clock on this machine; run on an idle machine for stable numbers.
+//!
+//! Each figure times only the reference phase: the set-up events (process creation, the
+//! populated mmap) are simulated before the clock starts.
+
+use std::time::Instant;
+use vmmu_core::config;
+use vmmu_core::event::Event;
+use vmmu_core::sim::Simulator;
+use vmmu_core::{trace, workload};
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Simulates `spec` under `overrides`; returns (references, seconds of the reference phase).
+fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> (u64, f64) {
+    let ov: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let cfg = config::build("bhargava08", &ov).expect("bench config");
+    let mut src = workload::open(spec).expect("bench workload");
+    let mut sim = Simulator::new(&cfg).expect("simulator");
+    // Set-up events first, untimed.
+    let mut buf = Vec::new();
+    let mut pending = Vec::new();
+    loop {
+        buf.clear();
+        if src.next_batch(&mut buf, 1).expect("events") == 0 {
+            break;
+        }
+        if matches!(buf[0], Event::Ref(_)) {
+            pending.push(buf[0]);
+            break;
+        }
+        sim.step(&buf[0]).expect("set-up event");
+    }
+    let t = Instant::now();
+    for e in &pending {
+        sim.step(e).expect("event");
+    }
+    sim.run(src.as_mut(), &mut |_| true).expect("run");
+    let secs = t.elapsed().as_secs_f64();
+    (sim.counters.memory_refs + sim.counters.fetches, secs)
+}
+
+fn line(label: &str, n: u64, secs: f64, target: f64) {
+    let rate = n as f64 / secs / 1e6;
+    let verdict = if rate >= target { "meets" } else { "BELOW" };
+    println!(
+        "{label:<58} {rate:>8.1} M refs/s  ({n} refs in {secs:.2} s; target {target} M/s: {verdict})"
+    );
+}
+
+fn main() {
+    println!("vmmu bench — one core, wall clock");
+    let (n, s) = sim_refs(
+        "stream:footprint=64M,refs=100M,prefault=1",
+        &[("mode", "native")],
+    );
+    line("(a) TLB-hit stream, native, cache model on", n, s, 100.0);
+    let (n, s) = sim_refs(
+        "stream:footprint=64M,refs=100M,prefault=1",
+        &[("mode", "native"), ("machine.caches.data", "false")],
+    );
+    line("(a') TLB-hit stream, native, data caches off", n, s, 100.0);
+    let (n, s) = sim_refs(
+        "random:footprint=4G,refs=10M,prefault=1",
+        &[
+            ("mode", "nested"),
+            ("machine.pwc.design", "2d+nt"),
+            ("guest.memory", "\"8G\""),
+        ],
+    );
+    line(
+        "(b) uniform random over 4 GiB, nested, 2d+nt, caches on",
+        n,
+        s,
+        15.0,
+    );
+
+    // (c) decode alone.
+    let dir = std::env::temp_dir().join(format!("vmmu-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("bench.vtrace");
+    let p = path.to_str().expect("utf-8 path");
+    {
+        let mut src = workload::open("stride:footprint=1G,refs=50M,stride=64").expect("workload");
+        let mut w = trace::TraceWriter::create(p, trace::TraceMeta::default()).expect("writer");
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if src.next_batch(&mut buf, 65536).expect("events") == 0 {
+                break;
+            }
+            w.write_batch(&buf).expect("write");
+        }
+        w.finish().expect("finish");
+    }
+    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let t = Instant::now();
+    let mut r = trace::open(p).expect("open");
+    let mut buf = Vec::with_capacity(65536);
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let k = r.next_batch(&mut buf, 65536).expect("decode");
+        if k == 0 {
+            break;
+        }
+        n += k as u64;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    line("(c) binary trace decoding alone", n, secs, 200.0);
+    println!(
+        "{:<58} {:>8.3} bytes/ref ({bytes} bytes for {n} events)",
+        "    trace size",
+        bytes as f64 / n.max(1) as f64
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{:<58} {:>8.1} MiB", "peak resident memory", peak_rss_mib());
+}

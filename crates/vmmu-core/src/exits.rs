@@ -1,0 +1,122 @@
+//! Exits and other hypervisor operations, counted by reason with their cycles.
+//!
+//! A VM exit costs the profile's `exit_round_trip` (exit plus the entry that resumes the guest)
+//! plus its handler; a hypercall or a PV fault bounce is a world switch too. Calls into a
+//! pre-virtualization in-place VMM are listed here as well, but they are function calls inside
+//! the guest, not world switches ([`ExitReason::is_world_switch`]). Without VPIDs every world
+//! switch flushes the TLB, and the simulation pays for the refills — that indirect cost is
+//! simulated, never folded into these constants.
+
+use serde_json::{json, Map, Value};
+
+/// Why the hypervisor ran.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum ExitReason {
+    /// A shadow-page-table miss the hypervisor filled (a hidden page fault).
+    HiddenFault,
+    /// A page fault that was the guest's own, reflected into it.
+    GuestFault,
+    /// A guest write to a write-protected page-table page, emulated.
+    PtWrite,
+    /// A guest CR3 write (or a full TLB flush by CR3 reload), intercepted.
+    Cr3Write,
+    /// A guest INVLPG, intercepted.
+    Invlpg,
+    /// A nested page fault (EPT violation) that backed guest memory.
+    NestedFault,
+    /// A para-virtual hypercall (batched page-table updates, CR3 write, INVLPG, flushes).
+    Hypercall,
+    /// A guest page fault that trapped to the hypervisor and was bounced to the guest (PV).
+    FaultBounce,
+    /// A call into the in-place VMM (pre-virtualization): not a world switch.
+    InPlaceCall,
+}
+
+impl ExitReason {
+    /// Every reason, in report order.
+    pub const ALL: [ExitReason; 9] = [
+        ExitReason::HiddenFault,
+        ExitReason::GuestFault,
+        ExitReason::PtWrite,
+        ExitReason::Cr3Write,
+        ExitReason::Invlpg,
+        ExitReason::NestedFault,
+        ExitReason::Hypercall,
+        ExitReason::FaultBounce,
+        ExitReason::InPlaceCall,
+    ];
+
+    /// The name used in results.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ExitReason::HiddenFault => "hidden_fault",
+            ExitReason::GuestFault => "guest_fault",
+            ExitReason::PtWrite => "pt_write",
+            ExitReason::Cr3Write => "cr3_write",
+            ExitReason::Invlpg => "invlpg",
+            ExitReason::NestedFault => "nested_fault",
+            ExitReason::Hypercall => "hypercall",
+            ExitReason::FaultBounce => "fault_bounce",
+            ExitReason::InPlaceCall => "inplace_vmm_call",
+        }
+    }
+
+    /// Whether the operation switches from the guest to the hypervisor and back.
+    pub const fn is_world_switch(self) -> bool {
+        !matches!(self, ExitReason::InPlaceCall)
+    }
+
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Counts and cycles per reason.
+#[derive(Clone, Debug, Default)]
+pub struct ExitStats {
+    count: [u64; 9],
+    cycles: [u64; 9],
+}
+
+impl ExitStats {
+    /// Records one operation of `reason` costing `cycles`.
+    #[inline]
+    pub fn record(&mut self, reason: ExitReason, cycles: u64) {
+        self.count[reason.index()] += 1;
+        self.cycles[reason.index()] += cycles;
+    }
+
+    /// Operations of `reason`.
+    pub fn count(&self, reason: ExitReason) -> u64 {
+        self.count[reason.index()]
+    }
+
+    /// World switches of every reason.
+    pub fn world_switches(&self) -> u64 {
+        ExitReason::ALL
+            .iter()
+            .filter(|r| r.is_world_switch())
+            .map(|&r| self.count(r))
+            .sum()
+    }
+
+    /// Cycles of every reason.
+    pub fn total_cycles(&self) -> u64 {
+        self.cycles.iter().sum()
+    }
+
+    /// `{reason: {"count", "cycles"}}` for the reasons that occurred.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        for r in ExitReason::ALL {
+            let n = self.count[r.index()];
+            if n > 0 {
+                m.insert(
+                    r.name().into(),
+                    json!({"count": n, "cycles": self.cycles[r.index()], "world_switch": r.is_world_switch()}),
+                );
+            }
+        }
+        Value::Object(m)
+    }
+}

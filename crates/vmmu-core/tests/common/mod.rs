@@ -1,0 +1,83 @@
+//! Helpers shared by the integration tests: crafted events and a run with overrides.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use vmmu_core::addr::Gva;
+use vmmu_core::config;
+use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot, VecSource};
+use vmmu_core::sim;
+
+/// Where crafted regions start (1 GiB aligned).
+pub const BASE: u64 = 0x10_0000_0000;
+
+fn mem_ref(va: u64, kind: AccessKind) -> Event {
+    Event::Ref(MemRef {
+        va: Gva(va),
+        kind,
+        size: 8,
+        instrs: 1,
+    })
+}
+
+/// A load of `va`.
+pub fn load(va: u64) -> Event {
+    mem_ref(va, AccessKind::Load)
+}
+
+/// A store to `va`.
+pub fn store(va: u64) -> Event {
+    mem_ref(va, AccessKind::Store)
+}
+
+/// An anonymous read-write mapping of `len` bytes at `start`.
+pub fn mmap(start: u64, len: u64, populate: bool) -> Event {
+    Event::Mmap {
+        start: Gva(start),
+        len,
+        prot: Prot::RW,
+        flags: MapFlags(if populate { MapFlags::POPULATE } else { 0 }),
+    }
+}
+
+/// Process 1 with a `len`-byte region at [`BASE`].
+pub fn region(len: u64, populate: bool) -> Vec<Event> {
+    vec![Event::ProcessCreate { pid: 1 }, mmap(BASE, len, populate)]
+}
+
+/// Runs `events` on bhargava08 with the data caches off, the checked mode on, 4 GiB of guest
+/// memory, then `overrides`.
+pub fn run(overrides: &[(&str, &str)], events: Vec<Event>) -> Value {
+    try_run(overrides, events).expect("run")
+}
+
+/// Like [`run`], returning the error.
+pub fn try_run(overrides: &[(&str, &str)], events: Vec<Event>) -> vmmu_core::Result<Value> {
+    let mut ov: Vec<(String, String)> = vec![
+        ("machine.caches.data".into(), "false".into()),
+        ("check".into(), "true".into()),
+        ("guest.memory".into(), "\"4G\"".into()),
+        ("host.memory".into(), "\"8G\"".into()),
+    ];
+    ov.extend(
+        overrides
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string())),
+    );
+    let cfg = config::build("bhargava08", &ov)?;
+    let mut src = VecSource::new("crafted", events);
+    sim::run(&cfg, &mut src, &mut |_| true)
+}
+
+/// An unsigned field of a result.
+pub fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+/// The count of exits of `reason` (0 when absent).
+pub fn exits(v: &Value, reason: &str) -> u64 {
+    v["exits"]
+        .get(reason)
+        .and_then(|e| e["count"].as_u64())
+        .unwrap_or(0)
+}
