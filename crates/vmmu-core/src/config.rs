@@ -165,18 +165,90 @@ pub struct GuestConfig {
     /// Guest frame allocator.
     #[serde(default)]
     pub allocator: AllocatorConfig,
-    /// Cycles the guest kernel spends handling one demand-paging fault (entry, allocation,
-    /// zeroing, PTE writes, return). Assumption: ~1 µs of a 2–3 GHz core for an anonymous fault
-    /// including zeroing a 4 KiB page, paid in every mode.
-    #[serde(default = "default_fault_cycles")]
-    pub page_fault_cycles: u64,
+    /// The guest kernel's own costs, paid in every mode (so overheads are relative to an
+    /// honest native run).
+    #[serde(default)]
+    pub costs: GuestCosts,
 }
 
 fn default_guest_memory() -> Bytes {
     Bytes(16 << 30)
 }
-fn default_fault_cycles() -> u64 {
+
+/// Cycles the guest kernel spends on its own work (Linux-like; assumptions of a 2–3 GHz core,
+/// documented in docs/model.md). Hypervisor costs come on top of these in virtualized modes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestCosts {
+    /// A demand-paging fault: entry, allocation, zeroing a 4 KiB page, PTE write, return
+    /// (about 1 µs).
+    #[serde(default = "c2500")]
+    pub page_fault: u64,
+    /// A copy-on-write fault: like a demand fault plus copying the page.
+    #[serde(default = "c3500")]
+    pub cow_fault: u64,
+    /// A system call's entry and exit (mmap, munmap, mprotect, brk, mremap).
+    #[serde(default = "c300")]
+    pub syscall: u64,
+    /// Per page mapped, unmapped or re-protected by a system call, beyond `syscall`.
+    #[serde(default = "c50")]
+    pub per_page: u64,
+    /// fork: creating the process and its tables, beyond the per-page work.
+    #[serde(default = "c20000")]
+    pub fork: u64,
+    /// fork: per page-table entry copied and write-protected.
+    #[serde(default = "c50")]
+    pub fork_per_pte: u64,
+    /// exec: loading a new image (beyond its page faults).
+    #[serde(default = "c50000")]
+    pub exec: u64,
+    /// exit: tearing down the process, beyond `per_page` per page freed.
+    #[serde(default = "c10000")]
+    pub exit: u64,
+    /// A context switch (scheduler and the CR3 write).
+    #[serde(default = "c1500")]
+    pub context_switch: u64,
+}
+
+fn c50() -> u64 {
+    50
+}
+fn c300() -> u64 {
+    300
+}
+fn c1500() -> u64 {
+    1500
+}
+fn c2500() -> u64 {
     2500
+}
+fn c3500() -> u64 {
+    3500
+}
+fn c10000() -> u64 {
+    10_000
+}
+fn c20000() -> u64 {
+    20_000
+}
+fn c50000() -> u64 {
+    50_000
+}
+
+impl Default for GuestCosts {
+    fn default() -> Self {
+        GuestCosts {
+            page_fault: c2500(),
+            cow_fault: c3500(),
+            syscall: c300(),
+            per_page: c50(),
+            fork: c20000(),
+            fork_per_pte: c50(),
+            exec: c50000(),
+            exit: c10000(),
+            context_switch: c1500(),
+        }
+    }
 }
 
 impl Default for GuestConfig {
@@ -186,7 +258,7 @@ impl Default for GuestConfig {
             page_size: GuestPageSize::default(),
             memory: default_guest_memory(),
             allocator: AllocatorConfig::default(),
-            page_fault_cycles: default_fault_cycles(),
+            costs: GuestCosts::default(),
         }
     }
 }

@@ -119,7 +119,7 @@ pub struct Simulator {
     l1_latency: u32,
     l2_tlb_latency: u64,
     data_on: bool,
-    fault_cycles: u64,
+    gcost: crate::config::GuestCosts,
     costs: CostProfile,
 }
 
@@ -176,7 +176,7 @@ impl Simulator {
             l1_latency: m.caches.levels.first().map_or(0, |l| l.latency),
             l2_tlb_latency: m.tlb.l2_latency as u64,
             data_on: m.caches.data && !m.caches.levels.is_empty(),
-            fault_cycles: cfg.guest.page_fault_cycles,
+            gcost: cfg.guest.costs.clone(),
             costs: cfg.hypervisor.costs.clone(),
             cfg: cfg.clone(),
         })
@@ -484,10 +484,15 @@ impl Simulator {
     /// The guest kernel handles a page fault (demand paging, copy-on-write).
     fn guest_fault(&mut self, r: &MemRef, idx: u64) -> Result<()> {
         let ev = Event::Ref(*r);
-        self.counters.cycles.guest_kernel += self.fault_cycles;
+        let cow_before = self.os.stats.cow_faults;
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
         let res = self.os.fault(r.va, r.kind.is_write(), &mut fx);
+        self.counters.cycles.guest_kernel += if self.os.stats.cow_faults > cow_before {
+            self.gcost.cow_fault
+        } else {
+            self.gcost.page_fault
+        };
         let res = res
             .map_err(|e| os_err(e, idx, &ev))
             .and_then(|_| self.apply(&mut fx));

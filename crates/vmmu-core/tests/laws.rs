@@ -103,7 +103,14 @@ fn a_2m_guest_page_over_4k_nested_pages_splinters() {
 fn first_touch_faults_once_then_walks_again() {
     let mut ev = region(3 * 4096, false);
     ev.extend([load(BASE), store(BASE + 4096), load(BASE + 8)]);
-    let r = run(&[("machine.pwc.design", "none")], ev);
+    let r = run(
+        &[
+            ("machine.pwc.design", "none"),
+            ("guest.costs.fork", "0"),
+            ("guest.costs.syscall", "0"),
+        ],
+        ev,
+    );
     assert_eq!(u(&r, "page_faults"), 2);
     // Two faulting walks (each stops at the first absent entry) plus two completed walks.
     assert_eq!(u(&r, "walks"), 4);
