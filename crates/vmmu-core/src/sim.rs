@@ -613,6 +613,15 @@ impl Simulator {
         }
         for &pid in &fx.flush_pids {
             self.counters.tlb_flushes += 1;
+            if self.paging == Paging::Shadow && self.os.process(pid).is_some() {
+                // A full flush is a CR3 reload: it exits, and out-of-sync pages are resynced,
+                // so no stale shadow entry survives it.
+                let sp = self.shadow.as_mut().expect("shadow pager");
+                let vmm = self.vmm.as_mut().expect("vmm");
+                let resynced = sp.resync_all(&self.os.mem, vmm);
+                let h = self.costs.cr3_write + resynced as u64 * self.costs.resync_page;
+                self.hyp(ExitReason::Cr3Write, h);
+            }
             let tag = self.tag(pid);
             if pcid {
                 self.tlb.flush_tag(tag);

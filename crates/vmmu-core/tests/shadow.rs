@@ -253,3 +253,21 @@ fn pv_and_previrt_batch_page_table_updates() {
     assert!(exits(&hvm, "pt_write") >= n);
     assert!(u(&pv, "world_switches") < u(&hvm, "world_switches"));
 }
+
+#[test]
+fn a_full_flush_resyncs_out_of_sync_pages() {
+    // Unmapping more pages than the INVLPG ceiling makes the guest flush its whole TLB; under
+    // shadow paging that flush must resync, or a stale shadow entry would survive (--check).
+    let n = 34;
+    let mut ev = region(n * PAGE, false);
+    ev.extend((0..n).map(|i| store(BASE + i * PAGE)));
+    ev.push(Event::Munmap {
+        start: Gva(BASE),
+        len: n * PAGE,
+    });
+    ev.push(mmap(BASE, n * PAGE, false));
+    ev.extend((0..n).map(|i| store(BASE + i * PAGE)));
+    let r = run(&shadow(&[("hypervisor.shadow.unsync", "true")]), ev);
+    assert_eq!(u(&r, "checked_translations"), 2 * n);
+    assert!(r["shadow"]["resyncs"].as_u64().unwrap() >= 1);
+}
