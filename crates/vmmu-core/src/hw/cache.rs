@@ -23,7 +23,7 @@ use crate::config::CacheConfig;
 #[derive(Clone, Debug)]
 struct Level {
     name: String,
-    arr: SetAssoc<u64, ()>,
+    arr: SetAssoc<()>,
     latency: u32,
     stats: HitMiss,
 }
@@ -83,7 +83,7 @@ impl MemoryHierarchy {
         for i in from..n {
             let l = &mut self.levels[i];
             let set = l.arr.set_of(line);
-            let hit = l.arr.find(set, |&k| k == line);
+            let hit = l.arr.find(set, line, |_| true);
             l.stats.count(hit.is_some());
             if let Some(p) = hit {
                 l.arr.touch(set, p);
@@ -106,7 +106,7 @@ impl MemoryHierarchy {
         let line = addr.raw() >> self.line_shift;
         self.levels
             .get(level)
-            .is_some_and(|l| l.arr.find(l.arr.set_of(line), |&k| k == line).is_some())
+            .is_some_and(|l| l.arr.find(l.arr.set_of(line), line, |_| true).is_some())
     }
 
     /// Drops every line of every level.

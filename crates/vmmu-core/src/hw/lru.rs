@@ -3,61 +3,103 @@
 //! paging-structure caches and the cache levels), as ChampSim builds its TLBs from its cache
 //! component.
 //!
-//! Each set keeps its valid entries as a prefix of its `ways` slots, most recently used first.
-//! A hit moves the entry to the front; a fill inserts at the front and drops the last (LRU)
-//! entry when the set is full. So a lookup of the entry that hit last is found in the first
-//! slot it looks at, which is the "MRU memo" for free, and the LRU order is explicit.
+//! Entries have a `u64` key (every structure folds what it matches on into one: a page number
+//! and size code, a page-entry address, a line number) and a value; a lookup names the set, the
+//! key and a predicate on the value (for tags kept in the value). Callers keep at most one entry
+//! per set that a given (key, predicate) lookup can find.
+//!
+//! Each set keeps its entries on a circular doubly linked list in recency order, with a
+//! sentinel node, so a hit, an eviction and a removal are O(1), branch-free, and the LRU order
+//! is exact and explicit. Fully-associative arrays of more than [`SCAN_WAYS`] ways also keep an
+//! open-addressing hash index from key to way (linear probing, at most a quarter full,
+//! backward-shift deletion), so a lookup in a 64-entry TLB or a 24-entry PWC costs one or two
+//! probes instead of a scan. Sets of set-associative arrays (caches, L2 TLBs) are scanned: their
+//! keys sit side by side in memory, which matters more than the compare count once the
+//! simulated cache is larger than the host's.
 //!
 //! Simplifications: replacement is exact LRU (real designs often use pseudo-LRU, e.g. tree-PLRU
-//! in caches); no valid bits beyond the per-set count; the set index of a key is the caller's
-//! hash (`u64`) reduced modulo the set count (a mask when the count is a power of two).
+//! in caches); the set index of a key is the caller's hash (`u64`) reduced modulo the set count
+//! (a mask when the count is a power of two).
 //!
 //! Nothing allocates after [`SetAssoc::new`].
 
-/// Storage of `sets × ways` entries of key `K` and value `V`, LRU within each set.
+/// Fully-associative arrays of more than this many ways use the hash index; everything else
+/// is scanned.
+pub const SCAN_WAYS: usize = 4;
+
+/// The key of an unused slot; no structure uses it as a real key (page numbers, entry
+/// addresses and line numbers all stay below 2^62).
+const EMPTY: u64 = u64::MAX;
+/// End of the free list.
+const NIL: u16 = u16::MAX;
+
+/// Storage of `sets × ways` entries with `u64` keys and values `V`, LRU within each set.
 #[derive(Clone, Debug)]
-pub struct SetAssoc<K, V> {
+pub struct SetAssoc<V> {
     sets: usize,
     ways: usize,
     /// `sets - 1` when `sets` is a power of two, else `usize::MAX` (use `%`).
-    mask: usize,
-    keys: Vec<K>,
+    set_mask: usize,
+    keys: Vec<u64>,
     vals: Vec<V>,
-    /// Valid entries of each set; they occupy slots `0..lens[s]`, MRU first.
-    lens: Vec<u32>,
+    /// Per set, `ways + 2` nodes of way numbers: the ways, then the sentinel of the circular
+    /// recency list (its `next` is the MRU way, its `prev` the LRU way), then the head of the
+    /// free list (chained through `next`, ended by `NIL`). The sentinel makes unlinking and
+    /// relinking branch-free. (Two arrays, not one of pairs: a pair read after a half write
+    /// stalls store forwarding.)
+    prev: Vec<u16>,
+    next: Vec<u16>,
+    lens: Vec<u16>,
+    /// Hash index of fully-associative arrays: slot + 1, 0 = empty; otherwise empty.
+    index: Vec<u32>,
+    /// `64 - log2(index.len())`: the hash is the top bits of a Fibonacci product.
+    ishift: u32,
     total: usize,
 }
 
-impl<K: Copy + Default, V: Copy> SetAssoc<K, V> {
+impl<V: Copy> SetAssoc<V> {
     /// `entries` entries in sets of `ways` (`ways == entries`: fully associative; `ways == 1`:
-    /// direct mapped). `filler` initializes the unused value slots (never observed).
+    /// direct mapped). `filler` initializes unused value slots (never observed).
     ///
     /// # Panics
-    /// If `ways` is 0 or does not divide `entries` (configs are validated before this).
+    /// If `ways` is 0, does not divide `entries`, or exceeds 65533 (configs are validated
+    /// before this).
     pub fn new(entries: usize, ways: usize, filler: V) -> Self {
         assert!(
-            ways > 0 && entries % ways == 0,
+            ways > 0 && ways < NIL as usize - 2 && entries.is_multiple_of(ways),
             "SetAssoc: {ways} ways must divide {entries} entries"
         );
         let sets = (entries / ways).max(1);
-        let entries = sets * ways;
-        SetAssoc {
+        let n = sets * ways;
+        let (index, ishift) = if sets == 1 && ways > SCAN_WAYS {
+            let size = (4 * n).next_power_of_two();
+            (vec![0u32; size], 64 - size.trailing_zeros())
+        } else {
+            (Vec::new(), 0)
+        };
+        let mut a = SetAssoc {
             sets,
             ways,
-            mask: if sets.is_power_of_two() {
+            set_mask: if sets.is_power_of_two() {
                 sets - 1
             } else {
                 usize::MAX
             },
-            keys: vec![K::default(); entries],
-            vals: vec![filler; entries],
+            keys: vec![EMPTY; n],
+            vals: vec![filler; n],
+            prev: vec![0; sets * (ways + 2)],
+            next: vec![0; sets * (ways + 2)],
             lens: vec![0; sets],
+            index,
+            ishift,
             total: 0,
-        }
+        };
+        a.clear();
+        a
     }
 }
 
-impl<K: Copy, V: Copy> SetAssoc<K, V> {
+impl<V: Copy> SetAssoc<V> {
     /// Number of sets.
     #[inline]
     pub fn sets(&self) -> usize {
@@ -88,148 +130,252 @@ impl<K: Copy, V: Copy> SetAssoc<K, V> {
         self.total == 0
     }
 
+    /// Valid entries held in `set`.
+    #[inline]
+    pub fn set_len(&self, set: usize) -> usize {
+        self.lens[set] as usize
+    }
+
     /// The set that the hash `h` selects.
     #[inline]
     pub fn set_of(&self, h: u64) -> usize {
-        if self.mask != usize::MAX {
-            (h as usize) & self.mask
+        if self.set_mask != usize::MAX {
+            (h as usize) & self.set_mask
         } else {
             (h % self.sets as u64) as usize
         }
     }
 
-    /// Position (0 = MRU) of the first entry of `set`, in MRU order, whose key satisfies `pred`.
     #[inline]
-    pub fn find(&self, set: usize, mut pred: impl FnMut(&K) -> bool) -> Option<usize> {
-        let base = set * self.ways;
-        let len = self.lens[set] as usize;
-        self.keys[base..base + len].iter().position(|k| pred(k))
+    fn bucket(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.ishift) as usize
     }
 
-    /// The key and value at `pos` of `set`.
+    /// The way of `set` holding `key` with a value satisfying `pred`, if any.
     #[inline]
-    pub fn get(&self, set: usize, pos: usize) -> (&K, &V) {
-        debug_assert!(pos < self.lens[set] as usize);
-        let i = set * self.ways + pos;
-        (&self.keys[i], &self.vals[i])
-    }
-
-    /// Makes the entry at `pos` of `set` the most recently used; returns its value.
-    #[inline]
-    pub fn touch(&mut self, set: usize, pos: usize) -> &mut V {
-        let base = set * self.ways;
-        debug_assert!(pos < self.lens[set] as usize);
-        if pos != 0 {
-            let (k, v) = (self.keys[base + pos], self.vals[base + pos]);
-            self.keys.copy_within(base..base + pos, base + 1);
-            self.vals.copy_within(base..base + pos, base + 1);
-            self.keys[base] = k;
-            self.vals[base] = v;
+    pub fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
+        debug_assert_ne!(key, EMPTY);
+        if self.index.is_empty() {
+            let base = set * self.ways;
+            let keys = &self.keys[base..base + self.ways];
+            let vals = &self.vals[base..base + self.ways];
+            return (0..keys.len()).find(|&w| keys[w] == key && pred(&vals[w]));
         }
-        &mut self.vals[base]
+        // Fully associative: `set` is 0 and slots are ways.
+        let mask = self.index.len() - 1;
+        let mut b = self.bucket(key);
+        loop {
+            let e = self.index[b] as usize;
+            if e == 0 {
+                return None;
+            }
+            if self.keys[e - 1] == key && pred(&self.vals[e - 1]) {
+                return Some(e - 1);
+            }
+            b = (b + 1) & mask;
+        }
+    }
+
+    /// The key and value at `way` of `set` (which must hold an entry).
+    #[inline]
+    pub fn get(&self, set: usize, way: usize) -> (u64, &V) {
+        let i = set * self.ways + way;
+        debug_assert_ne!(self.keys[i], EMPTY);
+        (self.keys[i], &self.vals[i])
+    }
+
+    /// The value at `way` of `set`, for updates that do not change the recency order.
+    #[inline]
+    pub fn get_mut(&mut self, set: usize, way: usize) -> &mut V {
+        &mut self.vals[set * self.ways + way]
+    }
+
+    /// Node base of `set` in `prev` and `next`.
+    #[inline]
+    fn lbase(&self, set: usize) -> usize {
+        set * (self.ways + 2)
+    }
+
+    #[inline]
+    fn unlink(&mut self, lb: usize, way: usize) {
+        let (p, n) = (self.prev[lb + way], self.next[lb + way]);
+        self.next[lb + p as usize] = n;
+        self.prev[lb + n as usize] = p;
+    }
+
+    #[inline]
+    fn push_front(&mut self, lb: usize, way: usize) {
+        let s = lb + self.ways;
+        let first = self.next[s];
+        self.prev[lb + way] = self.ways as u16;
+        self.next[lb + way] = first;
+        self.prev[lb + first as usize] = way as u16;
+        self.next[s] = way as u16;
+    }
+
+    /// Makes the entry at `way` of `set` the most recently used; returns its value.
+    #[inline]
+    pub fn touch(&mut self, set: usize, way: usize) -> &mut V {
+        // All loads before any store: a load that the CPU runs ahead of an older store to the
+        // same node (whose address depends on a loaded link) costs a pipeline flush.
+        let lb = self.lbase(set);
+        let s = lb + self.ways;
+        let first = self.next[s];
+        if first as usize != way {
+            // `way` is not first, so unlinking it leaves `first` first.
+            let (p, n) = (self.prev[lb + way], self.next[lb + way]);
+            self.next[lb + p as usize] = n;
+            self.prev[lb + n as usize] = p;
+            self.prev[lb + way] = self.ways as u16;
+            self.next[lb + way] = first;
+            self.prev[lb + first as usize] = way as u16;
+            self.next[s] = way as u16;
+        }
+        &mut self.vals[set * self.ways + way]
+    }
+
+    fn index_insert(&mut self, slot: usize) {
+        let mask = self.index.len() - 1;
+        let mut b = self.bucket(self.keys[slot]);
+        while self.index[b] != 0 {
+            b = (b + 1) & mask;
+        }
+        self.index[b] = slot as u32 + 1;
+    }
+
+    fn index_remove(&mut self, slot: usize) {
+        let mask = self.index.len() - 1;
+        let mut i = self.bucket(self.keys[slot]);
+        while self.index[i] as usize != slot + 1 {
+            i = (i + 1) & mask;
+        }
+        // Backward-shift deletion keeps every probe chain unbroken without tombstones.
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let e = self.index[j] as usize;
+            if e == 0 {
+                break;
+            }
+            let home = self.bucket(self.keys[e - 1]);
+            let stays = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
+            if !stays {
+                self.index[i] = e as u32;
+                i = j;
+            }
+        }
+        self.index[i] = 0;
     }
 
     /// Inserts a new entry as the most recently used of `set`, evicting (and returning) the
-    /// least recently used one when the set is full. The caller ensures the key is not present.
+    /// least recently used one when the set is full. The caller ensures no entry of the set
+    /// answers the same lookups.
     #[inline]
-    pub fn insert(&mut self, set: usize, key: K, val: V) -> Option<(K, V)> {
+    pub fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
+        debug_assert_ne!(key, EMPTY);
         let base = set * self.ways;
-        let len = self.lens[set] as usize;
-        let evicted = if len == self.ways {
-            let last = base + len - 1;
-            Some((self.keys[last], self.vals[last]))
-        } else {
+        let lb = self.lbase(set);
+        let free = lb + self.ways + 1;
+        let (way, evicted) = if self.next[free] != NIL {
+            let w = self.next[free] as usize;
+            self.next[free] = self.next[lb + w];
             self.lens[set] += 1;
             self.total += 1;
-            None
+            (w, None)
+        } else {
+            let w = self.prev[lb + self.ways] as usize;
+            let old = (self.keys[base + w], self.vals[base + w]);
+            if !self.index.is_empty() {
+                self.index_remove(base + w);
+            }
+            self.unlink(lb, w);
+            (w, Some(old))
         };
-        let shift = len.min(self.ways - 1);
-        self.keys.copy_within(base..base + shift, base + 1);
-        self.vals.copy_within(base..base + shift, base + 1);
-        self.keys[base] = key;
-        self.vals[base] = val;
+        self.keys[base + way] = key;
+        self.vals[base + way] = val;
+        if !self.index.is_empty() {
+            self.index_insert(base + way);
+        }
+        self.push_front(lb, way);
         evicted
     }
 
-    /// Removes the entry at `pos` of `set`, keeping the others in LRU order; returns it.
-    pub fn remove(&mut self, set: usize, pos: usize) -> (K, V) {
+    /// Removes the entry at `way` of `set` (the others keep their order); returns it.
+    pub fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
         let base = set * self.ways;
-        let len = self.lens[set] as usize;
-        debug_assert!(pos < len);
-        let out = (self.keys[base + pos], self.vals[base + pos]);
-        self.keys
-            .copy_within(base + pos + 1..base + len, base + pos);
-        self.vals
-            .copy_within(base + pos + 1..base + len, base + pos);
+        let lb = self.lbase(set);
+        let out = (self.keys[base + way], self.vals[base + way]);
+        debug_assert_ne!(out.0, EMPTY);
+        if !self.index.is_empty() {
+            self.index_remove(base + way);
+        }
+        self.unlink(lb, way);
+        self.keys[base + way] = EMPTY;
+        let free = lb + self.ways + 1;
+        self.next[lb + way] = self.next[free];
+        self.next[free] = way as u16;
         self.lens[set] -= 1;
         self.total -= 1;
         out
     }
 
-    /// Keeps only the entries of `set` for which `keep` is true (LRU order preserved); returns
-    /// how many were removed.
-    pub fn retain_in_set(&mut self, set: usize, mut keep: impl FnMut(&K, &V) -> bool) -> usize {
-        let base = set * self.ways;
-        let len = self.lens[set] as usize;
-        let mut w = 0;
-        for r in 0..len {
-            let (k, v) = (self.keys[base + r], self.vals[base + r]);
-            if keep(&k, &v) {
-                self.keys[base + w] = k;
-                self.vals[base + w] = v;
-                w += 1;
-            }
-        }
-        let removed = len - w;
-        self.lens[set] = w as u32;
-        self.total -= removed;
-        removed
-    }
-
-    /// Keeps only the entries for which `keep` is true, in every set; returns how many were
-    /// removed.
-    pub fn retain(&mut self, mut keep: impl FnMut(&K, &V) -> bool) -> usize {
+    /// Keeps only the entries for which `keep(key, value)` is true, in every set; returns how
+    /// many were removed.
+    pub fn retain(&mut self, mut keep: impl FnMut(u64, &V) -> bool) -> usize {
         if self.total == 0 {
             return 0;
         }
-        (0..self.sets)
-            .map(|s| self.retain_in_set(s, &mut keep))
-            .sum()
-    }
-
-    /// Applies `f` to the value of every entry of `set` whose key satisfies `pred` (LRU order
-    /// unchanged); returns how many.
-    pub fn update_in_set(
-        &mut self,
-        set: usize,
-        mut pred: impl FnMut(&K) -> bool,
-        mut f: impl FnMut(&mut V),
-    ) -> usize {
-        let base = set * self.ways;
-        let len = self.lens[set] as usize;
-        let mut n = 0;
-        for i in base..base + len {
-            if pred(&self.keys[i]) {
-                f(&mut self.vals[i]);
-                n += 1;
+        let mut removed = 0;
+        for set in 0..self.sets {
+            let base = set * self.ways;
+            for w in 0..self.ways {
+                let k = self.keys[base + w];
+                if k != EMPTY && !keep(k, &self.vals[base + w]) {
+                    self.remove(set, w);
+                    removed += 1;
+                }
             }
         }
-        n
+        removed
     }
 
     /// Drops every entry.
     pub fn clear(&mut self) {
-        self.lens.iter_mut().for_each(|l| *l = 0);
+        self.keys.fill(EMPTY);
+        self.index.fill(0);
+        let ways = self.ways;
+        for set in 0..self.sets {
+            let lb = set * (ways + 2);
+            for w in 0..ways {
+                self.prev[lb + w] = NIL;
+                self.next[lb + w] = if w + 1 < ways { w as u16 + 1 } else { NIL };
+            }
+            self.prev[lb + ways] = ways as u16;
+            self.next[lb + ways] = ways as u16;
+            self.prev[lb + ways + 1] = NIL;
+            self.next[lb + ways + 1] = 0;
+            self.lens[set] = 0;
+        }
         self.total = 0;
     }
 
     /// The entries of `set`, most recently used first.
-    pub fn iter_set(&self, set: usize) -> impl Iterator<Item = (&K, &V)> + '_ {
+    pub fn iter_set(&self, set: usize) -> impl Iterator<Item = (u64, &V)> + '_ {
         let base = set * self.ways;
-        let len = self.lens[set] as usize;
-        self.keys[base..base + len]
-            .iter()
-            .zip(&self.vals[base..base + len])
+        let lb = self.lbase(set);
+        let mut w = self.next[lb + self.ways] as usize;
+        std::iter::from_fn(move || {
+            if w == self.ways {
+                return None;
+            }
+            let i = base + w;
+            w = self.next[lb + w] as usize;
+            Some((self.keys[i], &self.vals[i]))
+        })
     }
 }
 
@@ -237,47 +383,90 @@ impl<K: Copy, V: Copy> SetAssoc<K, V> {
 mod tests {
     use super::*;
 
-    fn keys(a: &SetAssoc<u64, ()>, set: usize) -> Vec<u64> {
-        a.iter_set(set).map(|(k, _)| *k).collect()
+    fn keys(a: &SetAssoc<()>, set: usize) -> Vec<u64> {
+        a.iter_set(set).map(|(k, _)| k).collect()
+    }
+
+    fn any(_: &()) -> bool {
+        true
     }
 
     #[test]
     fn fully_associative_evicts_least_recently_used() {
-        let mut a = SetAssoc::<u64, ()>::new(3, 3, ());
-        for k in [1, 2, 3] {
-            assert_eq!(a.insert(0, k, ()), None);
+        for ways in [3, 8] {
+            let mut a = SetAssoc::<()>::new(ways, ways, ());
+            for k in 1..=ways as u64 {
+                assert_eq!(a.insert(0, k, ()), None);
+            }
+            let w = a.find(0, 1, any).unwrap();
+            a.touch(0, w);
+            // 2 is now the least recently used.
+            assert_eq!(a.insert(0, 100, ()), Some((2, ())));
+            assert_eq!(keys(&a, 0)[..2], [100, 1]);
+            assert_eq!(a.find(0, 2, any), None);
+            assert_eq!(a.len(), ways);
         }
-        assert_eq!(keys(&a, 0), vec![3, 2, 1]);
-        let p = a.find(0, |&k| k == 1).unwrap();
-        assert_eq!(p, 2);
-        a.touch(0, p);
-        assert_eq!(keys(&a, 0), vec![1, 3, 2]);
-        assert_eq!(a.insert(0, 4, ()), Some((2, ())));
-        assert_eq!(keys(&a, 0), vec![4, 1, 3]);
-        assert_eq!(a.len(), 3);
     }
 
     #[test]
     fn set_index_uses_mask_or_modulo() {
-        let a = SetAssoc::<u64, ()>::new(16, 4, ());
+        let a = SetAssoc::<()>::new(16, 4, ());
         assert_eq!((a.sets(), a.set_of(7)), (4, 3));
-        let b = SetAssoc::<u64, ()>::new(12, 4, ());
+        let b = SetAssoc::<()>::new(12, 4, ());
         assert_eq!((b.sets(), b.set_of(7)), (3, 1));
     }
 
     #[test]
     fn remove_and_retain_keep_lru_order() {
-        let mut a = SetAssoc::<u64, ()>::new(4, 4, ());
-        for k in [1, 2, 3, 4] {
-            a.insert(0, k, ());
+        for ways in [4, 6] {
+            let mut a = SetAssoc::<()>::new(ways, ways, ());
+            for k in [1, 2, 3, 4] {
+                a.insert(0, k, ());
+            }
+            let w = a.find(0, 3, any).unwrap();
+            assert_eq!(a.remove(0, w), (3, ()));
+            assert_eq!(keys(&a, 0), vec![4, 2, 1]);
+            assert_eq!(a.retain(|k, _| k != 2), 1);
+            assert_eq!(keys(&a, 0), vec![4, 1]);
+            assert_eq!(a.len(), 2);
+            // A freed way is reused before anything is evicted.
+            a.insert(0, 5, ());
+            a.insert(0, 6, ());
+            assert_eq!(keys(&a, 0), vec![6, 5, 4, 1]);
+            a.clear();
+            assert!(a.is_empty());
+            assert_eq!(a.find(0, 4, any), None);
         }
-        assert_eq!(a.remove(0, 1), (3, ()));
-        assert_eq!(keys(&a, 0), vec![4, 2, 1]);
-        assert_eq!(a.retain(|&k, _| k != 2), 1);
-        assert_eq!(keys(&a, 0), vec![4, 1]);
-        assert_eq!(a.len(), 2);
-        a.clear();
-        assert!(a.is_empty());
-        assert_eq!(a.find(0, |_| true), None);
+    }
+
+    #[test]
+    fn hash_index_survives_colliding_keys_and_deletions() {
+        // Keys that collide in a 16-bucket index (multiples of 2^60 hash to few buckets) and
+        // duplicates told apart by the value predicate.
+        let mut a = SetAssoc::<u8>::new(8, 8, 0);
+        let ks: Vec<u64> = (0..6).map(|i| i << 58).collect();
+        for (i, &k) in ks.iter().enumerate() {
+            a.insert(0, k, i as u8);
+        }
+        a.insert(0, ks[0], 9);
+        assert_eq!(
+            a.find(0, ks[0], |&v| v == 9).map(|w| *a.get(0, w).1),
+            Some(9)
+        );
+        for &k in &ks[1..4] {
+            let w = a.find(0, k, |_| true).unwrap();
+            a.remove(0, w);
+        }
+        for (i, &k) in ks.iter().enumerate() {
+            assert_eq!(
+                a.find(0, k, |_| true).is_some(),
+                !(1..4).contains(&i),
+                "key {i}"
+            );
+        }
+        assert_eq!(
+            a.find(0, ks[0], |&v| v == 0).map(|w| *a.get(0, w).1),
+            Some(0)
+        );
     }
 }

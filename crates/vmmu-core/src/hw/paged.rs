@@ -5,9 +5,11 @@
 //! An entry is keyed by its page number at its own size, its size, and a 32-bit tag. A tag
 //! mask stored with the entry says which tag bits it must match: a TLB's global entries ignore
 //! the PCID half (SDM §4.10.2.4). A lookup of address `a` probes, for each size the array holds
-//! (smallest first), the set selected by `a`'s page number at that size, and hits on the most
-//! recently used entry of that size that maps `a` with a matching tag. Sizes of which the array
-//! holds no entry right now are skipped, which changes nothing but the time taken.
+//! (smallest first), the set selected by `a`'s page number at that size, and hits on the entry
+//! of that size that maps `a` with a matching tag; the first size that hits wins. A fill
+//! replaces the entries of its page and size that would answer any lookup it answers, so each
+//! probe has at most one candidate. Sizes of which the array holds no entry right now are
+//! skipped, which changes nothing but the time taken.
 //!
 //! Simplifications: the set index is the page number modulo the set count (real designs hash
 //! some upper bits in); an array holding several sizes stores them in one LRU order, as seed
@@ -16,28 +18,29 @@
 use super::lru::SetAssoc;
 use crate::addr::PageSize;
 
-/// The key of a translation entry: page number and size code, tag, and tag mask.
+/// What an entry stores besides its key: its tag, its tag mask and the translation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageKey {
-    /// `(address >> size.shift()) << 2 | size code`.
-    pub key: u64,
-    /// The entry's tag.
+pub struct Tagged<V> {
+    /// The entry's tag (bits outside `tmask` are zero).
     pub tag: u32,
     /// The tag bits the entry must match (`!0` for an ordinary entry).
     pub tmask: u32,
+    /// The translation.
+    pub val: V,
 }
 
-impl PageKey {
-    /// Whether this entry answers a probe for `key` with `tag`.
+impl<V> Tagged<V> {
+    /// Whether this entry answers a lookup with `tag`.
     #[inline]
-    pub fn matches(&self, key: u64, tag: u32) -> bool {
-        self.key == key && (self.tag ^ tag) & self.tmask == 0
+    pub fn matches(&self, tag: u32) -> bool {
+        (self.tag ^ tag) & self.tmask == 0
     }
 
-    /// The entry's page size.
+    /// Whether some lookup would be answered by both this entry and one tagged `tag` with
+    /// `tmask` (same key assumed): the tags agree on the bits both entries match.
     #[inline]
-    pub fn size(&self) -> PageSize {
-        PageSize::ALL[(self.key & 3) as usize]
+    pub fn overlaps(&self, tag: u32, tmask: u32) -> bool {
+        (self.tag ^ tag) & self.tmask & tmask == 0
     }
 }
 
@@ -52,16 +55,22 @@ pub fn size_code(size: PageSize) -> usize {
     }
 }
 
-/// The probe key of `addr` at `size`.
+/// The key of the page of `size` holding `addr`: `(addr >> size.shift()) << 2 | size code`.
 #[inline]
 pub fn page_key(addr: u64, size: PageSize) -> u64 {
     ((addr >> size.shift()) << 2) | size_code(size) as u64
 }
 
+/// The page size a key was made for.
+#[inline]
+pub fn key_size(key: u64) -> PageSize {
+    PageSize::ALL[(key & 3) as usize]
+}
+
 /// A set-associative LRU array of tagged translations of the page sizes it holds.
 #[derive(Clone, Debug)]
 pub struct PagedArray<V> {
-    arr: SetAssoc<PageKey, V>,
+    arr: SetAssoc<Tagged<V>>,
     /// Sizes held, smallest first.
     sizes: Vec<PageSize>,
     /// Entries currently held, per size code.
@@ -74,6 +83,11 @@ impl<V: Copy> PagedArray<V> {
         let mut held: Vec<PageSize> = sizes.to_vec();
         held.sort();
         held.dedup();
+        let filler = Tagged {
+            tag: 0,
+            tmask: 0,
+            val: filler,
+        };
         PagedArray {
             arr: SetAssoc::new(entries as usize, ways as usize, filler),
             sizes: held,
@@ -107,8 +121,8 @@ impl<V: Copy> PagedArray<V> {
         self.arr.capacity()
     }
 
-    /// Finds the entry that maps `addr` with `tag` (see the module doc for the probe order) and
-    /// returns its set and position.
+    /// The set and way of the entry that maps `addr` with `tag` (see the module doc for the
+    /// probe order).
     #[inline]
     fn find(&self, addr: u64, tag: u32) -> Option<(usize, usize)> {
         for &size in &self.sizes {
@@ -116,9 +130,8 @@ impl<V: Copy> PagedArray<V> {
                 continue;
             }
             let set = self.arr.set_of(addr >> size.shift());
-            let key = page_key(addr, size);
-            if let Some(pos) = self.arr.find(set, |k| k.matches(key, tag)) {
-                return Some((set, pos));
+            if let Some(way) = self.arr.find(set, page_key(addr, size), |e| e.matches(tag)) {
+                return Some((set, way));
             }
         }
         None
@@ -127,21 +140,37 @@ impl<V: Copy> PagedArray<V> {
     /// Looks `addr` up with `tag`; a hit becomes the most recently used entry of its set.
     #[inline]
     pub fn lookup(&mut self, addr: u64, tag: u32) -> Option<(PageSize, V)> {
-        let (set, pos) = self.find(addr, tag)?;
-        let size = self.arr.get(set, pos).0.size();
-        Some((size, *self.arr.touch(set, pos)))
+        let (set, way) = self.lookup_slot(addr, tag)?;
+        let (k, e) = self.arr.get(set, way);
+        Some((key_size(k), e.val))
+    }
+
+    /// Like [`lookup`](Self::lookup), returning where the hit is (read it with
+    /// [`at`](Self::at)). Hot paths use this to copy a large value once, straight from storage.
+    #[inline]
+    pub fn lookup_slot(&mut self, addr: u64, tag: u32) -> Option<(usize, usize)> {
+        let (set, way) = self.find(addr, tag)?;
+        self.arr.touch(set, way);
+        Some((set, way))
+    }
+
+    /// The value at `(set, way)`, as returned by [`lookup_slot`](Self::lookup_slot).
+    #[inline]
+    pub fn at(&self, (set, way): (usize, usize)) -> &V {
+        &self.arr.get(set, way).1.val
     }
 
     /// Like [`lookup`](Self::lookup) without touching the LRU order.
     pub fn peek(&self, addr: u64, tag: u32) -> Option<(PageSize, V)> {
-        let (set, pos) = self.find(addr, tag)?;
-        let (k, v) = self.arr.get(set, pos);
-        Some((k.size(), *v))
+        let (set, way) = self.find(addr, tag)?;
+        let (k, e) = self.arr.get(set, way);
+        Some((key_size(k), e.val))
     }
 
     /// Inserts the translation of the page of `size` holding `addr` as the most recently used
-    /// entry of its set, tagged `tag` with tag mask `tmask`. Entries of that size that the new
-    /// one's probe would hit are replaced. Does nothing if the array does not hold `size`.
+    /// entry of its set, tagged `tag` with tag mask `tmask`. It replaces every entry of the
+    /// same page and size that would answer some lookup the new one answers, so no lookup ever
+    /// has two candidates of one size. Does nothing if the array does not hold `size`.
     pub fn fill(&mut self, addr: u64, size: PageSize, tag: u32, tmask: u32, val: V) {
         if !self.holds(size) {
             return;
@@ -149,22 +178,23 @@ impl<V: Copy> PagedArray<V> {
         let code = size_code(size);
         let set = self.arr.set_of(addr >> size.shift());
         let key = page_key(addr, size);
-        if self.count[code] != 0 {
-            let removed = self.arr.retain_in_set(set, |k, _| !k.matches(key, tag));
-            self.count[code] -= removed as u32;
+        while let Some(way) = self.arr.find(set, key, |e| e.overlaps(tag, tmask)) {
+            self.arr.remove(set, way);
+            self.count[code] -= 1;
         }
-        let new = PageKey {
-            key,
+        let new = Tagged {
             tag: tag & tmask,
             tmask,
+            val,
         };
-        if let Some((old, _)) = self.arr.insert(set, new, val) {
-            self.count[size_code(old.size())] -= 1;
+        if let Some((old, _)) = self.arr.insert(set, key, new) {
+            self.count[(old & 3) as usize] -= 1;
         }
         self.count[code] += 1;
     }
 
-    /// Applies `f` to every entry (any size held) that maps `addr` with `tag`; returns how many.
+    /// Applies `f` to every entry (one per size at most) that maps `addr` with `tag`; returns
+    /// how many.
     pub fn update(&mut self, addr: u64, tag: u32, mut f: impl FnMut(&mut V)) -> usize {
         let mut n = 0;
         for i in 0..self.sizes.len() {
@@ -173,8 +203,10 @@ impl<V: Copy> PagedArray<V> {
                 continue;
             }
             let set = self.arr.set_of(addr >> size.shift());
-            let key = page_key(addr, size);
-            n += self.arr.update_in_set(set, |k| k.matches(key, tag), &mut f);
+            if let Some(way) = self.arr.find(set, page_key(addr, size), |e| e.matches(tag)) {
+                f(&mut self.arr.get_mut(set, way).val);
+                n += 1;
+            }
         }
         n
     }
@@ -190,9 +222,11 @@ impl<V: Copy> PagedArray<V> {
             }
             let set = self.arr.set_of(addr >> size.shift());
             let key = page_key(addr, size);
-            let removed = self.arr.retain_in_set(set, |k, _| !k.matches(key, tag)) as u32;
-            self.count[code] -= removed;
-            n += removed as usize;
+            while let Some(way) = self.arr.find(set, key, |e| e.matches(tag)) {
+                self.arr.remove(set, way);
+                self.count[code] -= 1;
+                n += 1;
+            }
         }
         n
     }
@@ -201,10 +235,10 @@ impl<V: Copy> PagedArray<V> {
     /// dropped.
     pub fn retain(&mut self, mut keep: impl FnMut(u32, u32) -> bool) -> usize {
         let count = &mut self.count;
-        self.arr.retain(|k, _| {
-            let kept = keep(k.tag, k.tmask);
+        self.arr.retain(|k, e| {
+            let kept = keep(e.tag, e.tmask);
             if !kept {
-                count[(k.key & 3) as usize] -= 1;
+                count[(k & 3) as usize] -= 1;
             }
             kept
         })
@@ -212,14 +246,16 @@ impl<V: Copy> PagedArray<V> {
 
     /// Drops everything.
     pub fn clear(&mut self) {
-        self.arr.clear();
+        if !self.arr.is_empty() {
+            self.arr.clear();
+        }
         self.count = [0; 4];
     }
 
-    /// Every entry as `(set, key, value)`, each set most recently used first (for tests and
+    /// Every entry as `(set, key, entry)`, each set most recently used first (for tests and
     /// reports).
-    pub fn entries(&self) -> impl Iterator<Item = (usize, PageKey, V)> + '_ {
-        (0..self.arr.sets()).flat_map(move |s| self.arr.iter_set(s).map(move |(k, v)| (s, *k, *v)))
+    pub fn entries(&self) -> impl Iterator<Item = (usize, u64, Tagged<V>)> + '_ {
+        (0..self.arr.sets()).flat_map(move |s| self.arr.iter_set(s).map(move |(k, e)| (s, k, *e)))
     }
 }
 

@@ -34,14 +34,14 @@ pub fn prefix(addr: u64, level: u8) -> u64 {
 #[derive(Clone, Debug)]
 pub struct Psc {
     /// Index `level - 2`; `None` when the config gives 0 entries.
-    levels: [Option<SetAssoc<(u64, u32), u64>>; 4],
+    levels: [Option<SetAssoc<(u32, u64)>>; 4],
     stats: HitMiss,
 }
 
 impl Psc {
     /// Builds the caches: `pde`, `pdpt`, `pml4`, `pml5` entries for levels 2, 3, 4, 5.
     pub fn new(cfg: &PscConfig) -> Self {
-        let make = |n: u32| (n > 0).then(|| SetAssoc::new(n as usize, n as usize, 0u64));
+        let make = |n: u32| (n > 0).then(|| SetAssoc::new(n as usize, n as usize, (0u32, 0u64)));
         Psc {
             levels: [
                 make(cfg.pde),
@@ -61,10 +61,9 @@ impl Psc {
     pub fn lookup(&mut self, addr: u64, tag: u32, top_level: u8) -> Option<(u8, u64)> {
         for level in LOWEST..=top_level.min(HIGHEST) {
             if let Some(arr) = &mut self.levels[(level - LOWEST) as usize] {
-                let key = (prefix(addr, level), tag);
-                if let Some(p) = arr.find(0, |k| *k == key) {
+                if let Some(w) = arr.find(0, prefix(addr, level), |e| e.0 == tag) {
                     self.stats.hits += 1;
-                    return Some((level, *arr.touch(0, p)));
+                    return Some((level, arr.touch(0, w).1));
                 }
             }
         }
@@ -80,11 +79,11 @@ impl Psc {
             return;
         }
         if let Some(arr) = &mut self.levels[(level - LOWEST) as usize] {
-            let key = (prefix(addr, level), tag);
-            match arr.find(0, |k| *k == key) {
-                Some(p) => *arr.touch(0, p) = next_table,
+            let key = prefix(addr, level);
+            match arr.find(0, key, |e| e.0 == tag) {
+                Some(w) => arr.touch(0, w).1 = next_table,
                 None => {
-                    arr.insert(0, key, next_table);
+                    arr.insert(0, key, (tag, next_table));
                 }
             }
         }
@@ -110,7 +109,7 @@ impl Psc {
     /// Drops the entries with `tag` at every level.
     pub fn flush_tag(&mut self, tag: u32) {
         for a in self.levels.iter_mut().flatten() {
-            a.retain(|k, _| k.1 != tag);
+            a.retain(|_, e| e.0 != tag);
         }
     }
 

@@ -11,6 +11,7 @@
 //!
 //! Simplifications: exact LRU (Table 2 says "LRU"); no entry contents are stored — the walker
 //! reads the entry from simulated memory, the PWC only decides where the reference was served.
+//! Entry addresses must be below 2^64 - 1 (the storage's empty-slot key).
 
 use super::lru::SetAssoc;
 pub use super::HitMiss;
@@ -19,7 +20,7 @@ use crate::addr::Hpa;
 /// A page-walk cache of page entries, tagged by their host-physical address.
 #[derive(Clone, Debug)]
 pub struct Pwc {
-    arr: SetAssoc<u64, ()>,
+    arr: SetAssoc<()>,
     stats: HitMiss,
 }
 
@@ -36,7 +37,7 @@ impl Pwc {
     fn find(&self, entry: Hpa) -> (usize, Option<usize>) {
         let key = entry.raw();
         let set = self.arr.set_of(key >> 3);
-        (set, self.arr.find(set, |&k| k == key))
+        (set, self.arr.find(set, key, |_| true))
     }
 
     /// Looks up the page entry at `entry`; a hit becomes most recently used. Counts one hit or

@@ -9,14 +9,17 @@
 //! drops the non-global entries of the current VPID; INVPCID single-context drops one tag's
 //! non-global entries; a VM exit or entry without VPIDs flushes everything.
 //!
-//! Simplifications: a lookup probes the L1 arrays of its side, then the L2 arrays; an L2 hit is
-//! copied into the L1 arrays that hold its size; a walk fills both levels (non-inclusive,
+//! Simplifications: a lookup probes the L1 arrays of its side in config order, then the L2
+//! arrays (the first array that hits answers); an L2 hit is copied into the L1 arrays that
+//! hold its size; a fill replaces entries of the same page and size whose tags overlap it (a
+//! global entry overlaps every PCID of its VPID); a walk fills both levels (non-inclusive,
 //! non-exclusive: an eviction at one level leaves the other alone). Set indices are the page
 //! number modulo the set count. Replacement is exact LRU.
 //!
 //! Speed: the last L1 hit of each side is remembered (keyed by the 4 KiB page number and the
-//! exact tag) and answered without a scan until anything changes the L1 arrays of that side.
-//! The remembered entry is the MRU entry of its set, so skipping the scan changes nothing.
+//! exact tag) and answered without a lookup until anything changes the L1 arrays of that side.
+//! The remembered entry is already the most recently used of its set and the same 4 KiB page
+//! and tag make the same probes, so skipping them changes nothing.
 
 use super::paged::PagedArray;
 pub use super::HitMiss;
@@ -119,11 +122,18 @@ impl Level {
         }
     }
 
+    /// The array and slot of the hit, if any (the hit becomes most recently used).
     #[inline]
-    fn lookup(&mut self, va: u64, tag: u32) -> Option<Translation> {
+    fn lookup(&mut self, va: u64, tag: u32) -> Option<(usize, (usize, usize))> {
         self.arrays
             .iter_mut()
-            .find_map(|a| a.lookup(va, tag).map(|(_, t)| t))
+            .enumerate()
+            .find_map(|(i, a)| a.lookup_slot(va, tag).map(|s| (i, s)))
+    }
+
+    #[inline]
+    fn at(&self, (array, slot): (usize, (usize, usize))) -> &Translation {
+        self.arrays[array].at(slot)
     }
 
     fn fill(&mut self, va: u64, tag: u32, t: Translation) {
@@ -175,42 +185,62 @@ impl TlbHierarchy {
         }
     }
 
-    /// The L1 and L2 levels `side` uses.
+    /// The L1 and L2 levels `side` uses, and its remembered hit.
     #[inline]
-    fn levels(&mut self, side: TlbSide) -> (&mut Level, &mut Level) {
+    fn levels(&mut self, side: TlbSide) -> (&mut Level, &mut Level, &mut Memo) {
+        let TlbHierarchy {
+            l1d,
+            l1i,
+            l2,
+            l2i,
+            memo,
+        } = self;
+        let [md, mi] = memo;
         match side {
-            TlbSide::Data => (&mut self.l1d, &mut self.l2),
-            TlbSide::Instr => {
-                if self.l2i.arrays.is_empty() {
-                    (&mut self.l1i, &mut self.l2)
-                } else {
-                    (&mut self.l1i, &mut self.l2i)
-                }
-            }
+            TlbSide::Data => (l1d, l2, md),
+            TlbSide::Instr if l2i.arrays.is_empty() => (l1i, l2, mi),
+            TlbSide::Instr => (l1i, l2i, mi),
         }
     }
 
     /// Looks `va` up on `side` with `tag`: L1 (l1d or l1i) first, then L2 (`l2`; for Instr the
     /// `l2i` arrays when configured, else `l2`). An L2 hit fills L1. Counts one hit or miss at
     /// each level that has arrays and is reached.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, va: Gva, side: TlbSide, tag: Tag) -> Option<(TlbLevel, Translation)> {
-        let (a, raw, s) = (va.raw(), tag.raw(), side as usize);
-        let m = self.memo[s];
-        let (l1, l2) = self.levels(side);
-        if m.vpn == a >> 12 && m.tag == raw {
-            l1.stats.hits += 1;
-            return Some((TlbLevel::L1, m.t));
+        let m = &self.memo[side as usize];
+        if m.vpn == va.raw() >> 12 && m.tag == tag.raw() {
+            let t = m.t;
+            match side {
+                TlbSide::Data => self.l1d.stats.hits += 1,
+                TlbSide::Instr => self.l1i.stats.hits += 1,
+            }
+            return Some((TlbLevel::L1, t));
         }
+        self.lookup_arrays(va, side, tag).map(|(l, t)| (l, *t))
+    }
+
+    /// [`lookup`](Self::lookup) past the remembered hit. It returns a reference (two
+    /// registers) rather than assembling the 17-byte result on its own stack, which costs a
+    /// store-forwarding stall when it is copied out.
+    #[inline(never)]
+    fn lookup_arrays(
+        &mut self,
+        va: Gva,
+        side: TlbSide,
+        tag: Tag,
+    ) -> Option<(TlbLevel, &Translation)> {
+        let (a, raw) = (va.raw(), tag.raw());
+        let (l1, l2, m) = self.levels(side);
+        // Translations are copied once, from storage (a copy of a value just assembled in
+        // pieces on the stack would stall store forwarding).
         if !l1.arrays.is_empty() {
-            if let Some(t) = l1.lookup(a, raw) {
+            if let Some(hit) = l1.lookup(a, raw) {
                 l1.stats.hits += 1;
-                self.memo[s] = Memo {
-                    vpn: a >> 12,
-                    tag: raw,
-                    t,
-                };
-                return Some((TlbLevel::L1, t));
+                m.vpn = a >> 12;
+                m.tag = raw;
+                m.t = *l1.at(hit);
+                return Some((TlbLevel::L1, &m.t));
             }
             l1.stats.misses += 1;
         }
@@ -218,10 +248,11 @@ impl TlbHierarchy {
             return None;
         }
         match l2.lookup(a, raw) {
-            Some(t) => {
+            Some(hit) => {
                 l2.stats.hits += 1;
-                l1.fill(a, raw, t);
-                self.memo[s] = NO_MEMO;
+                let t = l2.at(hit);
+                l1.fill(a, raw, *t);
+                *m = NO_MEMO;
                 Some((TlbLevel::L2, t))
             }
             None => {
@@ -250,8 +281,8 @@ impl TlbHierarchy {
     pub fn fill(&mut self, va: Gva, side: TlbSide, tag: Tag, t: Translation) {
         debug_assert_eq!(t.page.page_offset(t.size), 0, "unaligned {t:?}");
         let (a, raw) = (va.raw(), tag.raw());
-        self.memo[side as usize] = NO_MEMO;
-        let (l1, l2) = self.levels(side);
+        let (l1, l2, m) = self.levels(side);
+        *m = NO_MEMO;
         l2.fill(a, raw, t);
         l1.fill(a, raw, t);
     }
@@ -259,8 +290,8 @@ impl TlbHierarchy {
     /// After an A/D update: marks the cached translation of `va` dirty at every level of `side`.
     pub fn set_dirty(&mut self, va: Gva, side: TlbSide, tag: Tag) {
         let (a, raw) = (va.raw(), tag.raw());
-        self.memo[side as usize] = NO_MEMO;
-        let (l1, l2) = self.levels(side);
+        let (l1, l2, m) = self.levels(side);
+        *m = NO_MEMO;
         for arr in l1.arrays.iter_mut().chain(l2.arrays.iter_mut()) {
             arr.update(a, raw, |t| t.dirty = true);
         }
@@ -335,5 +366,250 @@ impl TlbHierarchy {
             v.push(("l2i", self.l2i.stats));
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use PageSize::*;
+
+    fn arr(entries: u32, ways: u32, sizes: &[PageSize]) -> TlbArrayConfig {
+        TlbArrayConfig {
+            entries,
+            ways,
+            sizes: sizes.to_vec(),
+        }
+    }
+
+    /// Seed 002 Table 2's TLBs (the bhargava08 preset).
+    fn bhargava() -> TlbHierarchy {
+        TlbHierarchy::new(&TlbConfig {
+            l1d: vec![arr(64, 64, &[Size4K, Size2M, Size1G])],
+            l1i: vec![arr(32, 32, &[Size4K]), arr(16, 16, &[Size2M])],
+            l2: vec![arr(512, 4, &[Size4K]), arr(128, 1, &[Size2M])],
+            l2i: vec![arr(512, 4, &[Size4K])],
+            l2_latency: 5,
+            pcid: true,
+            vpid: true,
+        })
+    }
+
+    fn small(l1: u32) -> TlbHierarchy {
+        TlbHierarchy::new(&TlbConfig {
+            l1d: vec![arr(l1, l1, &[Size4K])],
+            l1i: vec![],
+            l2: vec![],
+            l2i: vec![],
+            l2_latency: 5,
+            pcid: true,
+            vpid: true,
+        })
+    }
+
+    fn tr(page: u64, size: PageSize) -> Translation {
+        Translation {
+            page: Hpa(page),
+            size,
+            writable: true,
+            user: true,
+            executable: false,
+            dirty: false,
+            global: false,
+        }
+    }
+
+    const D: TlbSide = TlbSide::Data;
+    const I: TlbSide = TlbSide::Instr;
+    const T0: Tag = Tag { pcid: 0, vpid: 1 };
+
+    fn stat(t: &TlbHierarchy, name: &str) -> HitMiss {
+        t.stats().into_iter().find(|(n, _)| *n == name).unwrap().1
+    }
+
+    /// Lookup, and on a miss, the walk's fill: how the simulator drives the TLB.
+    fn touch(t: &mut TlbHierarchy, va: Gva, size: PageSize) -> bool {
+        let hit = t.lookup(va, D, T0).is_some();
+        if !hit {
+            t.fill(va, D, T0, tr(va.page_base(size).raw() + (1 << 32), size));
+        }
+        hit
+    }
+
+    #[test]
+    fn direct_mapped_2m_array_misses_on_every_conflicting_lookup() {
+        // Seed 002 Table 2's 128-entry direct-mapped L2 D-TLB for 2 MiB pages, alone.
+        let mut t = TlbHierarchy::new(&TlbConfig {
+            l1d: vec![],
+            l1i: vec![],
+            l2: vec![arr(128, 1, &[Size2M])],
+            l2i: vec![],
+            l2_latency: 5,
+            pcid: false,
+            vpid: false,
+        });
+        let mb2 = 2u64 << 20;
+        // 2 MiB pages 1 and 129 share set 1: alternating between them always misses.
+        let hits: Vec<bool> = (0..6)
+            .map(|i| {
+                touch(
+                    &mut t,
+                    Gva(if i % 2 == 0 { mb2 } else { 129 * mb2 }),
+                    Size2M,
+                )
+            })
+            .collect();
+        assert_eq!(hits, [false; 6]);
+        // Pages 1 and 2 use sets 1 and 2: page 129 holds set 1 and page 2 is cold, so two
+        // misses, then hits.
+        let hits: Vec<bool> = (0..6)
+            .map(|i| touch(&mut t, Gva((1 + i % 2) * mb2 + 0x1000), Size2M))
+            .collect();
+        assert_eq!(hits, [false, false, true, true, true, true]);
+        assert_eq!(stat(&t, "l2"), HitMiss { hits: 4, misses: 8 });
+        assert_eq!(stat(&t, "l1d"), HitMiss::default());
+        assert_eq!(t.len(D, TlbLevel::L2), 2);
+    }
+
+    #[test]
+    fn fully_associative_l1_evicts_in_lru_order() {
+        let mut t = small(4);
+        let page = |i: u64| Gva(i << 12);
+        for i in 0..4 {
+            t.fill(page(i), D, T0, tr(i << 12, Size4K));
+        }
+        // Touch 0, so 1 is the least recently used.
+        assert!(t.lookup(page(0), D, T0).is_some());
+        t.fill(page(4), D, T0, tr(4 << 12, Size4K));
+        let hits: Vec<bool> = (0..5)
+            .map(|i| t.peek(page(i), D, T0, TlbLevel::L1).is_some())
+            .collect();
+        assert_eq!(hits, [true, false, true, true, true]);
+        // Now 2 is the LRU entry.
+        t.fill(page(5), D, T0, tr(5 << 12, Size4K));
+        assert!(t.peek(page(2), D, T0, TlbLevel::L1).is_none());
+        assert_eq!(t.len(D, TlbLevel::L1), 4);
+        assert_eq!(stat(&t, "l1d"), HitMiss { hits: 1, misses: 0 });
+    }
+
+    #[test]
+    fn l2_hit_fills_l1_and_counts_both_levels() {
+        let mut t = bhargava();
+        let va = Gva(0x7000_1234);
+        assert_eq!(t.lookup(va, D, T0), None);
+        t.fill(va, D, T0, tr(0x9000, Size4K));
+        t.l1d.arrays[0].clear(); // as if evicted from L1 only
+        let got = t.lookup(va, D, T0).unwrap();
+        assert_eq!(got, (TlbLevel::L2, tr(0x9000, Size4K)));
+        assert_eq!(t.lookup(va, D, T0).unwrap().0, TlbLevel::L1);
+        assert_eq!(stat(&t, "l1d"), HitMiss { hits: 1, misses: 2 });
+        assert_eq!(stat(&t, "l2"), HitMiss { hits: 1, misses: 1 });
+        assert_eq!(stat(&t, "l2i"), HitMiss::default());
+        // Fetches use l1i then l2i: the data fill is not visible to them.
+        assert_eq!(t.lookup(va, I, T0), None);
+        assert_eq!(stat(&t, "l1i"), HitMiss { hits: 0, misses: 1 });
+        assert_eq!(stat(&t, "l2i"), HitMiss { hits: 0, misses: 1 });
+    }
+
+    #[test]
+    fn one_gig_page_lives_in_the_any_size_l1_but_no_l2_array() {
+        let mut t = bhargava();
+        let gb = 1u64 << 30;
+        t.fill(Gva(3 * gb + 5), D, T0, tr(7 * gb, Size1G));
+        assert_eq!(t.len(D, TlbLevel::L1), 1);
+        assert_eq!(t.len(D, TlbLevel::L2), 0);
+        let (lvl, got) = t.lookup(Gva(4 * gb - 1), D, T0).unwrap();
+        assert_eq!(
+            (lvl, got.page, got.size),
+            (TlbLevel::L1, Hpa(7 * gb), Size1G)
+        );
+        assert_eq!(t.lookup(Gva(4 * gb), D, T0), None);
+        // The I-side has no 1 GiB array: a fill leaves it empty.
+        t.fill(Gva(3 * gb), I, T0, tr(7 * gb, Size1G));
+        assert_eq!(t.len(I, TlbLevel::L1) + t.len(I, TlbLevel::L2), 0);
+    }
+
+    #[test]
+    fn global_entries_survive_a_cr3_write() {
+        let mut t = bhargava();
+        let g = Translation {
+            global: true,
+            ..tr(0x10_0000, Size4K)
+        };
+        t.fill(Gva(0xffff_8000_0000_0000), D, T0, g);
+        t.fill(Gva(0x40_0000), D, T0, tr(0x20_0000, Size4K));
+        t.flush_nonglobal(T0.vpid);
+        assert_eq!(t.lookup(Gva(0x40_0000), D, T0), None);
+        let other_pcid = Tag { pcid: 3, vpid: 1 };
+        assert_eq!(
+            t.lookup(Gva(0xffff_8000_0000_0008), D, other_pcid),
+            Some((TlbLevel::L1, g))
+        );
+        // Another VM's lookup does not see it; flushing that VM's VPID keeps it.
+        assert_eq!(
+            t.lookup(Gva(0xffff_8000_0000_0000), D, Tag { pcid: 0, vpid: 2 }),
+            None
+        );
+        t.flush_vpid(2);
+        assert!(t
+            .peek(Gva(0xffff_8000_0000_0000), D, T0, TlbLevel::L2)
+            .is_some());
+        t.flush_vpid(1);
+        assert_eq!(t.len(D, TlbLevel::L1) + t.len(D, TlbLevel::L2), 0);
+    }
+
+    #[test]
+    fn pcid_tagged_entries_survive_another_pcids_flush() {
+        let mut t = bhargava();
+        let (a, b) = (Tag { pcid: 1, vpid: 1 }, Tag { pcid: 2, vpid: 1 });
+        let va = Gva(0x5000);
+        t.fill(va, D, a, tr(0xa000, Size4K));
+        t.fill(va, D, b, tr(0xb000, Size4K));
+        assert_eq!(t.lookup(va, D, a).unwrap().1.page, Hpa(0xa000));
+        assert_eq!(t.lookup(va, D, b).unwrap().1.page, Hpa(0xb000));
+        t.flush_tag(b);
+        assert_eq!(t.lookup(va, D, b), None);
+        assert_eq!(t.lookup(va, D, a).unwrap().1.page, Hpa(0xa000));
+        assert_eq!(stat(&t, "l1d"), HitMiss { hits: 3, misses: 1 });
+    }
+
+    #[test]
+    fn invlpg_removes_a_2m_entry_that_covers_the_address() {
+        let mut t = bhargava();
+        let va = Gva(0x60_0000);
+        t.fill(va, D, T0, tr(0x4000_0000, Size2M));
+        t.fill(va, I, T0, tr(0x4000_0000, Size2M));
+        t.fill(Gva(0x80_0000), D, T0, tr(0x4020_0000, Size2M));
+        assert!(t.lookup(Gva(0x7f_f000), D, T0).is_some());
+        t.invalidate_page(Gva(0x7a_b123), T0);
+        assert_eq!(t.lookup(Gva(0x7f_f000), D, T0), None);
+        assert_eq!(t.lookup(va, I, T0), None);
+        assert!(t.lookup(Gva(0x80_0000), D, T0).is_some());
+    }
+
+    #[test]
+    fn set_dirty_marks_every_level_and_the_remembered_hit() {
+        let mut t = bhargava();
+        let va = Gva(0x3000);
+        t.fill(va, D, T0, tr(0x9000, Size4K));
+        assert!(!t.lookup(va, D, T0).unwrap().1.dirty);
+        t.set_dirty(va, D, T0);
+        assert!(t.lookup(va, D, T0).unwrap().1.dirty);
+        assert!(t.peek(va, D, T0, TlbLevel::L2).unwrap().dirty);
+    }
+
+    #[test]
+    fn remembered_hit_is_forgotten_when_l1_changes() {
+        let mut t = bhargava();
+        let va = Gva(0x3000);
+        t.fill(va, D, T0, tr(0x9000, Size4K));
+        assert!(t.lookup(va, D, T0).is_some());
+        t.invalidate_page(va, T0);
+        assert_eq!(t.lookup(va, D, T0), None);
+        t.fill(va, D, T0, tr(0xa000, Size4K));
+        assert_eq!(t.lookup(va, D, T0).unwrap().1.page, Hpa(0xa000));
+        t.fill(va, D, T0, tr(0xb000, Size4K));
+        assert_eq!(t.lookup(va, D, T0).unwrap().1.page, Hpa(0xb000));
+        assert_eq!(t.len(D, TlbLevel::L1), 1);
     }
 }

@@ -1,0 +1,777 @@
+//! The fast hardware structures of `vmmu_core::hw` checked against simple reference models on
+//! random operation sequences (STYLE.md rule 10), and DESIGN.md law 6: for fully-associative
+//! LRU structures, more entries never give more misses.
+//!
+//! The reference models keep every entry in one `Vec` with its set number and a last-use time;
+//! LRU is "the smallest time in the set", and lookups scan everything. The fast structures keep
+//! linked recency lists and a hash index, remember the last L1 hit, and skip absent page sizes
+//! — none of which may change a single answer or counter.
+
+use proptest::prelude::*;
+use vmmu_core::config::{Bytes, CacheConfig, CacheLevelConfig, TlbArrayConfig, TlbConfig};
+use vmmu_core::hw::cache::MemoryHierarchy;
+use vmmu_core::hw::ntlb::Ntlb;
+use vmmu_core::hw::pwc::Pwc;
+use vmmu_core::hw::tlb::{HitMiss, Tag, TlbHierarchy, TlbLevel, TlbSide, Translation};
+use vmmu_core::{Gpa, Gva, Hpa, PageSize};
+use PageSize::*;
+
+// ---------------------------------------------------------------------------------------------
+// Reference TLB.
+
+#[derive(Clone, Debug)]
+struct RefEntry {
+    set: usize,
+    vpn: u64,
+    size: PageSize,
+    vpid: u16,
+    pcid: u16,
+    global: bool,
+    t: Translation,
+    used: u64,
+}
+
+impl RefEntry {
+    fn maps(&self, va: u64, tag: Tag) -> bool {
+        self.vpn == va >> self.size.shift()
+            && self.vpid == tag.vpid
+            && (self.global || self.pcid == tag.pcid)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct RefArray {
+    sets: usize,
+    ways: usize,
+    sizes: Vec<PageSize>,
+    e: Vec<RefEntry>,
+}
+
+impl RefArray {
+    fn new(c: &TlbArrayConfig) -> Self {
+        let mut sizes = c.sizes.clone();
+        sizes.sort();
+        sizes.dedup();
+        RefArray {
+            sets: (c.entries / c.ways) as usize,
+            ways: c.ways as usize,
+            sizes,
+            e: vec![],
+        }
+    }
+
+    fn set_of(&self, va: u64, size: PageSize) -> usize {
+        ((va >> size.shift()) % self.sets as u64) as usize
+    }
+
+    /// Per held size, smallest first: the entry of that size in that size's set that maps
+    /// `va` with `tag` (the most recently used, were there several).
+    fn lookup(&mut self, va: u64, tag: Tag, now: u64) -> Option<Translation> {
+        for &s in &self.sizes.clone() {
+            let set = self.set_of(va, s);
+            let best = self
+                .e
+                .iter_mut()
+                .filter(|e| e.set == set && e.size == s && e.maps(va, tag))
+                .max_by_key(|e| e.used);
+            if let Some(e) = best {
+                e.used = now;
+                return Some(e.t);
+            }
+        }
+        None
+    }
+
+    fn fill(&mut self, va: u64, tag: Tag, t: Translation, now: u64) {
+        if !self.sizes.contains(&t.size) {
+            return;
+        }
+        let set = self.set_of(va, t.size);
+        // Replace every entry of this page and size that some lookup would find together
+        // with the new one: same VPID, and same PCID unless either is global.
+        let vpn = va >> t.size.shift();
+        self.e.retain(|e| {
+            !(e.set == set
+                && e.size == t.size
+                && e.vpn == vpn
+                && e.vpid == tag.vpid
+                && (e.global || t.global || e.pcid == tag.pcid))
+        });
+        if self.e.iter().filter(|e| e.set == set).count() == self.ways {
+            let lru = (0..self.e.len())
+                .filter(|&i| self.e[i].set == set)
+                .min_by_key(|&i| self.e[i].used)
+                .unwrap();
+            self.e.remove(lru);
+        }
+        self.e.push(RefEntry {
+            set,
+            vpn: va >> t.size.shift(),
+            size: t.size,
+            vpid: tag.vpid,
+            pcid: tag.pcid,
+            global: t.global,
+            t,
+            used: now,
+        });
+    }
+}
+
+#[derive(Clone, Debug)]
+struct RefLevel {
+    arrays: Vec<RefArray>,
+    stats: HitMiss,
+}
+
+impl RefLevel {
+    fn new(c: &[TlbArrayConfig]) -> Self {
+        RefLevel {
+            arrays: c.iter().map(RefArray::new).collect(),
+            stats: HitMiss::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct RefTlb {
+    /// l1d, l1i, l2, l2i.
+    levels: [RefLevel; 4],
+    now: u64,
+}
+
+impl RefTlb {
+    fn new(c: &TlbConfig) -> Self {
+        RefTlb {
+            levels: [
+                RefLevel::new(&c.l1d),
+                RefLevel::new(&c.l1i),
+                RefLevel::new(&c.l2),
+                RefLevel::new(&c.l2i),
+            ],
+            now: 0,
+        }
+    }
+
+    fn idx(&self, side: TlbSide) -> (usize, usize) {
+        match side {
+            TlbSide::Data => (0, 2),
+            TlbSide::Instr if self.levels[3].arrays.is_empty() => (1, 2),
+            TlbSide::Instr => (1, 3),
+        }
+    }
+
+    fn lookup(&mut self, va: u64, side: TlbSide, tag: Tag) -> Option<(TlbLevel, Translation)> {
+        self.now += 1;
+        let now = self.now;
+        let (i1, i2) = self.idx(side);
+        let l1 = &mut self.levels[i1];
+        if !l1.arrays.is_empty() {
+            let hit = l1.arrays.iter_mut().find_map(|a| a.lookup(va, tag, now));
+            if let Some(t) = hit {
+                l1.stats.hits += 1;
+                return Some((TlbLevel::L1, t));
+            }
+            l1.stats.misses += 1;
+        }
+        let l2 = &mut self.levels[i2];
+        if l2.arrays.is_empty() {
+            return None;
+        }
+        let hit = l2.arrays.iter_mut().find_map(|a| a.lookup(va, tag, now));
+        match hit {
+            Some(t) => {
+                l2.stats.hits += 1;
+                for a in &mut self.levels[i1].arrays {
+                    a.fill(va, tag, t, now);
+                }
+                Some((TlbLevel::L2, t))
+            }
+            None => {
+                l2.stats.misses += 1;
+                None
+            }
+        }
+    }
+
+    fn fill(&mut self, va: u64, side: TlbSide, tag: Tag, t: Translation) {
+        self.now += 1;
+        let now = self.now;
+        let (i1, i2) = self.idx(side);
+        for i in [i2, i1] {
+            for a in &mut self.levels[i].arrays {
+                a.fill(va, tag, t, now);
+            }
+        }
+    }
+
+    fn entries_mut(&mut self) -> impl Iterator<Item = &mut RefArray> {
+        self.levels.iter_mut().flat_map(|l| l.arrays.iter_mut())
+    }
+
+    fn set_dirty(&mut self, va: u64, side: TlbSide, tag: Tag) {
+        let (i1, i2) = self.idx(side);
+        for i in [i1, i2] {
+            for a in &mut self.levels[i].arrays {
+                a.e.iter_mut()
+                    .filter(|e| e.maps(va, tag))
+                    .for_each(|e| e.t.dirty = true);
+            }
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&RefEntry) -> bool) {
+        for a in self.entries_mut() {
+            a.e.retain(&keep);
+        }
+    }
+
+    fn stats(&self) -> Vec<(&'static str, HitMiss)> {
+        let mut v = vec![
+            ("l1d", self.levels[0].stats),
+            ("l1i", self.levels[1].stats),
+            ("l2", self.levels[2].stats),
+        ];
+        if !self.levels[3].arrays.is_empty() {
+            v.push(("l2i", self.levels[3].stats));
+        }
+        v
+    }
+}
+
+fn arr(entries: u32, ways: u32, sizes: &[PageSize]) -> TlbArrayConfig {
+    TlbArrayConfig {
+        entries,
+        ways,
+        sizes: sizes.to_vec(),
+    }
+}
+
+fn tlb_config(which: u8) -> TlbConfig {
+    let (l1d, l1i, l2, l2i) = match which {
+        // Seed 002 Table 2's shape, scaled down: any-size FA L1 D (hash-indexed: more than
+        // 4 ways), split L1 I, direct-mapped 2M L2, separate multi-size L2 I.
+        0 => (
+            vec![arr(8, 8, &[Size4K, Size2M, Size1G])],
+            vec![arr(4, 4, &[Size4K]), arr(2, 2, &[Size2M])],
+            vec![arr(8, 2, &[Size4K]), arr(4, 1, &[Size2M])],
+            vec![arr(4, 2, &[Size4K, Size2M])],
+        ),
+        // A non-power-of-two, multi-size set-associative unified L2 (3 sets of 8 ways,
+        // hash-indexed).
+        1 => (
+            vec![arr(2, 1, &[Size4K]), arr(2, 2, &[Size2M, Size1G])],
+            vec![],
+            vec![arr(24, 8, &[Size4K, Size2M, Size1G])],
+            vec![],
+        ),
+        // Set-associative multi-size L1 only; overlapping arrays in L1 I.
+        _ => (
+            vec![arr(6, 3, &[Size4K, Size2M])],
+            vec![arr(3, 3, &[Size4K]), arr(2, 2, &[Size4K, Size2M])],
+            vec![],
+            vec![],
+        ),
+    };
+    TlbConfig {
+        l1d,
+        l1i,
+        l2,
+        l2i,
+        l2_latency: 5,
+        pcid: true,
+        vpid: true,
+    }
+}
+
+#[derive(Clone, Debug)]
+enum TlbOp {
+    Lookup(u64, TlbSide, Tag),
+    Fill(u64, TlbSide, Tag, Translation),
+    SetDirty(u64, TlbSide, Tag),
+    Invlpg(u64, Tag),
+    FlushNonGlobal(u16),
+    FlushTag(Tag),
+    FlushVpid(u16),
+    FlushAll,
+}
+
+impl TlbOp {
+    /// The (address, side, tag) the op is about, if any.
+    fn target(&self) -> Option<(u64, TlbSide, Tag)> {
+        match *self {
+            TlbOp::Lookup(a, s, t) | TlbOp::Fill(a, s, t, _) | TlbOp::SetDirty(a, s, t) => {
+                Some((a, s, t))
+            }
+            TlbOp::Invlpg(a, t) => Some((a, TlbSide::Data, t)),
+            _ => None,
+        }
+    }
+
+    /// The same op about `(a, s, t)` instead.
+    fn with(&self, (a, s, t): (u64, TlbSide, Tag)) -> TlbOp {
+        match *self {
+            TlbOp::Lookup(..) => TlbOp::Lookup(a, s, t),
+            TlbOp::Fill(_, _, _, x) => TlbOp::Fill(a, s, t, x),
+            TlbOp::SetDirty(..) => TlbOp::SetDirty(a, s, t),
+            TlbOp::Invlpg(..) => TlbOp::Invlpg(a, t),
+            TlbOp::FlushTag(_) => TlbOp::FlushTag(t),
+            ref other => other.clone(),
+        }
+    }
+}
+
+/// Addresses from a small universe (2 GiB regions × 4 2 MiB regions × 8 4 KiB pages) so
+/// that entries of all sizes collide, hit and evict each other.
+fn va() -> impl Strategy<Value = u64> {
+    (0u64..2, 0u64..4, 0u64..8, 0u64..4096)
+        .prop_map(|(g, m, p, o)| (g << 30) | (m << 21) | (p << 12) | o)
+}
+
+fn tag() -> impl Strategy<Value = Tag> {
+    (0u16..3, 0u16..2).prop_map(|(pcid, vpid)| Tag { pcid, vpid })
+}
+
+fn side() -> impl Strategy<Value = TlbSide> {
+    prop_oneof![3 => Just(TlbSide::Data), 1 => Just(TlbSide::Instr)]
+}
+
+fn translation() -> impl Strategy<Value = Translation> {
+    (
+        prop_oneof![3 => Just(Size4K), 2 => Just(Size2M), 1 => Just(Size1G)],
+        0u64..64,
+        any::<[bool; 5]>(),
+        0u8..4,
+    )
+        .prop_map(|(size, frame, b, g)| Translation {
+            page: Hpa(frame << size.shift()),
+            size,
+            writable: b[0],
+            user: b[1],
+            executable: b[2],
+            dirty: b[3],
+            global: g == 0,
+        })
+}
+
+fn tlb_op() -> impl Strategy<Value = TlbOp> {
+    prop_oneof![
+        8 => (va(), side(), tag()).prop_map(|(a, s, t)| TlbOp::Lookup(a, s, t)),
+        6 => (va(), side(), tag(), translation()).prop_map(|(a, s, t, x)| TlbOp::Fill(a, s, t, x)),
+        1 => (va(), side(), tag()).prop_map(|(a, s, t)| TlbOp::SetDirty(a, s, t)),
+        1 => (va(), tag()).prop_map(|(a, t)| TlbOp::Invlpg(a, t)),
+        1 => (0u16..2).prop_map(TlbOp::FlushNonGlobal),
+        1 => tag().prop_map(TlbOp::FlushTag),
+        1 => (0u16..2).prop_map(TlbOp::FlushVpid),
+        1 => Just(TlbOp::FlushAll),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Every lookup answer and every counter of the fast TLB hierarchy equals the model's.
+    #[test]
+    fn tlb_hierarchy_matches_reference_model(
+        which in 0u8..3,
+        ops in prop::collection::vec((tlb_op(), 0u8..3), 1..300),
+    ) {
+        let cfg = tlb_config(which);
+        let mut fast = TlbHierarchy::new(&cfg);
+        let mut slow = RefTlb::new(&cfg);
+        let mut last = (0u64, TlbSide::Data, Tag::default());
+        for (i, (op, again)) in ops.iter().enumerate() {
+            // A third of the ops reuse the previous address, side and tag, so that repeated
+            // hits (the remembered-hit path) meet fills, A/D updates and flushes of that page.
+            let op = if *again == 0 { op.with(last) } else { op.clone() };
+            last = op.target().unwrap_or(last);
+            match op {
+                TlbOp::Lookup(a, s, t) => {
+                    let got = fast.lookup(Gva(a), s, t);
+                    let want = slow.lookup(a, s, t);
+                    prop_assert_eq!(got, want, "op {}: {:?}", i, op);
+                }
+                TlbOp::Fill(a, s, t, x) => {
+                    fast.fill(Gva(a), s, t, x);
+                    slow.fill(a, s, t, x);
+                }
+                TlbOp::SetDirty(a, s, t) => {
+                    fast.set_dirty(Gva(a), s, t);
+                    slow.set_dirty(a, s, t);
+                }
+                TlbOp::Invlpg(a, t) => {
+                    fast.invalidate_page(Gva(a), t);
+                    slow.retain(|e| !e.maps(a, t));
+                }
+                TlbOp::FlushNonGlobal(v) => {
+                    fast.flush_nonglobal(v);
+                    slow.retain(|e| e.global || e.vpid != v);
+                }
+                TlbOp::FlushTag(t) => {
+                    fast.flush_tag(t);
+                    slow.retain(|e| e.global || e.vpid != t.vpid || e.pcid != t.pcid);
+                }
+                TlbOp::FlushVpid(v) => {
+                    fast.flush_vpid(v);
+                    slow.retain(|e| e.vpid != v);
+                }
+                TlbOp::FlushAll => {
+                    fast.flush_all();
+                    slow.retain(|_| false);
+                }
+            }
+            prop_assert_eq!(fast.stats(), slow.stats(), "op {}: {:?}", i, op);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference cache hierarchy.
+
+struct RefCache {
+    /// Per level: (sets, ways, latency, lines as (line, set, last use)).
+    levels: Vec<(u64, usize, u32, Vec<(u64, u64)>)>,
+    dram: u32,
+    stats: Vec<HitMiss>,
+    now: u64,
+}
+
+impl RefCache {
+    fn access(&mut self, addr: u64, from: usize) -> (usize, u32) {
+        self.now += 1;
+        let line = addr >> 6;
+        let n = self.levels.len();
+        let mut served = n;
+        for i in from..n {
+            let hit = self.levels[i].3.iter_mut().find(|(l, _)| *l == line);
+            self.stats[i].hits += hit.is_some() as u64;
+            self.stats[i].misses += hit.is_none() as u64;
+            if let Some(e) = hit {
+                e.1 = self.now;
+                served = i;
+                break;
+            }
+        }
+        for i in from..served {
+            let (sets, ways, _, lines) = &mut self.levels[i];
+            let set = line % *sets;
+            if lines.iter().filter(|(l, _)| l % *sets == set).count() == *ways {
+                let lru = (0..lines.len())
+                    .filter(|&j| lines[j].0 % *sets == set)
+                    .min_by_key(|&j| lines[j].1)
+                    .unwrap();
+                lines.remove(lru);
+            }
+            lines.push((line, self.now));
+        }
+        if served == n {
+            (n, self.dram)
+        } else {
+            (served, self.levels[served].2)
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Served level, latency and per-level counters of the fast cache hierarchy equal the
+    /// model's, for references starting at any level, with flushes.
+    #[test]
+    fn cache_hierarchy_matches_reference_model(
+        ops in prop::collection::vec((0u64..96, 0usize..4, 0u8..40), 1..400),
+    ) {
+        let level = |name: &str, size: u64, ways: u32, latency: u32| CacheLevelConfig {
+            name: name.into(),
+            size: Bytes(size),
+            ways,
+            latency,
+        };
+        let cfg = CacheConfig {
+            line: 64,
+            levels: vec![level("l1", 256, 2, 3), level("l2", 1024, 4, 11), level("l3", 2048, 8, 40)],
+            dram_latency: 120,
+            page_entry_fill: "l2".into(),
+            data: true,
+        };
+        let mut fast = MemoryHierarchy::new(&cfg);
+        let mut slow = RefCache {
+            levels: vec![(2, 2, 3, vec![]), (4, 4, 11, vec![]), (4, 8, 40, vec![])],
+            dram: 120,
+            stats: vec![HitMiss::default(); 3],
+            now: 0,
+        };
+        for (line, from, flush) in ops {
+            if flush == 0 {
+                fast.flush();
+                slow.levels.iter_mut().for_each(|l| l.3.clear());
+                continue;
+            }
+            let addr = line * 64 + (flush as u64 % 8) * 8;
+            prop_assert_eq!(fast.access(Hpa(addr), from), slow.access(addr, from));
+        }
+        let want: Vec<(String, HitMiss)> = ["l1", "l2", "l3"]
+            .iter()
+            .map(|s| s.to_string())
+            .zip(slow.stats.iter().copied())
+            .collect();
+        prop_assert_eq!(fast.stats(), want);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference PWC and NTLB.
+
+/// A keyed LRU model: entries (key, set, last use).
+struct RefLru {
+    sets: u64,
+    ways: usize,
+    e: Vec<(u64, u64, u64)>,
+    now: u64,
+}
+
+impl RefLru {
+    fn new(entries: u32, ways: u32) -> Self {
+        RefLru {
+            sets: (entries / ways) as u64,
+            ways: ways as usize,
+            e: vec![],
+            now: 0,
+        }
+    }
+
+    fn lookup(&mut self, key: u64, set: u64) -> bool {
+        self.now += 1;
+        match self.e.iter_mut().find(|e| e.0 == key) {
+            Some(e) => {
+                e.2 = self.now;
+                true
+            }
+            None => {
+                let _ = set;
+                false
+            }
+        }
+    }
+
+    fn fill(&mut self, key: u64, set: u64) {
+        self.now += 1;
+        let set = set % self.sets;
+        if let Some(e) = self.e.iter_mut().find(|e| e.0 == key) {
+            e.2 = self.now;
+            return;
+        }
+        if self.e.iter().filter(|e| e.1 == set).count() == self.ways {
+            let lru = (0..self.e.len())
+                .filter(|&i| self.e[i].1 == set)
+                .min_by_key(|&i| self.e[i].2)
+                .unwrap();
+            self.e.remove(lru);
+        }
+        self.e.push((key, set, self.now));
+    }
+}
+
+fn sets_and_ways() -> impl Strategy<Value = (u32, u32)> {
+    (1u32..6, 1u32..7).prop_map(|(sets, ways)| (sets * ways, ways))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// PWC hits and counters equal a keyed LRU model's, for any sets × ways.
+    #[test]
+    fn pwc_matches_reference_model(
+        (entries, ways) in sets_and_ways(),
+        ops in prop::collection::vec((0u64..48, 0u8..3, 0u8..30), 1..300),
+    ) {
+        let mut fast = Pwc::new(entries, ways);
+        let mut slow = RefLru::new(entries, ways);
+        let mut stats = HitMiss::default();
+        for (k, op, flush) in ops {
+            let addr = 0x7000 + k * 8;
+            if flush == 0 {
+                fast.flush();
+                slow.e.clear();
+            } else if op == 0 {
+                fast.fill(Hpa(addr));
+                slow.fill(addr, addr >> 3);
+            } else {
+                let hit = slow.lookup(addr, addr >> 3);
+                stats.count(hit);
+                prop_assert_eq!(fast.lookup(Hpa(addr)), hit);
+            }
+        }
+        prop_assert_eq!(fast.stats(), stats);
+        prop_assert_eq!(fast.len(), slow.e.len());
+    }
+
+    /// NTLB translations and counters equal a model keyed by (gPA page at the entry's size,
+    /// size, VPID), for pages of mixed nested sizes.
+    #[test]
+    fn ntlb_matches_reference_model(
+        (entries, ways) in sets_and_ways(),
+        ops in prop::collection::vec((0u64..4, 0u64..4, 0u64..8, 0u16..2, 0u8..4, 0u8..40), 1..300),
+    ) {
+        let mut fast = Ntlb::new(entries, ways);
+        // (base gPA, size, vpid, hPA page, set, last use)
+        let mut slow: Vec<(u64, PageSize, u16, u64, u64, u64)> = vec![];
+        let sets = (entries / ways) as u64;
+        let mut now = 0;
+        let mut stats = HitMiss::default();
+        for (g, m, p, vpid, op, x) in ops {
+            let gpa = (g << 30) | (m << 21) | (p << 12) | (x as u64 * 8);
+            now += 1;
+            if x == 0 {
+                fast.flush_vpid(vpid);
+                slow.retain(|e| e.2 != vpid);
+            } else if op == 0 {
+                let size = [Size4K, Size2M, Size1G][(x % 3) as usize];
+                let base = gpa & !size.offset_mask();
+                let page = (x as u64) << size.shift();
+                fast.fill(Gpa(gpa), vpid, Hpa(page), size);
+                let set = (gpa >> size.shift()) % sets;
+                slow.retain(|e| !(e.0 == base && e.1 == size && e.2 == vpid));
+                if slow.iter().filter(|e| e.4 == set).count() == ways as usize {
+                    let lru = (0..slow.len())
+                        .filter(|&i| slow[i].4 == set)
+                        .min_by_key(|&i| slow[i].5)
+                        .unwrap();
+                    slow.remove(lru);
+                }
+                slow.push((base, size, vpid, page, set, now));
+            } else {
+                let want = [Size4K, Size2M, Size1G].iter().find_map(|&s| {
+                    let set = (gpa >> s.shift()) % sets;
+                    slow.iter_mut()
+                        .filter(|e| e.1 == s && e.4 == set && e.2 == vpid && e.0 == gpa & !s.offset_mask())
+                        .max_by_key(|e| e.5)
+                        .map(|e| {
+                            e.5 = now;
+                            (Hpa(e.3 + (gpa & s.offset_mask())), s)
+                        })
+                });
+                stats.count(want.is_some());
+                prop_assert_eq!(fast.lookup(Gpa(gpa), vpid), want);
+            }
+        }
+        prop_assert_eq!(fast.stats(), stats);
+        prop_assert_eq!(fast.len(), slow.len());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DESIGN.md law 6: more entries never give more misses (fully associative, LRU).
+
+/// Misses of a fully-associative `n`-entry any-size TLB on a trace of accesses (lookup, fill on
+/// miss) and flushes; each 2 MiB region's page size is fixed, as a real mapping's is.
+fn tlb_misses(n: u32, trace: &[(u64, u16, u8)]) -> u64 {
+    let mut t = TlbHierarchy::new(&TlbConfig {
+        l1d: vec![arr(n, n, &[Size4K, Size2M, Size1G])],
+        l1i: vec![],
+        l2: vec![],
+        l2i: vec![],
+        l2_latency: 0,
+        pcid: true,
+        vpid: true,
+    });
+    for &(a, pcid, op) in trace {
+        let tag = Tag { pcid, vpid: 1 };
+        match op {
+            0 => t.invalidate_page(Gva(a), tag),
+            1 => t.flush_tag(tag),
+            _ => {
+                if t.lookup(Gva(a), TlbSide::Data, tag).is_none() {
+                    let size = match (a >> 21) % 5 {
+                        0 => Size2M,
+                        1 => Size1G,
+                        _ => Size4K,
+                    };
+                    let x = Translation {
+                        page: Hpa((a & !size.offset_mask()) + (1 << 40)),
+                        size,
+                        writable: true,
+                        user: true,
+                        executable: true,
+                        dirty: false,
+                        global: pcid == 0,
+                    };
+                    t.fill(Gva(a), TlbSide::Data, tag, x);
+                }
+            }
+        }
+    }
+    t.stats()[0].1.misses
+}
+
+fn pwc_misses(n: u32, trace: &[u64]) -> u64 {
+    let mut p = Pwc::new(n, n);
+    for &k in trace {
+        if !p.lookup(Hpa(k * 8)) {
+            p.fill(Hpa(k * 8));
+        }
+    }
+    p.stats().misses
+}
+
+fn ntlb_misses(n: u32, trace: &[(u64, u16)]) -> u64 {
+    let mut t = Ntlb::new(n, n);
+    for &(a, vpid) in trace {
+        if t.lookup(Gpa(a), vpid).is_none() {
+            let size = if (a >> 21) % 3 == 0 { Size2M } else { Size4K };
+            t.fill(Gpa(a), vpid, Hpa(a & !size.offset_mask()), size);
+        }
+    }
+    t.stats().misses
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn more_tlb_entries_never_give_more_misses(
+        n in 1u32..24,
+        extra in 1u32..24,
+        trace in prop::collection::vec(
+            ((0u64..3, 0u64..6, 0u64..12).prop_map(|(g, m, p)| (g << 30) | (m << 21) | (p << 12)), 0u16..3, 0u8..40),
+            1..400,
+        ),
+    ) {
+        prop_assert!(tlb_misses(n + extra, &trace) <= tlb_misses(n, &trace));
+    }
+
+    #[test]
+    fn more_pwc_entries_never_give_more_misses(
+        n in 1u32..32,
+        extra in 1u32..32,
+        trace in prop::collection::vec(0u64..64, 1..400),
+    ) {
+        prop_assert!(pwc_misses(n + extra, &trace) <= pwc_misses(n, &trace));
+    }
+
+    #[test]
+    fn more_ntlb_entries_never_give_more_misses(
+        n in 1u32..24,
+        extra in 1u32..24,
+        trace in prop::collection::vec(
+            ((0u64..4, 0u64..16).prop_map(|(m, p)| (m << 21) | (p << 12)), 0u16..2),
+            1..400,
+        ),
+    ) {
+        prop_assert!(ntlb_misses(n + extra, &trace) <= ntlb_misses(n, &trace));
+    }
+}
+
+/// The law on one crafted trace, with exact counts: a cyclic sweep over 5 pages thrashes a
+/// 4-entry LRU TLB (every access misses) but fits a 5-entry one (only the 5 cold misses).
+/// (2 MiB region 2 holds 4 KiB pages in `tlb_misses`.)
+#[test]
+fn cyclic_sweep_thrashes_lru_until_it_fits() {
+    let trace: Vec<(u64, u16, u8)> = (0..50)
+        .map(|i| ((2 << 21) + ((i % 5) << 12), 1, 2))
+        .collect();
+    assert_eq!(tlb_misses(4, &trace), 50);
+    assert_eq!(tlb_misses(5, &trace), 5);
+    let keys: Vec<u64> = (0..50).map(|i| i % 5).collect();
+    assert_eq!(pwc_misses(4, &keys), 50);
+    assert_eq!(pwc_misses(5, &keys), 5);
+}
