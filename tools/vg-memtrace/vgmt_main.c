@@ -322,6 +322,8 @@ static void open_stream ( Bool forked )
    out_fd = VG_(safe_fd)(fd);
    write_header(forked);
    emit_exe_name();
+   /* Send the header now: the reader learns of the process at once. */
+   flush_buf();
 }
 
 /*------------------------------------------------------------*/
@@ -360,6 +362,17 @@ static void vgmt_new_mem_startup ( Addr a, SizeT len, Bool rr, Bool ww,
 {
    NSegment const* seg = VG_(am_find_nsegment)(a);
    UInt flags = 0;
+   if (!VG_IS_PAGE_ALIGNED(a)) {
+      /* A sub-page annotation of a page already reported (the signal
+         return trampoline inside Valgrind's own text). */
+      return;
+   }
+   if (a == VG_(brk_base) && seg && seg->kind == SkAnonC) {
+      /* Valgrind's placeholder page of the data segment: the heap is
+         described by the brk events, starting empty at brk_base, as on
+         Linux. */
+      return;
+   }
    if (seg && seg->kind == SkFileC)
       flags |= VGMT_MF_FILE;
    if (seg && seg->kind == SkShmC)

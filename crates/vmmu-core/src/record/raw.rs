@@ -1,0 +1,732 @@
+//! The raw record stream of vg-memtrace (docs/recording.md, "The raw record stream") and its
+//! decoder into [`Event`]s.
+//!
+//! One stream is one process image: a 64-byte header, then little-endian 64-bit words. The low
+//! 16 bits of a word are its tag, the high 48 bits its value:
+//!
+//! ```text
+//! bits 63..16  value: an address (kinds 0-3), an instruction count (kind 4),
+//!              an inline argument (kind 15)
+//! bits 15..12  kind: 0 load, 1 store, 2 modify, 3 fetch, 4 instruction count, 15 event
+//! bits 11..0   size in bytes (kinds 0-3); for kind 15: bits 11..8 payload words, 7..0 type
+//! ```
+//!
+//! The constants mirror `tools/vg-memtrace/vgmt_format.h`.
+
+use crate::addr::Gva;
+use crate::error::{Error, Result};
+use crate::event::{AccessKind, Event, MapFlags, MemRef, Prot};
+
+/// The first 8 bytes of every stream.
+pub const MAGIC: &[u8; 8] = b"VGMTRACE";
+/// The stream format version this decoder reads.
+pub const VERSION: u16 = 1;
+/// Bytes of the stream header.
+pub const HEADER_SIZE: usize = 64;
+
+/// Header flag: the stream has no fetch records; kind-4 records carry instruction counts.
+pub const HF_NO_INSTR: u32 = 0x1;
+/// Header flag: the stream starts at a fork, in the child.
+pub const HF_FORKED: u32 = 0x2;
+
+const K_FETCH: u64 = 0x3;
+const K_ICOUNT: u64 = 0x4;
+const K_EVENT: u64 = 0xF;
+
+const E_MMAP: u64 = 0x01;
+const E_MUNMAP: u64 = 0x02;
+const E_MPROTECT: u64 = 0x03;
+const E_MREMAP: u64 = 0x04;
+const E_BRK: u64 = 0x05;
+const E_FORK: u64 = 0x06;
+const E_EXEC: u64 = 0x07;
+const E_EXEC_FAILED: u64 = 0x08;
+const E_EXIT: u64 = 0x09;
+const E_THREAD: u64 = 0x0A;
+const E_THREAD_CREATE: u64 = 0x0B;
+const E_THREAD_EXIT: u64 = 0x0C;
+const E_STARTUP_DONE: u64 = 0x0D;
+const E_EXE_NAME: u64 = 0x0E;
+
+/// Data references wider than this are split into pieces of [`PIECE`] bytes (a `MemRef` size is
+/// one byte; `fxsave`/`xsave` touch 512 bytes and more).
+const MAX_REF: usize = 255;
+/// Bytes per piece of a split reference: a cache line.
+const PIECE: usize = 64;
+
+/// Access kinds by raw record kind 0..=3.
+const KINDS: [AccessKind; 4] = [
+    AccessKind::Load,
+    AccessKind::Store,
+    AccessKind::Modify,
+    AccessKind::Fetch,
+];
+
+/// The 64-byte header of a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamHeader {
+    /// Format version.
+    pub version: u16,
+    /// `HF_*` flags.
+    pub flags: u32,
+    /// The process id.
+    pub pid: u32,
+    /// Its parent's process id when the stream opened.
+    pub ppid: u32,
+    /// `CLOCK_MONOTONIC` nanoseconds when the stream opened (orders a pid's images).
+    pub start_ns: u64,
+}
+
+impl StreamHeader {
+    /// Parses a header; `name` names the stream in errors.
+    pub fn parse(b: &[u8], name: &str) -> Result<StreamHeader> {
+        let corrupt = |offset: u64, reason: String| Error::TraceCorrupt {
+            path: name.to_string(),
+            offset,
+            reason,
+        };
+        if b.len() < HEADER_SIZE {
+            return Err(corrupt(
+                b.len() as u64,
+                format!(
+                    "the stream ends inside its {HEADER_SIZE}-byte header ({} bytes)",
+                    b.len()
+                ),
+            ));
+        }
+        if &b[..8] != MAGIC {
+            return Err(corrupt(0, "not a vg-memtrace stream (bad magic)".into()));
+        }
+        let w1 = u64::from_le_bytes(b[8..16].try_into().expect("8 bytes"));
+        let w2 = u64::from_le_bytes(b[16..24].try_into().expect("8 bytes"));
+        let version = w1 as u16;
+        let hsize = (w1 >> 16) as u16;
+        if version != VERSION {
+            return Err(corrupt(
+                8,
+                format!("stream version {version}, this vmmu reads version {VERSION}"),
+            ));
+        }
+        if hsize as usize != HEADER_SIZE {
+            return Err(corrupt(
+                10,
+                format!("header size {hsize}, expected {HEADER_SIZE}"),
+            ));
+        }
+        Ok(StreamHeader {
+            version,
+            flags: (w1 >> 32) as u32,
+            pid: w2 as u32,
+            ppid: (w2 >> 32) as u32,
+            start_ns: u64::from_le_bytes(b[24..32].try_into().expect("8 bytes")),
+        })
+    }
+
+    /// Whether the stream starts at a fork (in the child).
+    pub fn forked(&self) -> bool {
+        self.flags & HF_FORKED != 0
+    }
+
+    /// Whether the stream has no fetch records.
+    pub fn no_instr(&self) -> bool {
+        self.flags & HF_NO_INSTR != 0
+    }
+}
+
+/// A point in a stream where the merger must act.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// The process forked `child` (a real pid).
+    Fork {
+        /// The child's pid.
+        child: u32,
+    },
+}
+
+/// How a stream ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// The process exited (its exit record is there) with this status.
+    Exit(i32),
+    /// The image was replaced by `execve` (the next image of the pid continues).
+    Exec,
+    /// The stream stopped without an exit record: the process was killed (`SIGKILL`) or the
+    /// recording stopped; its last buffered records are lost.
+    Vanished,
+}
+
+/// What one stream contained, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamCounts {
+    /// Instruction fetches.
+    pub fetches: u64,
+    /// Loads.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Modifies.
+    pub modifies: u64,
+    /// Instructions retired (fetches, or the counts of a `--no-instr` stream).
+    pub instrs: u64,
+    /// Address-space events (mmap, munmap, mprotect, mremap, brk).
+    pub os_events: u64,
+    /// Threads created.
+    pub threads_created: u64,
+    /// Thread switches within the process.
+    pub thread_switches: u64,
+}
+
+/// What [`StreamDecoder::decode`] stopped at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// All complete records of the data were decoded; feed more.
+    NeedMore,
+    /// `out` holds at least the requested number of events; call again to continue.
+    Full,
+    /// A control point: the events before it are in `out`.
+    Control(Control),
+}
+
+/// Decodes one stream's records (after its header) into events, incrementally: data may be
+/// fed in chunks of any size; a record split across chunks is reassembled.
+pub struct StreamDecoder {
+    name: String,
+    no_instr: bool,
+    /// Byte offset in the stream of the next byte fed.
+    offset: u64,
+    carry: Vec<u8>,
+    pending_instrs: u64,
+    pending_exec: bool,
+    exit: Option<i32>,
+    exe: Option<String>,
+    counts: StreamCounts,
+    /// References by raw kind (load, store, modify, fetch), folded into `counts` on demand.
+    by_kind: [u64; 4],
+}
+
+impl StreamDecoder {
+    /// A decoder for a stream with `header`, named `name` in errors; the header's bytes have
+    /// already been consumed.
+    pub fn new(header: &StreamHeader, name: impl Into<String>) -> Self {
+        StreamDecoder {
+            name: name.into(),
+            no_instr: header.no_instr(),
+            offset: HEADER_SIZE as u64,
+            carry: Vec::with_capacity(16 * 8),
+            pending_instrs: 0,
+            pending_exec: false,
+            exit: None,
+            exe: None,
+            counts: StreamCounts::default(),
+            by_kind: [0; 4],
+        }
+    }
+
+    /// The executable's name from the stream, once seen.
+    pub fn exe(&self) -> Option<&str> {
+        self.exe.as_deref()
+    }
+
+    /// What the stream held so far.
+    pub fn counts(&self) -> StreamCounts {
+        let [loads, stores, modifies, fetches] = self.by_kind;
+        StreamCounts {
+            loads,
+            stores,
+            modifies,
+            fetches,
+            // Fetch records each retire one instruction; count records add the rest.
+            instrs: self.counts.instrs + fetches,
+            ..self.counts
+        }
+    }
+
+    /// Decodes records of `data` from `*pos`, appending events to `out` until `out` holds
+    /// `limit` events, a control point is reached, or the data runs out. `*pos` advances past
+    /// what was consumed.
+    pub fn decode(
+        &mut self,
+        data: &[u8],
+        pos: &mut usize,
+        out: &mut Vec<Event>,
+        limit: usize,
+    ) -> Result<Step> {
+        // A record left incomplete by the previous chunk.
+        if !self.carry.is_empty() {
+            if self.carry.len() < 8 {
+                let take = (8 - self.carry.len()).min(data.len() - *pos);
+                self.carry.extend_from_slice(&data[*pos..*pos + take]);
+                *pos += take;
+                if self.carry.len() < 8 {
+                    return Ok(Step::NeedMore);
+                }
+            }
+            let need = self.record_len(&self.carry[..8]);
+            let take = (need - self.carry.len()).min(data.len() - *pos);
+            self.carry.extend_from_slice(&data[*pos..*pos + take]);
+            *pos += take;
+            if self.carry.len() < need {
+                return Ok(Step::NeedMore);
+            }
+            let rec = std::mem::take(&mut self.carry);
+            let ctl = self.record(&rec, out)?;
+            self.offset += need as u64;
+            self.carry = rec;
+            self.carry.clear();
+            if let Some(c) = ctl {
+                return Ok(Step::Control(c));
+            }
+        }
+        while out.len() < limit {
+            let rest = &data[*pos..];
+            if rest.len() < 8 {
+                self.carry.extend_from_slice(rest);
+                *pos = data.len();
+                return Ok(Step::NeedMore);
+            }
+            // The hot path: a run of references, one word each.
+            let n = (rest.len() / 8).min(limit - out.len());
+            out.reserve(n);
+            let mut i = 0;
+            for word in rest[..n * 8].chunks_exact(8) {
+                let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+                let kind = (w >> 12) & 0xF;
+                if kind > K_FETCH {
+                    break;
+                }
+                self.reference(w, kind, out);
+                i += 1;
+            }
+            *pos += i * 8;
+            self.offset += i as u64 * 8;
+            if i == n {
+                continue;
+            }
+            // Any other record.
+            let rest = &data[*pos..];
+            let len = self.record_len(&rest[..8]);
+            if rest.len() < len {
+                self.carry.extend_from_slice(rest);
+                *pos = data.len();
+                return Ok(Step::NeedMore);
+            }
+            let ctl = self.record(&rest[..len], out)?;
+            *pos += len;
+            self.offset += len as u64;
+            if let Some(c) = ctl {
+                return Ok(Step::Control(c));
+            }
+        }
+        Ok(Step::Full)
+    }
+
+    /// Ends the stream: flushes pending instructions and says how it ended.
+    pub fn finish(&mut self, out: &mut Vec<Event>) -> Result<StreamEnd> {
+        if !self.carry.is_empty() {
+            // A process killed mid-write leaves a partial record: drop it, as a killed
+            // process's unflushed records are lost anyway.
+            self.carry.clear();
+            self.exit = None;
+        }
+        self.flush_instrs(out);
+        Ok(if let Some(code) = self.exit {
+            StreamEnd::Exit(code)
+        } else if self.pending_exec {
+            StreamEnd::Exec
+        } else {
+            StreamEnd::Vanished
+        })
+    }
+
+    /// Bytes of the record starting with tag word `w` (header word plus payload).
+    #[inline]
+    fn record_len(&self, first: &[u8]) -> usize {
+        let w = u64::from_le_bytes(first[..8].try_into().expect("8 bytes"));
+        if (w >> 12) & 0xF == K_EVENT {
+            8 * (1 + ((w >> 8) & 0xF) as usize)
+        } else {
+            8
+        }
+    }
+
+    #[inline(always)]
+    fn reference(&mut self, w: u64, kind: u64, out: &mut Vec<Event>) {
+        let size = (w & 0xFFF) as usize;
+        if size > MAX_REF || self.pending_instrs != 0 {
+            return self.reference_slow(w, kind, out);
+        }
+        // Branch-free: the kinds interleave unpredictably.
+        self.by_kind[kind as usize] += 1;
+        out.push(Event::Ref(MemRef {
+            va: Gva(((w as i64) >> 16) as u64),
+            kind: KINDS[kind as usize],
+            size: size.max(1) as u8,
+            instrs: (kind == K_FETCH) as u32,
+        }));
+    }
+
+    /// A reference wider than a `MemRef` holds, or carrying an instruction count.
+    #[cold]
+    fn reference_slow(&mut self, w: u64, kind: u64, out: &mut Vec<Event>) {
+        // Sign-extend the 48-bit address (a canonical upper-half address stays canonical).
+        let va = Gva(((w as i64) >> 16) as u64);
+        let size = (w & 0xFFF) as usize;
+        self.by_kind[kind as usize] += 1;
+        let kind = KINDS[kind as usize];
+        let instrs = if kind.is_fetch() {
+            1
+        } else {
+            self.take_instrs(out)
+        };
+        if size <= MAX_REF {
+            out.push(Event::Ref(MemRef {
+                va,
+                kind,
+                size: size.max(1) as u8,
+                instrs,
+            }));
+            return;
+        }
+        let mut off = 0;
+        while off < size {
+            let n = PIECE.min(size - off);
+            out.push(Event::Ref(MemRef {
+                va: va.add(off as u64),
+                kind,
+                size: n as u8,
+                instrs: if off == 0 { instrs } else { 0 },
+            }));
+            off += n;
+        }
+    }
+
+    /// The pending instruction count for a data reference (`--no-instr` streams); a count
+    /// too large for a reference goes out as `Compute` first.
+    #[inline(always)]
+    fn take_instrs(&mut self, out: &mut Vec<Event>) -> u32 {
+        if self.pending_instrs == 0 {
+            return 0;
+        }
+        if self.pending_instrs > u32::MAX as u64 {
+            self.flush_instrs(out);
+            return 0;
+        }
+        let n = self.pending_instrs as u32;
+        self.pending_instrs = 0;
+        n
+    }
+
+    fn flush_instrs(&mut self, out: &mut Vec<Event>) {
+        if self.pending_instrs > 0 {
+            out.push(Event::Compute {
+                instrs: self.pending_instrs,
+            });
+            self.pending_instrs = 0;
+        }
+    }
+
+    fn corrupt(&self, reason: String) -> Error {
+        Error::TraceCorrupt {
+            path: self.name.clone(),
+            offset: self.offset,
+            reason,
+        }
+    }
+
+    /// Decodes a non-reference record (`rec` holds it whole).
+    fn record(&mut self, rec: &[u8], out: &mut Vec<Event>) -> Result<Option<Control>> {
+        let w = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
+        let kind = (w >> 12) & 0xF;
+        let value = w >> 16;
+        if kind <= K_FETCH {
+            self.reference(w, kind, out);
+            return Ok(None);
+        }
+        if kind == K_ICOUNT {
+            if !self.no_instr {
+                return Err(self
+                    .corrupt("an instruction-count record in a stream with fetch records".into()));
+            }
+            self.pending_instrs += value;
+            self.counts.instrs += value;
+            return Ok(None);
+        }
+        if kind != K_EVENT {
+            return Err(self.corrupt(format!("unknown record kind {kind} (word {w:#018x})")));
+        }
+        let ty = w & 0xFF;
+        // A record after an exec attempt means the exec failed (EXEC_FAILED says so too).
+        if ty != E_EXEC {
+            self.pending_exec = false;
+        }
+        let p: Vec<u64> = rec[8..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        let need = |n: usize, what: &str| -> Result<()> {
+            if p.len() == n {
+                Ok(())
+            } else {
+                Err(self.corrupt(format!(
+                    "{what} record with {} payload words, expected {n}",
+                    p.len()
+                )))
+            }
+        };
+        let mut ctl = None;
+        match ty {
+            E_MMAP => {
+                need(2, "mmap")?;
+                let (start, len) = page_range(p[0], p[1]);
+                if len > 0 {
+                    self.os_event(
+                        Event::Mmap {
+                            start: Gva(start),
+                            len,
+                            prot: Prot((value & 7) as u8),
+                            flags: MapFlags(((value >> 4) & 0xF) as u8),
+                        },
+                        out,
+                    );
+                }
+            }
+            E_MUNMAP => {
+                need(2, "munmap")?;
+                let (start, len) = page_range(p[0], p[1]);
+                if len > 0 {
+                    self.os_event(
+                        Event::Munmap {
+                            start: Gva(start),
+                            len,
+                        },
+                        out,
+                    );
+                }
+            }
+            E_MPROTECT => {
+                need(2, "mprotect")?;
+                let (start, len) = page_range(p[0], p[1]);
+                if len > 0 {
+                    self.os_event(
+                        Event::Mprotect {
+                            start: Gva(start),
+                            len,
+                            prot: Prot((value & 7) as u8),
+                        },
+                        out,
+                    );
+                }
+            }
+            E_MREMAP => {
+                need(4, "mremap")?;
+                self.os_event(
+                    Event::Mremap {
+                        old: Gva(p[0]),
+                        old_len: page_up(p[1]),
+                        new: Gva(p[2]),
+                        new_len: page_up(p[3]),
+                    },
+                    out,
+                );
+            }
+            E_BRK => {
+                need(1, "brk")?;
+                self.os_event(Event::Brk { end: Gva(p[0]) }, out);
+            }
+            E_FORK => {
+                need(0, "fork")?;
+                self.flush_instrs(out);
+                ctl = Some(Control::Fork {
+                    child: value as u32,
+                });
+            }
+            E_EXEC => {
+                need(0, "exec")?;
+                self.pending_exec = true;
+            }
+            E_EXEC_FAILED => need(0, "exec-failed")?,
+            E_EXIT => {
+                need(0, "exit")?;
+                self.exit = Some(value as u32 as i32);
+            }
+            E_THREAD => self.counts.thread_switches += 1,
+            E_THREAD_CREATE => self.counts.threads_created += 1,
+            E_THREAD_EXIT | E_STARTUP_DONE => {}
+            E_EXE_NAME => {
+                let bytes: Vec<u8> = p.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let n = (value as usize).min(bytes.len());
+                self.exe = Some(String::from_utf8_lossy(&bytes[..n]).into_owned());
+            }
+            _ => return Err(self.corrupt(format!("unknown event type {ty:#x}"))),
+        }
+        Ok(ctl)
+    }
+
+    fn os_event(&mut self, e: Event, out: &mut Vec<Event>) {
+        self.flush_instrs(out);
+        self.counts.os_events += 1;
+        out.push(e);
+    }
+}
+
+/// `[start, start+len)` widened to whole 4 KiB pages.
+fn page_range(start: u64, len: u64) -> (u64, u64) {
+    let lo = start & !0xFFF;
+    let hi = page_up(start.saturating_add(len));
+    (lo, hi - lo)
+}
+
+fn page_up(x: u64) -> u64 {
+    x.saturating_add(0xFFF) & !0xFFF
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    const K_LOAD: u64 = 0x0;
+    const K_STORE: u64 = 0x1;
+    const K_MODIFY: u64 = 0x2;
+
+    /// A stream header for tests.
+    pub(crate) fn header(pid: u32, ppid: u32, flags: u32, start_ns: u64) -> Vec<u8> {
+        let mut h = vec![0u8; HEADER_SIZE];
+        h[..8].copy_from_slice(MAGIC);
+        let w1 = VERSION as u64 | (HEADER_SIZE as u64) << 16 | (flags as u64) << 32;
+        h[8..16].copy_from_slice(&w1.to_le_bytes());
+        h[16..24].copy_from_slice(&(pid as u64 | (ppid as u64) << 32).to_le_bytes());
+        h[24..32].copy_from_slice(&start_ns.to_le_bytes());
+        h
+    }
+
+    /// A reference word.
+    pub(crate) fn rref(kind: u64, va: u64, size: u64) -> u64 {
+        va << 16 | kind << 12 | size
+    }
+
+    /// An event word with `n` payload words.
+    pub(crate) fn rev(ty: u64, inline: u64, n: u64) -> u64 {
+        inline << 16 | K_EVENT << 12 | n << 8 | ty
+    }
+
+    pub(crate) fn bytes(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    fn decode_all(words: &[u64], flags: u32, chunk: usize) -> (Vec<Event>, StreamEnd) {
+        let h = StreamHeader::parse(&header(7, 1, flags, 0), "t").unwrap();
+        let mut d = StreamDecoder::new(&h, "t");
+        let data = bytes(words);
+        let mut out = Vec::new();
+        for c in data.chunks(chunk) {
+            let mut pos = 0;
+            while pos < c.len() {
+                d.decode(c, &mut pos, &mut out, usize::MAX).unwrap();
+            }
+        }
+        let end = d.finish(&mut out).unwrap();
+        (out, end)
+    }
+
+    #[test]
+    fn references_and_events_decode_in_order_whatever_the_chunking() {
+        let words = [
+            rev(E_MMAP, 0x5 | 0x2 << 4, 2),
+            0x400000,
+            0x2000,
+            rref(K_FETCH, 0x401000, 3),
+            rref(K_LOAD, 0x7fff_0000_1000, 8),
+            rref(K_FETCH, 0x401003, 2),
+            rref(K_MODIFY, 0x1000, 4),
+            rev(E_BRK, 0, 1),
+            0x600000,
+            rev(E_EXIT, 0, 0),
+        ];
+        for chunk in [1, 3, 8, 13, 1000] {
+            let (ev, end) = decode_all(&words, 0, chunk);
+            assert_eq!(end, StreamEnd::Exit(0));
+            assert_eq!(ev.len(), 6, "chunk {chunk}");
+            assert_eq!(
+                ev[0],
+                Event::Mmap {
+                    start: Gva(0x400000),
+                    len: 0x2000,
+                    prot: Prot(5),
+                    flags: MapFlags(MapFlags::FILE)
+                }
+            );
+            assert_eq!(
+                ev[2],
+                Event::Ref(MemRef {
+                    va: Gva(0x7fff_0000_1000),
+                    kind: AccessKind::Load,
+                    size: 8,
+                    instrs: 0
+                })
+            );
+            assert_eq!(ev[5], Event::Brk { end: Gva(0x600000) });
+        }
+    }
+
+    #[test]
+    fn no_instr_streams_carry_counts_on_the_next_reference() {
+        let words = [
+            rref(K_ICOUNT, 3, 0),
+            rref(K_STORE, 0x1000, 8),
+            rref(K_ICOUNT, 2, 0),
+            rev(E_MUNMAP, 0, 2),
+            0x1000,
+            0x1000,
+            rref(K_ICOUNT, 5, 0),
+        ];
+        let (ev, end) = decode_all(&words, HF_NO_INSTR, 8);
+        assert_eq!(end, StreamEnd::Vanished);
+        assert_eq!(
+            ev,
+            vec![
+                Event::Ref(MemRef {
+                    va: Gva(0x1000),
+                    kind: AccessKind::Store,
+                    size: 8,
+                    instrs: 3
+                }),
+                Event::Compute { instrs: 2 },
+                Event::Munmap {
+                    start: Gva(0x1000),
+                    len: 0x1000
+                },
+                Event::Compute { instrs: 5 },
+            ]
+        );
+    }
+
+    #[test]
+    fn wide_references_are_split_into_lines() {
+        let (ev, _) = decode_all(&[rref(K_STORE, 0x2000, 512)], 0, 8);
+        assert_eq!(ev.len(), 8);
+        assert!(ev
+            .iter()
+            .all(|e| matches!(e, Event::Ref(r) if r.size == 64)));
+    }
+
+    #[test]
+    fn an_exec_that_fails_is_not_an_exec() {
+        let (_, end) = decode_all(&[rev(E_EXEC, 0, 0)], 0, 8);
+        assert_eq!(end, StreamEnd::Exec);
+        let (_, end) = decode_all(&[rev(E_EXEC, 0, 0), rev(E_EXEC_FAILED, 0, 0)], 0, 8);
+        assert_eq!(end, StreamEnd::Vanished);
+    }
+
+    #[test]
+    fn corrupt_records_name_their_byte_offset() {
+        let h = StreamHeader::parse(&header(7, 1, 0, 0), "s").unwrap();
+        let mut d = StreamDecoder::new(&h, "s");
+        let data = bytes(&[rref(K_LOAD, 0x1000, 8), 0x7 << 12]);
+        let mut pos = 0;
+        let err = d.decode(&data, &mut pos, &mut Vec::new(), 100).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("byte offset 72"), "{msg}");
+        let err = StreamHeader::parse(b"NOTATRACE", "x").unwrap_err();
+        assert!(err.to_string().contains("header"), "{err}");
+    }
+}
