@@ -21,7 +21,6 @@ from rich.progress import (
     Task,
     TaskProgressColumn,
     TextColumn,
-    TimeElapsedColumn,
 )
 from rich.text import Text
 
@@ -37,12 +36,17 @@ def human(n: float) -> str:
 
 
 class _RateColumn(ProgressColumn):
-    """Events done and events per second."""
+    """Events done, events per second and time elapsed, all since the call started (the bar
+    itself appears only after ``delay``)."""
 
     def render(self, task: Task) -> Text:
         elapsed = time.monotonic() - task.fields.get("t0", time.monotonic())
         rate = task.completed / elapsed if elapsed > 0 else 0.0
-        return Text(f"{human(task.completed)} events  {human(rate)} events/s", style="cyan")
+        minutes, seconds = divmod(int(elapsed), 60)
+        return Text(
+            f"{human(task.completed)} events  {human(rate)} events/s  {minutes}:{seconds:02d}",
+            style="cyan",
+        )
 
 
 class ProgressBars:
@@ -79,7 +83,6 @@ class ProgressBars:
                 BarColumn(),
                 TaskProgressColumn(),
                 _RateColumn(),
-                TimeElapsedColumn(),
                 console=self._console,
                 transient=True,
             )
