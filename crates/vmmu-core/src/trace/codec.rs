@@ -23,6 +23,10 @@
 use crate::addr::Gva;
 use crate::event::{AccessKind, Event, MapFlags, MemRef, Prot};
 
+/// The longest record: `Mremap`'s tag and four 10-byte varints, rounded up (a reference takes
+/// at most 1 + 1 + 5 + 8).
+pub(crate) const MAX_RECORD: usize = 48;
+
 /// Bytes a reader must keep readable past a chunk's raw data (the decoder reads whole 8-byte
 /// words and checks bounds once per record, not once per byte).
 pub(crate) const PAD: usize = 64;
@@ -34,8 +38,13 @@ const ADDR_SHIFT: u8 = 4;
 const A_NEXT: u8 = 0;
 const A_SAME: u8 = 1;
 const A_ABS: u8 = 6;
-/// Delta widths in bytes of address codes 2..=5.
-const DELTA_BYTES: [usize; 8] = [0, 0, 1, 2, 4, 6, 0, 0];
+/// Payload bytes of each address code.
+const ADDR_BYTES: [usize; 8] = [0, 0, 1, 2, 4, 6, 8, 0];
+/// The decoder's tables: va = (last & ADDR_MASK) + (last_size & SIZE_MASK) + (delta & DELTA_MASK),
+/// delta the sign-extended payload (the whole word for code 6).
+const ADDR_MASK: [u64; 8] = [!0, !0, !0, !0, !0, !0, 0, 0];
+const SIZE_MASK: [u64; 8] = [!0, 0, 0, 0, 0, 0, 0, 0];
+const DELTA_MASK: [u64; 8] = [0, 0, !0, !0, !0, !0, !0, 0];
 
 const T_COMPUTE: u8 = 0x80;
 const T_PROC: u8 = 0x81;
@@ -100,47 +109,57 @@ impl Encoder {
         self.classes = INITIAL;
     }
 
-    /// Appends the record of `e` to `out`.
+    /// Writes the record of `e` at `buf[pos..]` and returns the position after it. `buf` must
+    /// have at least [`MAX_RECORD`] bytes from `pos` (the writer's buffer is sized so; writing
+    /// into a slice instead of pushing to a `Vec` keeps the per-reference path free of capacity
+    /// checks).
     #[inline]
-    pub fn encode(&mut self, e: &Event, out: &mut Vec<u8>) {
-        match *e {
-            Event::Ref(r) => self.encode_ref(&r, out),
-            Event::Compute { instrs } => tagged(out, T_COMPUTE, &[instrs]),
-            Event::ProcessCreate { pid } => tagged(out, T_PROC, &[pid as u64]),
-            Event::Fork { parent, child } => tagged(out, T_FORK, &[parent as u64, child as u64]),
-            Event::Exec { pid } => tagged(out, T_EXEC, &[pid as u64]),
-            Event::Exit { pid } => tagged(out, T_EXIT, &[pid as u64]),
-            Event::Switch { pid } => tagged(out, T_SWITCH, &[pid as u64]),
+    pub fn encode(&mut self, e: &Event, buf: &mut [u8], pos: usize) -> usize {
+        let rec: &mut [u8; MAX_RECORD] = (&mut buf[pos..pos + MAX_RECORD])
+            .try_into()
+            .expect("room for a record");
+        let n = match *e {
+            Event::Ref(r) => self.encode_ref(&r, rec),
+            Event::Compute { instrs } => tagged(rec, T_COMPUTE, &[instrs]),
+            Event::ProcessCreate { pid } => tagged(rec, T_PROC, &[pid as u64]),
+            Event::Fork { parent, child } => tagged(rec, T_FORK, &[parent as u64, child as u64]),
+            Event::Exec { pid } => tagged(rec, T_EXEC, &[pid as u64]),
+            Event::Exit { pid } => tagged(rec, T_EXIT, &[pid as u64]),
+            Event::Switch { pid } => tagged(rec, T_SWITCH, &[pid as u64]),
             Event::Mmap {
                 start,
                 len,
                 prot,
                 flags,
             } => {
-                tagged(out, T_MMAP, &[start.0, len]);
-                out.extend_from_slice(&[prot.0, flags.0]);
+                let k = tagged(rec, T_MMAP, &[start.0, len]);
+                rec[k] = prot.0;
+                rec[k + 1] = flags.0;
+                k + 2
             }
-            Event::Munmap { start, len } => tagged(out, T_MUNMAP, &[start.0, len]),
+            Event::Munmap { start, len } => tagged(rec, T_MUNMAP, &[start.0, len]),
             Event::Mprotect { start, len, prot } => {
-                tagged(out, T_MPROTECT, &[start.0, len]);
-                out.push(prot.0);
+                let k = tagged(rec, T_MPROTECT, &[start.0, len]);
+                rec[k] = prot.0;
+                k + 1
             }
             Event::Mremap {
                 old,
                 old_len,
                 new,
                 new_len,
-            } => tagged(out, T_MREMAP, &[old.0, old_len, new.0, new_len]),
-            Event::Brk { end } => tagged(out, T_BRK, &[end.0]),
-            Event::Phase { id } => tagged(out, T_PHASE, &[id as u64]),
-        }
+            } => tagged(rec, T_MREMAP, &[old.0, old_len, new.0, new_len]),
+            Event::Brk { end } => tagged(rec, T_BRK, &[end.0]),
+            Event::Phase { id } => tagged(rec, T_PHASE, &[id as u64]),
+        };
+        pos + n
     }
 
+    /// Writes a reference's record into `rec`; returns its length.
     #[inline(always)]
-    fn encode_ref(&mut self, r: &MemRef, out: &mut Vec<u8>) {
+    fn encode_ref(&mut self, r: &MemRef, rec: &mut [u8; MAX_RECORD]) -> usize {
         let c = &mut self.classes[class_of(r.kind)];
         let va = r.va.0;
-        let mut tag = r.kind as u8;
         let next = c.addr.wrapping_add(c.size as u64);
         let delta = va.wrapping_sub(c.addr) as i64;
         let code = if va == next {
@@ -158,51 +177,65 @@ impl Encoder {
         } else {
             A_ABS
         };
-        tag |= code << ADDR_SHIFT;
+        let mut tag = r.kind as u8 | code << ADDR_SHIFT;
+        let mut k = 1;
         if r.size != c.size {
             tag |= SIZE_FOLLOWS;
-        }
-        if r.instrs != c.instrs {
-            tag |= INSTRS_FOLLOWS;
-        }
-        out.push(tag);
-        if r.size != c.size {
-            out.push(r.size);
+            rec[k] = r.size;
+            k += 1;
             c.size = r.size;
         }
         if r.instrs != c.instrs {
-            varint(out, r.instrs as u64);
+            tag |= INSTRS_FOLLOWS;
+            k += varint(&mut rec[k..], r.instrs as u64);
             c.instrs = r.instrs;
         }
-        match code {
-            A_ABS => out.extend_from_slice(&va.to_le_bytes()),
-            A_NEXT | A_SAME => {}
-            _ => out.extend_from_slice(&delta.to_le_bytes()[..DELTA_BYTES[code as usize]]),
-        }
+        rec[0] = tag;
+        let payload = if code == A_ABS { va } else { delta as u64 };
+        rec[k..k + 8].copy_from_slice(&payload.to_le_bytes());
         c.addr = va;
+        k + ADDR_BYTES[code as usize]
     }
 }
 
-fn tagged(out: &mut Vec<u8>, tag: u8, fields: &[u64]) {
-    out.push(tag);
+/// Writes a tag and varint fields into `rec`; returns the length.
+fn tagged(rec: &mut [u8], tag: u8, fields: &[u64]) -> usize {
+    rec[0] = tag;
+    let mut k = 1;
     for &f in fields {
-        varint(out, f);
+        k += varint(&mut rec[k..], f);
     }
+    k
 }
 
-/// LEB128: 7 bits per byte, low first, bit 7 set on every byte but the last.
+/// LEB128 (7 bits per byte, low first, bit 7 set on every byte but the last) into `out`;
+/// returns the length (at most 10).
 #[inline]
-fn varint(out: &mut Vec<u8>, mut v: u64) {
+fn varint(out: &mut [u8], mut v: u64) -> usize {
+    let mut k = 0;
     while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+        out[k] = v as u8 | 0x80;
         v >>= 7;
+        k += 1;
     }
-    out.push(v as u8);
+    out[k] = v as u8;
+    k + 1
 }
 
 /// Decodes a chunk's raw bytes into events.
 pub(crate) struct Decoder {
     classes: [Class; 2],
+}
+
+/// Totals of decoded events, kept for the footer check.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counts {
+    /// Memory references.
+    pub refs: u64,
+    /// Instructions of references and `Compute` events (wrapping).
+    pub instructions: u64,
+    /// Process and address-space events (everything but references, compute and phases).
+    pub os_events: u64,
 }
 
 /// Where and why a chunk's records do not decode.
@@ -230,9 +263,9 @@ impl Decoder {
         self.classes = INITIAL;
     }
 
-    /// Decodes `n` records of `raw[..len]` starting at `*pos` into `out`, advancing `*pos`.
-    /// `raw` must extend at least [`PAD`] bytes past `len`. A record that does not decode, or
-    /// that ends past `len`, is an error naming its offset.
+    /// Decodes `n` records of `raw[..len]` starting at `*pos` into `out`, advancing `*pos` and
+    /// adding to `counts`. `raw` must extend at least [`PAD`] bytes past `len`. A record that
+    /// does not decode, or that ends past `len`, is an error naming its offset.
     #[inline]
     pub fn decode(
         &mut self,
@@ -241,11 +274,14 @@ impl Decoder {
         pos: &mut usize,
         out: &mut Vec<Event>,
         n: usize,
+        counts: &mut Counts,
     ) -> Result<(), DecodeError> {
-        debug_assert!(raw.len() >= len + PAD);
+        assert!(raw.len() >= len + PAD, "a chunk buffer lacks its padding");
+        let raw = &raw[..len + PAD];
         out.reserve(n);
         let mut p = *pos;
-        let mut classes = self.classes;
+        let [mut data, mut fetch] = self.classes;
+        let (mut refs, mut instructions, mut os_events) = (0u64, 0u64, 0u64);
         for _ in 0..n {
             if p >= len {
                 return Err(DecodeError {
@@ -255,10 +291,43 @@ impl Decoder {
             }
             let start = p;
             let tag = raw[p];
-            p += 1;
-            if tag < 0x80 {
+            if tag & (0x80 | SIZE_FOLLOWS | INSTRS_FOLLOWS) == 0 {
+                // The common case, branch-free but for the class: a reference with its
+                // class's size and count; va = base + sign-extended delta, both from tables.
+                let is_fetch = tag & 3 == 3;
+                let c = if is_fetch { fetch } else { data };
+                let code = (tag >> ADDR_SHIFT) as usize;
+                if code == 7 {
+                    return Err(invalid_code(tag, start));
+                }
+                let w = ADDR_BYTES[code];
+                let word = u64::from_le_bytes(raw[p + 1..p + 9].try_into().expect("8 bytes"));
+                let sh = (64 - 8 * w as u32) & 63;
+                let delta = ((((word << sh) as i64) >> sh) as u64) & DELTA_MASK[code];
+                let base = (c.addr & ADDR_MASK[code]).wrapping_add(c.size as u64 & SIZE_MASK[code]);
+                let va = base.wrapping_add(delta);
+                p += 1 + w;
+                if is_fetch {
+                    fetch.addr = va;
+                } else {
+                    data.addr = va;
+                }
+                refs += 1;
+                instructions = instructions.wrapping_add(c.instrs as u64);
+                out.push(Event::Ref(MemRef {
+                    va: Gva(va),
+                    kind: KINDS[(tag & 3) as usize],
+                    size: c.size,
+                    instrs: c.instrs,
+                }));
+            } else if tag < 0x80 {
+                p += 1;
                 let kind = KINDS[(tag & 3) as usize];
-                let c = &mut classes[class_of(kind)];
+                let c = if kind.is_fetch() {
+                    &mut fetch
+                } else {
+                    &mut data
+                };
                 let next = c.addr.wrapping_add(c.size as u64);
                 if tag & SIZE_FOLLOWS != 0 {
                     c.size = raw[p];
@@ -276,7 +345,7 @@ impl Decoder {
                     A_NEXT => next,
                     A_SAME => c.addr,
                     2..=5 => {
-                        let w = DELTA_BYTES[code as usize];
+                        let w = ADDR_BYTES[code as usize];
                         let shift = 64 - 8 * w as u32;
                         let delta = ((word(raw, p) << shift) as i64) >> shift;
                         p += w;
@@ -287,16 +356,11 @@ impl Decoder {
                         p += 8;
                         a
                     }
-                    _ => {
-                        return Err(DecodeError {
-                            at: start,
-                            reason: format!(
-                                "reference tag {tag:#04x} has the invalid address code 7"
-                            ),
-                        })
-                    }
+                    _ => return Err(invalid_code(tag, start)),
                 };
                 c.addr = va;
+                refs += 1;
+                instructions = instructions.wrapping_add(c.instrs as u64);
                 out.push(Event::Ref(MemRef {
                     va: Gva(va),
                     kind,
@@ -304,7 +368,13 @@ impl Decoder {
                     instrs: c.instrs,
                 }));
             } else {
+                p += 1;
                 let e = decode_other(tag, raw, &mut p, start)?;
+                match e {
+                    Event::Compute { instrs } => instructions = instructions.wrapping_add(instrs),
+                    Event::Phase { .. } => {}
+                    _ => os_events += 1,
+                }
                 out.push(e);
             }
             if p > len {
@@ -314,9 +384,19 @@ impl Decoder {
                 });
             }
         }
-        self.classes = classes;
+        self.classes = [data, fetch];
         *pos = p;
+        counts.refs += refs;
+        counts.instructions = counts.instructions.wrapping_add(instructions);
+        counts.os_events += os_events;
         Ok(())
+    }
+}
+
+fn invalid_code(tag: u8, start: usize) -> DecodeError {
+    DecodeError {
+        at: start,
+        reason: format!("reference tag {tag:#04x} has the invalid address code 7"),
     }
 }
 
@@ -417,18 +497,26 @@ mod tests {
     use super::*;
 
     fn round_trip(events: &[Event]) -> (Vec<u8>, Vec<Event>) {
-        let mut raw = Vec::new();
+        let mut raw = vec![0u8; events.len() * MAX_RECORD + MAX_RECORD];
         let mut enc = Encoder::new();
+        let mut len = 0;
         for e in events {
-            enc.encode(e, &mut raw);
+            len = enc.encode(e, &mut raw, len);
         }
-        let len = raw.len();
+        raw.truncate(len);
         let mut padded = raw.clone();
         padded.resize(len + PAD, 0);
         let mut out = Vec::new();
         let mut pos = 0;
         Decoder::new()
-            .decode(&padded, len, &mut pos, &mut out, events.len())
+            .decode(
+                &padded,
+                len,
+                &mut pos,
+                &mut out,
+                events.len(),
+                &mut Counts::default(),
+            )
             .unwrap();
         assert_eq!(pos, len);
         (raw, out)
@@ -473,7 +561,14 @@ mod tests {
         raw.resize(2 + PAD, 0);
         let mut pos = 0;
         let err = Decoder::new()
-            .decode(&raw, 2, &mut pos, &mut Vec::new(), 2)
+            .decode(
+                &raw,
+                2,
+                &mut pos,
+                &mut Vec::new(),
+                2,
+                &mut Counts::default(),
+            )
             .unwrap_err();
         assert_eq!(err.at, 1);
         assert!(err.reason.contains("0x9f"), "{}", err.reason);

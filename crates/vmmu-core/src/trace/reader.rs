@@ -7,7 +7,7 @@
 //! footer, is a trace whose writer was killed: it reads to its end and then reports
 //! [`is_truncated`](VtraceReader::is_truncated).
 
-use super::codec::{Decoder, PAD};
+use super::codec::{Counts, Decoder, PAD};
 use super::format::{
     ChunkHeader, Footer, CHUNK_HEADER_LEN, CHUNK_MAGIC, FLAG_OS_EVENTS, FOOTER_LEN, FOOTER_MAGIC,
     HEADER_FIXED, KNOWN_FLAGS, MAGIC, MAX_META, STATUS_TRUNCATED, VERSION,
@@ -39,6 +39,7 @@ pub struct VtraceReader {
     decoder: Decoder,
     dctx: Decompressor<'static>,
     seen: Footer,
+    counts: Counts,
     footer: Option<Footer>,
     ended: bool,
     len_hint: Option<u64>,
@@ -151,6 +152,7 @@ impl VtraceReader {
             decoder: Decoder::new(),
             dctx: Decompressor::new().map_err(|e| Error::io(path, e))?,
             seen: Footer::default(),
+            counts: Counts::default(),
             footer: None,
             ended: false,
             len_hint,
@@ -264,7 +266,12 @@ impl VtraceReader {
             return Err(self.corrupt(at, "the file ends inside the footer"));
         }
         let f = Footer::parse(&b).map_err(|r| self.corrupt(at, r))?;
-        let s = &self.seen;
+        let s = Footer {
+            refs: self.counts.refs,
+            instructions: self.counts.instructions,
+            os_events: self.counts.os_events,
+            ..self.seen
+        };
         let mismatch = [
             ("events", f.events, s.events),
             ("references", f.refs, s.refs),
@@ -289,23 +296,6 @@ impl VtraceReader {
         self.footer = Some(f);
         self.ended = true;
         Ok(())
-    }
-
-    /// Tallies decoded events for the footer check.
-    fn tally(&mut self, events: &[Event]) {
-        let s = &mut self.seen;
-        s.events += events.len() as u64;
-        for e in events {
-            match e {
-                Event::Ref(r) => {
-                    s.refs += 1;
-                    s.instructions = s.instructions.wrapping_add(r.instrs as u64);
-                }
-                Event::Compute { instrs } => s.instructions = s.instructions.wrapping_add(*instrs),
-                Event::Phase { .. } => {}
-                _ => s.os_events += 1,
-            }
-        }
     }
 }
 
@@ -346,7 +336,14 @@ impl EventSource for VtraceReader {
             let n = (max - (buf.len() - start)).min(self.left_in_chunk as usize);
             let before = buf.len();
             self.decoder
-                .decode(&self.raw, self.raw_len, &mut self.pos, buf, n)
+                .decode(
+                    &self.raw,
+                    self.raw_len,
+                    &mut self.pos,
+                    buf,
+                    n,
+                    &mut self.counts,
+                )
                 .map_err(|e| {
                     let reason =
                         format!("record at byte {} of the chunk's data: {}", e.at, e.reason);
@@ -357,7 +354,7 @@ impl EventSource for VtraceReader {
                     }
                 })?;
             self.left_in_chunk -= n as u32;
-            self.tally(&buf[before..]);
+            self.seen.events += (buf.len() - before) as u64;
         }
         Ok(buf.len() - start)
     }

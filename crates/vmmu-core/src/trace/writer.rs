@@ -10,7 +10,7 @@
 //! Each chunk is written with a single `write` call, so a writer killed between chunks leaves a
 //! file that reads up to its last chunk and reports it truncated (no footer).
 
-use super::codec::Encoder;
+use super::codec::{Encoder, MAX_RECORD};
 use super::format::{
     header_bytes, ChunkHeader, Footer, CHUNK_HEADER_LEN, FLAGS_OFFSET, FLAG_OS_EVENTS,
     HEADER_FIXED, STATUS_COMPLETE, STATUS_TRUNCATED,
@@ -68,7 +68,9 @@ pub struct TraceSummary {
 /// out the events it holds but no footer, so readers report the trace truncated.
 pub struct TraceWriter {
     path: String,
+    /// The chunk being gathered: `chunk_bytes + MAX_RECORD` bytes, the first `raw_len` used.
     raw: Vec<u8>,
+    raw_len: usize,
     raw_events: u32,
     encoder: Encoder,
     chunk_bytes: usize,
@@ -134,7 +136,8 @@ impl TraceWriter {
         let sink = Sink::new(file, opts, bytes.clone()).map_err(|e| Error::io(path, e))?;
         Ok(TraceWriter {
             path: path.to_string(),
-            raw: Vec::with_capacity(opts.chunk_bytes + 64),
+            raw: vec![0; opts.chunk_bytes + MAX_RECORD],
+            raw_len: 0,
             raw_events: 0,
             encoder: Encoder::new(),
             chunk_bytes: opts.chunk_bytes,
@@ -149,7 +152,7 @@ impl TraceWriter {
     /// Appends one event.
     #[inline]
     pub fn write(&mut self, e: &Event) -> Result<()> {
-        self.encoder.encode(e, &mut self.raw);
+        self.raw_len = self.encoder.encode(e, &mut self.raw, self.raw_len);
         self.raw_events += 1;
         let t = &mut self.totals;
         t.events += 1;
@@ -162,7 +165,7 @@ impl TraceWriter {
             Event::Phase { .. } => {}
             _ => t.os_events += 1,
         }
-        if self.raw.len() >= self.chunk_bytes {
+        if self.raw_len >= self.chunk_bytes {
             self.flush_chunk()?;
         }
         Ok(())
@@ -203,9 +206,9 @@ impl TraceWriter {
             return Ok(());
         }
         let sink = self.sink.as_mut().expect("writer is open");
-        sink.submit(&mut self.raw, self.raw_events)
+        sink.submit(&mut self.raw, self.raw_len, self.raw_events)
             .map_err(|e| Error::io(&self.path, e))?;
-        self.raw.clear();
+        self.raw_len = 0;
         self.raw_events = 0;
         self.encoder.reset();
         self.totals.chunks += 1;
@@ -295,7 +298,8 @@ fn build_chunk(
     Ok(())
 }
 
-type Job = (u64, Vec<u8>, u32);
+/// A full buffer: sequence number, buffer, bytes used, events.
+type Job = (u64, Vec<u8>, usize, u32);
 type Done = (u64, io::Result<Vec<u8>>, Vec<u8>);
 
 /// Where full chunks go: compressed here, or handed to a pool.
@@ -337,11 +341,11 @@ impl Sink {
             let (job_rx, done_tx) = (job_rx.clone(), done_tx.clone());
             workers.push(std::thread::spawn(move || loop {
                 let job = job_rx.lock().map(|rx| rx.recv());
-                let Ok(Ok((seq, raw, events))) = job else {
+                let Ok(Ok((seq, raw, len, events))) = job else {
                     break;
                 };
                 let mut out = Vec::new();
-                let res = build_chunk(&mut comp, &raw, events, &mut out).map(|_| out);
+                let res = build_chunk(&mut comp, &raw[..len], events, &mut out).map(|_| out);
                 if done_tx.send((seq, res, raw)).is_err() {
                     break;
                 }
@@ -361,8 +365,9 @@ impl Sink {
         })
     }
 
-    /// Compresses and writes `raw` (or hands it on, leaving an empty buffer in its place).
-    fn submit(&mut self, raw: &mut Vec<u8>, events: u32) -> io::Result<()> {
+    /// Compresses and writes `raw[..len]` (or hands the buffer on, leaving a spare of the same
+    /// size in its place).
+    fn submit(&mut self, raw: &mut Vec<u8>, len: usize, events: u32) -> io::Result<()> {
         match self {
             Sink::Inline {
                 file,
@@ -370,7 +375,7 @@ impl Sink {
                 out,
                 bytes,
             } => {
-                build_chunk(comp, raw, events, out)?;
+                build_chunk(comp, &raw[..len], events, out)?;
                 file.write_all(out)?;
                 bytes.fetch_add(out.len() as u64, Ordering::Relaxed);
                 Ok(())
@@ -385,11 +390,9 @@ impl Sink {
                 if let Some(e) = failed.lock().ok().and_then(|mut f| f.take()) {
                     return Err(e);
                 }
-                let spare = free
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(raw.capacity()));
+                let spare = free.try_recv().unwrap_or_else(|_| vec![0; raw.len()]);
                 let full = std::mem::replace(raw, spare);
-                jobs.send((*next_seq, full, events))
+                jobs.send((*next_seq, full, len, events))
                     .map_err(|_| io::Error::other("the compression threads stopped"))?;
                 *next_seq += 1;
                 Ok(())
