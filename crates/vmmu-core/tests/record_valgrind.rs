@@ -1,0 +1,520 @@
+//! Recording real programs with vg-memtrace: small C programs compiled on the fly, recorded,
+//! and checked for exact properties. Skipped (with a message) when Valgrind, gcc or the tool
+//! are not available.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef};
+use vmmu_core::record::{self, layout, RecordOptions, RecordSummary};
+
+/// Builds the tool if needed; `None` (after saying why) when recording is not possible here.
+fn available() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        if let Err(e) = record::find_valgrind(None) {
+            eprintln!("skipping recording tests: {e}");
+            return false;
+        }
+        if record::resolve_command("gcc").is_err() {
+            eprintln!("skipping recording tests: gcc is not installed");
+            return false;
+        }
+        if record::find_tool_dir(None).is_err() {
+            let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/vg-memtrace");
+            let built = Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(&tool)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !built || record::find_tool_dir(None).is_err() {
+                eprintln!("skipping recording tests: `make -C tools/vg-memtrace` failed");
+                return false;
+            }
+        }
+        true
+    })
+}
+
+/// A scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vmmu-test-record-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles `src` with gcc -O1 into `dir/name`.
+fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new("gcc")
+        .args(["-O1", "-g", "-o"])
+        .arg(&exe)
+        .arg(&c)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gcc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn rec(cmd: &[&str], opts: &RecordOptions) -> (RecordSummary, Vec<Event>) {
+    let cmd: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+    let s = record::record(&cmd, opts, &mut |_| true).unwrap();
+    let mut src = vmmu_core::trace::open(&opts.output).unwrap();
+    let mut ev = Vec::new();
+    while src.next_batch(&mut ev, 1 << 16).unwrap() > 0 {}
+    (s, ev)
+}
+
+fn check_ok(path: &str) {
+    let r = record::check(path).unwrap();
+    assert!(r.ok, "{}", r.to_text());
+    assert_eq!(r.outside, 0);
+    assert_eq!(r.unchecked, 0);
+}
+
+/// Two hex numbers per line, as the test programs write them.
+fn read_pairs(p: &Path) -> Vec<(u64, u64)> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut it = l
+                .split_whitespace()
+                .map(|x| u64::from_str_radix(x, 16).unwrap());
+            (it.next().unwrap(), it.next().unwrap())
+        })
+        .collect()
+}
+
+fn refs(ev: &[Event]) -> impl Iterator<Item = (usize, &MemRef)> {
+    ev.iter().enumerate().filter_map(|(i, e)| match e {
+        Event::Ref(r) => Some((i, r)),
+        _ => None,
+    })
+}
+
+const LOOP_AND_MMAP: &str = r#"
+#include <stdio.h>
+#include <sys/mman.h>
+#define N 1000
+volatile long arr[N];
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%lx %lx\n", (unsigned long)&arr[0], (unsigned long)sizeof arr);
+    fclose(f);
+    for (long i = 0; i < N; i++)
+        arr[i] = i;
+    size_t len = 0x345000;
+    char *p = mmap(0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    f = fopen(argv[1], "a");
+    fprintf(f, "%lx %lx\n", (unsigned long)p, (unsigned long)len);
+    fclose(f);
+    for (size_t off = 0; off < len; off += 4096)
+        ((volatile char *)p)[off] = 1;
+    munmap(p, len);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_known_loop_stores_exactly_once_per_iteration_and_its_store_runs_n_times() {
+    if !available() {
+        return;
+    }
+    let d = scratch("loop");
+    let exe = compile(&d, "loop", LOOP_AND_MMAP, &[]);
+    let addrs = d.join("addrs");
+    let out = d.join("loop.vtrace");
+    let opts = RecordOptions::new(out.to_str().unwrap());
+    let (s, ev) = rec(&[exe.to_str().unwrap(), addrs.to_str().unwrap()], &opts);
+    assert_eq!(s.exit_code, Some(0));
+    assert!(!s.truncated);
+    let pairs = read_pairs(&addrs);
+    let (arr, size) = pairs[0];
+    let in_arr = |r: &MemRef| r.va.0 >= arr && r.va.0 < arr + size;
+    let stores: Vec<usize> = refs(&ev)
+        .filter(|(_, r)| in_arr(r))
+        .map(|(i, r)| {
+            assert_eq!(r.kind, AccessKind::Store, "only stores touch arr");
+            i
+        })
+        .collect();
+    assert_eq!(stores.len(), 1000, "exactly N stores to arr");
+    // The instruction that stores is fetched just before each store: it ran exactly N times.
+    let store_insn = |i: usize| match ev[i - 1] {
+        Event::Ref(r) if r.kind == AccessKind::Fetch => r.va.0,
+        other => panic!("a store not preceded by its fetch: {other:?}"),
+    };
+    let pc = store_insn(stores[0]);
+    assert!(stores.iter().all(|&i| store_insn(i) == pc));
+    let fetches_at_pc = refs(&ev)
+        .filter(|(_, r)| r.kind == AccessKind::Fetch && r.va.0 == pc)
+        .count();
+    assert_eq!(fetches_at_pc, 1000);
+    // Every iteration runs the same number of instructions.
+    let per_iter: Vec<usize> = stores
+        .windows(2)
+        .map(|w| {
+            refs(&ev[w[0]..w[1]])
+                .filter(|(_, r)| r.kind == AccessKind::Fetch)
+                .count()
+        })
+        .collect();
+    assert!(per_iter.iter().all(|&n| n == per_iter[0]), "{per_iter:?}");
+    assert!(per_iter[0] >= 3 && per_iter[0] <= 8, "{per_iter:?}");
+    check_ok(out.to_str().unwrap());
+}
+
+#[test]
+fn an_mmap_of_a_known_size_comes_before_the_first_reference_into_it() {
+    if !available() {
+        return;
+    }
+    let d = scratch("mmap");
+    let exe = compile(&d, "mm", LOOP_AND_MMAP, &[]);
+    let addrs = d.join("addrs");
+    let out = d.join("mm.vtrace");
+    let opts = RecordOptions::new(out.to_str().unwrap());
+    let (_, ev) = rec(&[exe.to_str().unwrap(), addrs.to_str().unwrap()], &opts);
+    let (p, len) = read_pairs(&addrs)[1];
+    let im = ev
+        .iter()
+        .position(|e| matches!(e, Event::Mmap { start, len: l, .. } if start.0 == p && *l == len))
+        .expect("the mmap is in the trace");
+    let inside: Vec<usize> = refs(&ev)
+        .filter(|(_, r)| r.va.0 >= p && r.va.0 < p + len)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(inside.len() as u64, len / 4096, "one store per page");
+    assert!(
+        im < inside[0],
+        "mmap at {im}, first reference at {}",
+        inside[0]
+    );
+    let iu = ev
+        .iter()
+        .position(|e| matches!(e, Event::Munmap { start, len: l } if start.0 == p && *l == len))
+        .expect("the munmap is in the trace");
+    assert!(iu > *inside.last().unwrap());
+}
+
+#[test]
+fn without_fetches_the_instruction_count_is_kept() {
+    if !available() {
+        return;
+    }
+    let d = scratch("noinstr");
+    let exe = compile(&d, "ni", LOOP_AND_MMAP, &[]);
+    let addrs = d.join("addrs");
+    let a = d.join("a.vtrace");
+    let b = d.join("b.vtrace");
+    let cmd = [exe.to_str().unwrap(), addrs.to_str().unwrap()];
+    let (sa, _) = rec(&cmd, &RecordOptions::new(a.to_str().unwrap()));
+    let mut ob = RecordOptions::new(b.to_str().unwrap());
+    ob.no_instr = true;
+    let (sb, evb) = rec(&cmd, &ob);
+    assert_eq!(sb.fetches, 0);
+    assert!(refs(&evb).all(|(_, r)| r.kind != AccessKind::Fetch));
+    let ia = vmmu_core::trace::info(a.to_str().unwrap(), &mut |_| true).unwrap();
+    let ib = vmmu_core::trace::info(b.to_str().unwrap(), &mut |_| true).unwrap();
+    assert_eq!(ia.instructions, sa.fetches);
+    // The same program with the same arguments retires the same instructions.
+    assert_eq!(ib.instructions, ia.instructions);
+    assert_eq!(
+        sb.loads + sb.stores + sb.modifies,
+        sa.loads + sa.stores + sa.modifies
+    );
+    check_ok(b.to_str().unwrap());
+}
+
+const FORK_EXEC: &str = r#"
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/wait.h>
+volatile long child_arr[500];
+volatile long parent_arr[100];
+int main(int argc, char **argv) {
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%lx %lx\n", (unsigned long)&child_arr[0], (unsigned long)sizeof child_arr);
+    fprintf(f, "%lx %lx\n", (unsigned long)&parent_arr[0], (unsigned long)sizeof parent_arr);
+    fclose(f);
+    pid_t c = fork();
+    if (c == 0) {
+        for (long i = 0; i < 500; i++)
+            child_arr[i] = i;
+        execl("/bin/true", "true", (char *)0);
+        _exit(1);
+    }
+    waitpid(c, 0, 0);
+    for (long i = 0; i < 100; i++)
+        parent_arr[i] = i;
+    return 0;
+}
+"#;
+
+#[test]
+fn a_forked_child_is_placed_at_its_fork_with_its_exec() {
+    if !available() {
+        return;
+    }
+    let d = scratch("fork");
+    let exe = compile(&d, "fk", FORK_EXEC, &[]);
+    let addrs = d.join("addrs");
+    let out = d.join("fk.vtrace");
+    let mut opts = RecordOptions::new(out.to_str().unwrap());
+    opts.follow_children = true;
+    let (s, ev) = rec(&[exe.to_str().unwrap(), addrs.to_str().unwrap()], &opts);
+    assert_eq!(s.processes, 2);
+    assert_eq!(s.execs, 1);
+    let pairs = read_pairs(&addrs);
+    let (ca, cs) = pairs[0];
+    let (pa, ps) = pairs[1];
+    let Some(Event::ProcessCreate { pid: parent }) = ev.first().copied() else {
+        panic!("the trace starts with its process: {:?}", ev.first())
+    };
+    let fork = ev
+        .iter()
+        .position(|e| matches!(e, Event::Fork { parent: p, .. } if *p == parent))
+        .expect("a fork");
+    let Event::Fork { child, .. } = ev[fork] else {
+        unreachable!()
+    };
+    assert_eq!(ev[fork + 1], Event::Switch { pid: child });
+    let exec = ev
+        .iter()
+        .position(|e| *e == Event::Exec { pid: child })
+        .expect("exec");
+    let exit = ev
+        .iter()
+        .position(|e| *e == Event::Exit { pid: child })
+        .expect("exit");
+    assert_eq!(ev[exit + 1], Event::Switch { pid: parent });
+    assert!(fork < exec && exec < exit);
+    // The child's stores, all of them, between its fork and its exec; the parent's after.
+    let child_stores: Vec<usize> = refs(&ev)
+        .filter(|(_, r)| r.va.0 >= ca && r.va.0 < ca + cs)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(child_stores.len(), 500);
+    assert!(child_stores.iter().all(|&i| fork < i && i < exec));
+    let parent_stores: Vec<usize> = refs(&ev)
+        .filter(|(_, r)| r.va.0 >= pa && r.va.0 < pa + ps)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(parent_stores.len(), 100);
+    assert!(parent_stores.iter().all(|&i| i > exit));
+    // The exec'd image starts with its own initial mappings.
+    assert!(matches!(ev[exec + 1], Event::Mmap { .. }));
+    check_ok(out.to_str().unwrap());
+
+    // Without --follow-children, only the parent is there.
+    let out2 = d.join("fk2.vtrace");
+    let (s2, ev2) = rec(
+        &[exe.to_str().unwrap(), addrs.to_str().unwrap()],
+        &RecordOptions::new(out2.to_str().unwrap()),
+    );
+    assert_eq!(s2.processes, 1);
+    assert!(!ev2.iter().any(|e| matches!(e, Event::Fork { .. })));
+    let (ca, cs) = read_pairs(&addrs)[0];
+    assert_eq!(
+        refs(&ev2)
+            .filter(|(_, r)| r.va.0 >= ca && r.va.0 < ca + cs)
+            .count(),
+        0
+    );
+    check_ok(out2.to_str().unwrap());
+}
+
+const THREADS: &str = r#"
+#include <pthread.h>
+#define N 4
+volatile long slots[N][1000];
+static void *work(void *arg) {
+    long k = (long)arg;
+    for (long i = 0; i < 1000; i++)
+        slots[k][i] = i;
+    return 0;
+}
+int main(void) {
+    pthread_t t[N];
+    for (long k = 0; k < N; k++)
+        pthread_create(&t[k], 0, work, (void *)k);
+    for (long k = 0; k < N; k++)
+        pthread_join(t[k], 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn threads_share_their_process_and_their_stacks_are_mapped() {
+    if !available() {
+        return;
+    }
+    let d = scratch("threads");
+    let exe = compile(&d, "th", THREADS, &["-pthread"]);
+    let out = d.join("th.vtrace");
+    let (s, ev) = rec(
+        &[exe.to_str().unwrap()],
+        &RecordOptions::new(out.to_str().unwrap()),
+    );
+    assert_eq!(s.processes, 1);
+    assert!(s.threads_created >= 5, "{}", s.threads_created);
+    assert!(!ev.iter().any(|e| matches!(e, Event::Switch { .. })));
+    let stacks = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Mmap { flags, .. } if flags.0 & MapFlags::STACK != 0))
+        .count();
+    assert!(stacks >= 5, "the main stack and 4 thread stacks: {stacks}");
+    check_ok(out.to_str().unwrap());
+}
+
+#[test]
+fn native_layout_moves_the_executable_stack_and_libraries_where_linux_puts_them() {
+    if !available() {
+        return;
+    }
+    let d = scratch("native");
+    let exe = compile(&d, "nl", LOOP_AND_MMAP, &["-pie", "-fpie"]);
+    let addrs = d.join("addrs");
+    let a = d.join("vg.vtrace");
+    let b = d.join("native.vtrace");
+    let cmd = [exe.to_str().unwrap(), addrs.to_str().unwrap()];
+    let (_, eva) = rec(&cmd, &RecordOptions::new(a.to_str().unwrap()));
+    let mut ob = RecordOptions::new(b.to_str().unwrap());
+    ob.native_layout = true;
+    let (sb, evb) = rec(&cmd, &ob);
+    assert_eq!(sb.untranslated_refs, 0);
+    let first_file = |ev: &[Event]| {
+        ev.iter()
+            .find_map(|e| match e {
+                Event::Mmap { start, flags, .. } if flags.0 & MapFlags::FILE != 0 => Some(start.0),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (vg_exe, nat_exe) = (first_file(&eva), first_file(&evb));
+    assert_eq!(nat_exe, layout::PIE_BASE);
+    let stack_end = evb
+        .iter()
+        .find_map(|e| match e {
+            Event::Mmap {
+                start, len, flags, ..
+            } if flags.0 & MapFlags::STACK != 0 => Some(start.0 + len),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(stack_end, layout::STACK_TOP);
+    // Libraries (the loader first) right below the mmap base.
+    let top_lib = evb
+        .iter()
+        .filter_map(|e| match e {
+            Event::Mmap {
+                start, len, flags, ..
+            } if flags.0 & MapFlags::FILE != 0 && start.0 != nat_exe => Some(start.0 + len),
+            _ => None,
+        })
+        .max()
+        .unwrap();
+    assert!(top_lib <= layout::MMAP_TOP && top_lib > layout::MMAP_TOP - (64 << 20));
+    // The same N stores land on the relocated array.
+    let (arr, size) = read_pairs(&addrs)[0];
+    let narr = arr - vg_exe + nat_exe;
+    let n = refs(&evb)
+        .filter(|(_, r)| r.kind == AccessKind::Store && r.va.0 >= narr && r.va.0 < narr + size)
+        .count();
+    assert_eq!(n, 1000);
+    assert_eq!(eva.len(), evb.len());
+    check_ok(b.to_str().unwrap());
+}
+
+const KILLED: &str = r#"
+#include <signal.h>
+#include <unistd.h>
+volatile long a[100000];
+int main(void) {
+    for (long r = 0; r < 20; r++)
+        for (long i = 0; i < 100000; i++)
+            a[i] = i;
+    kill(getpid(), SIGKILL);
+    return 0;
+}
+"#;
+
+const CRASH: &str = r#"
+volatile long a[1000];
+int main(void) {
+    for (long i = 0; i < 1000; i++)
+        a[i] = i;
+    *(volatile int *)8 = 1;
+    return 0;
+}
+"#;
+
+#[test]
+fn a_program_killed_or_crashing_leaves_a_truncated_readable_trace() {
+    if !available() {
+        return;
+    }
+    let d = scratch("killed");
+    for (name, src, sig) in [("killed", KILLED, 9), ("crash", CRASH, 11)] {
+        let exe = compile(&d, name, src, &[]);
+        let out = d.join(format!("{name}.vtrace"));
+        let (s, ev) = rec(
+            &[exe.to_str().unwrap()],
+            &RecordOptions::new(out.to_str().unwrap()),
+        );
+        assert_eq!(s.signal, Some(sig), "{name}");
+        assert!(s.truncated, "{name}");
+        assert!(s.refs > 10_000, "{name}: {}", s.refs);
+        let info = vmmu_core::trace::info(out.to_str().unwrap(), &mut |_| true).unwrap();
+        assert!(info.truncated, "{name}");
+        assert_eq!(info.events, ev.len() as u64);
+        check_ok(out.to_str().unwrap());
+    }
+}
+
+#[test]
+fn bad_commands_and_a_missing_valgrind_are_clear_errors() {
+    let d = scratch("bad");
+    let out = d.join("x.vtrace");
+    let opts = RecordOptions::new(out.to_str().unwrap());
+    let err = record::record(&["no-such-command-vmmu".into()], &opts, &mut |_| true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no-such-command-vmmu") && err.contains("command not found"),
+        "{err}"
+    );
+    let err = record::record(&["/no/such/file".into()], &opts, &mut |_| true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("command not found"), "{err}");
+    let err = record::record(&[], &opts, &mut |_| true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no command"), "{err}");
+    let mut o2 = opts.clone();
+    o2.valgrind = Some("/no/such/valgrind".into());
+    let err = record::record(&["/bin/true".into()], &o2, &mut |_| true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("apt-get install valgrind"), "{err}");
+    let mut o3 = opts.clone();
+    o3.tool_dir = Some(d.to_str().unwrap().into());
+    if record::find_valgrind(None).is_ok() {
+        let err = record::record(&["/bin/true".into()], &o3, &mut |_| true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("make -C tools/vg-memtrace"), "{err}");
+    }
+    assert!(!out.exists(), "no trace is left behind by a failed start");
+}
