@@ -2,7 +2,7 @@
 //! by magic bytes, and malformed lines named by number.
 
 use std::io::Write;
-use vmmu_core::event::{AccessKind, Event, EventSource, MapFlags, MemRef, Prot};
+use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot};
 use vmmu_core::trace::{self, Compression, LackeyReader};
 use vmmu_core::{Error, Gva};
 

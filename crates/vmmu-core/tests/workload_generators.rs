@@ -1,6 +1,6 @@
 //! The synthetic generators: layout, determinism, footprint bounds, mixes and exact addresses.
 
-use vmmu_core::event::{AccessKind, Event, EventSource, MapFlags, MemRef, Prot};
+use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot};
 use vmmu_core::workload::{self, BASE};
 use vmmu_core::Gva;
 
@@ -195,7 +195,7 @@ fn hot_cold_sends_hot_prob_of_references_to_the_hot_fraction() {
     let hot_end = BASE + (1 << 20) / 4;
     let hot = rs.iter().filter(|r| r.va.0 < hot_end).count() as f64 / 1e5;
     assert!((hot - 0.8).abs() < 0.01, "{hot}");
-    assert!(rs.iter().all(|r| (r.va.0 - BASE) % 64 == 0));
+    assert!(rs.iter().all(|r| (r.va.0 - BASE).is_multiple_of(64)));
     assert!(rs.iter().all(|r| r.kind == AccessKind::Load));
 }
 
