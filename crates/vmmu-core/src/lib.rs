@@ -19,6 +19,7 @@ pub mod event;
 pub mod exits;
 pub mod guest;
 pub mod hw;
+pub mod import;
 pub mod mem;
 pub mod paging;
 pub mod record;
