@@ -9,7 +9,7 @@
 //! fault). A process that never saw a mapping event (lackey and ChampSim traces) has every page
 //! mapped on first touch: its references are counted as unchecked, not as failures.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::{Event, EventSource, Prot};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -469,8 +469,8 @@ impl Checker {
     }
 }
 
-/// Checks every event of `src`; `progress` is called now and then with the events replayed so
-/// far and may return false to stop (the report then covers what was replayed).
+/// Checks every event of `src`. `progress(events replayed)` is called about every four
+/// million events; returning false stops with [`Error::Interrupted`].
 pub fn check_source(
     src: &mut dyn EventSource,
     progress: &mut dyn FnMut(u64) -> bool,
@@ -491,18 +491,20 @@ pub fn check_source(
         if idx >= next_report {
             next_report = idx + (1 << 22);
             if !progress(idx) {
-                break;
+                return Err(Error::Interrupted { events: idx });
             }
         }
     }
+    progress(idx);
     c.report.events = idx;
     Ok(c.finish())
 }
 
-/// Checks the trace file at `path` (any format [`crate::trace::open`] reads).
-pub fn check(path: &str) -> Result<CheckReport> {
+/// Checks the trace file at `path` (any format [`crate::trace::open`] reads); `progress` as
+/// for [`check_source`].
+pub fn check(path: &str, progress: &mut dyn FnMut(u64) -> bool) -> Result<CheckReport> {
     let mut src = crate::trace::open(path)?;
-    let mut r = check_source(src.as_mut(), &mut |_| true)?;
+    let mut r = check_source(src.as_mut(), progress)?;
     r.trace = path.to_string();
     Ok(r)
 }
