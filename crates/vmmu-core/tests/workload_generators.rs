@@ -258,7 +258,8 @@ fn phase_region_is_the_largest_phase_footprint() {
 #[test]
 fn catalog_names_every_parameter_with_its_default() {
     let cat = workload::catalog();
-    for g in &cat {
+    // The pattern generators (the workloads from the papers follow, with parameters of their own).
+    for g in cat.iter().take(5) {
         let names: Vec<&str> = g.params.iter().map(|p| p.name).collect();
         for common in [
             "footprint",

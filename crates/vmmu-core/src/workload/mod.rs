@@ -24,6 +24,7 @@
 
 mod dist;
 mod generators;
+mod papers;
 mod pattern;
 mod source;
 mod spec;
@@ -86,6 +87,7 @@ pub fn catalog() -> Vec<GeneratorInfo> {
         description: PHASES_DESCRIPTION,
         params: COMMON.iter().chain(PHASES_OWN).map(info).collect(),
     });
+    list.extend(papers::catalog());
     list
 }
 
@@ -105,6 +107,9 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     };
     if parsed.name == "phases" {
         return open_phases(&parsed);
+    }
+    if let Some(r) = papers::open(&parsed) {
+        return r;
     }
     let Some(g) = generators::find(parsed.name) else {
         return Err(unknown_generator(spec, parsed.name));
@@ -279,7 +284,7 @@ mod tests {
         let cat = catalog();
         let names: Vec<&str> = cat.iter().map(|g| g.name).collect();
         assert_eq!(
-            names,
+            names[..5],
             ["stream", "stride", "random", "pointer-chase", "phases"]
         );
         let chase = &cat[3];

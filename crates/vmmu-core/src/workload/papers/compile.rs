@@ -1,0 +1,191 @@
+//! A compile job: seed 004's Apache compile ("comprised of many small files. As a result many
+//! short-lived processes are created as each file is compiled"; EPT up to 48% faster than
+//! shadow paging) and seed 000's Linux kernel compile (22.79% loss under Xen HVM shadow
+//! paging).
+
+use super::aim9::{exec_child, exec_child_events, parent_resumes, place, setup, setup_events};
+use super::memorymotion::SHELL;
+use super::script::{compute, count_in, rng, threshold, Image, Layout, Mix, Placed, Script, Span};
+use super::{p, PaperDef};
+use crate::error::Result;
+use crate::event::Event;
+use crate::workload::spec::Values;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+/// The `gcc` driver: parses options, forks the compiler proper and the assembler.
+const DRIVER: Image = Image {
+    text: 30,
+    data: 4,
+    heap: 8,
+    lib_text: 48,
+    lib_data: 6,
+    stack: 3,
+};
+
+/// `compile`.
+pub(crate) const COMPILE: PaperDef = PaperDef {
+    name: "compile",
+    description: "a parallel-make build of many small files (seed 004's Apache compile, seed 000's kernel compile): for each of `jobs` files, make forks the gcc driver, which execs and forks cc1 (a large text, a heap of `heap` pages, `blocks` blocks of references with locality plus cache-resident compute) and then as (an eighth of cc1's size and work); every process is exec'd, faults its image in, runs and exits",
+    own: &[
+        p("jobs", "40", "source files compiled, one after another"),
+        p("text", "400", "cc1 text pages executed (of its ~10 MiB of code)"),
+        p("heap", "600", "cc1 heap pages written (its trees, RTL and obstacks)"),
+        p("blocks", "1500", "cc1 reference blocks per file (one instruction fetch, `refs` data references and `instrs` instructions of cache-resident work each)"),
+        p("refs", "8", "data references per block"),
+        p("instrs", "20000", "instructions per block that hit in the caches and TLBs (a Compute event)"),
+        p("hot_prob", "0.9", "probability a reference goes to the hot set (32 code pages, 48 data pages) rather than anywhere in the image"),
+        p("write_ratio", "0.3", "fraction of data references that are stores"),
+    ],
+    build: build,
+};
+
+struct Job {
+    img: Placed,
+    mix: Mix,
+    blocks: u64,
+}
+
+struct Compile {
+    make: Placed,
+    driver: Placed,
+    cc1: Job,
+    asm: Job,
+    instrs: u64,
+    jobs: u64,
+    i: u64,
+    next_pid: u32,
+    started: bool,
+    rng: Xoshiro256PlusPlus,
+}
+
+fn job(v: &Values, img: Image, l: Layout, blocks: u64, key: &str) -> Result<Job> {
+    let pl = place(v, img, l, key)?;
+    let mix = Mix {
+        code: Span {
+            base: pl.text,
+            pages: img.text,
+        },
+        hot_code: 32,
+        data: vec![
+            Span {
+                base: pl.heap,
+                pages: img.heap,
+            },
+            Span {
+                base: pl.data,
+                pages: img.data,
+            },
+            Span {
+                base: pl.stack_page(img.stack - 1),
+                pages: img.stack,
+            },
+        ],
+        hot_data: 48,
+        hot_threshold: threshold(v.ratio("hot_prob")?),
+        write_threshold: threshold(v.ratio("write_ratio")?),
+        refs: count_in(v, "refs", 0, 1 << 16)? as u32,
+        ipr: 3,
+        compute: v.count("instrs")?,
+    };
+    Ok(Job {
+        img: pl,
+        mix,
+        blocks,
+    })
+}
+
+fn build(v: &Values) -> Result<Box<dyn Script>> {
+    let l = Layout::of(v)?;
+    let max = 1 << 18;
+    let text = count_in(v, "text", 8, max)?;
+    let heap = count_in(v, "heap", 8, max)?;
+    let blocks = count_in(v, "blocks", 0, 1 << 32)?;
+    let cc1 = Image {
+        text,
+        data: 40,
+        heap,
+        lib_text: 60,
+        lib_data: 6,
+        stack: 8,
+    };
+    let asm = Image {
+        text: (text / 8).max(8),
+        data: 8,
+        heap: (heap / 8).max(8),
+        lib_text: 50,
+        lib_data: 6,
+        stack: 3,
+    };
+    let jobs = count_in(v, "jobs", 0, (u32::MAX as u64 - 2) / 3)?;
+    Ok(Box::new(Compile {
+        make: place(v, SHELL, l, "bits")?,
+        driver: place(v, DRIVER, l, "bits")?,
+        cc1: job(v, cc1, l, blocks, "heap")?,
+        asm: job(v, asm, l, blocks / 8, "heap")?,
+        instrs: 50_000,
+        jobs,
+        i: 0,
+        next_pid: 2,
+        started: false,
+        rng: rng(v)?,
+    }))
+}
+
+impl Compile {
+    fn job_events(j: &Job) -> u64 {
+        2 + exec_child_events(&j.img.img) + j.blocks * j.mix.block_events() + 2
+    }
+
+    /// The driver `parent` forks `child`, which execs `j` and runs it to its exit.
+    fn run(&mut self, which: bool, parent: u32, out: &mut Vec<Event>) {
+        let child = self.next_pid;
+        self.next_pid += 1;
+        let j = if which { &self.cc1 } else { &self.asm };
+        out.push(Event::Fork { parent, child });
+        out.push(Event::Switch { pid: child });
+        exec_child(&self.driver, &j.img, child, out);
+        j.mix.emit(&mut self.rng, out, j.blocks);
+        out.push(Event::Exit { pid: child });
+        out.push(Event::Switch { pid: parent });
+    }
+}
+
+impl Script for Compile {
+    fn total(&self) -> u64 {
+        let per = 2
+            + exec_child_events(&DRIVER)
+            + 1
+            + Self::job_events(&self.cc1)
+            + Self::job_events(&self.asm)
+            + 2
+            + 3;
+        setup_events(&SHELL) + self.jobs * per
+    }
+
+    fn step(&mut self, out: &mut Vec<Event>) -> bool {
+        if !self.started {
+            self.started = true;
+            setup(&self.make, out);
+            return true;
+        }
+        if self.i == self.jobs {
+            return false;
+        }
+        self.i += 1;
+        let driver = self.next_pid;
+        self.next_pid += 1;
+        out.push(Event::Fork {
+            parent: 1,
+            child: driver,
+        });
+        out.push(Event::Switch { pid: driver });
+        exec_child(&self.make, &self.driver, driver, out);
+        out.push(compute(2_000_000));
+        self.run(true, driver, out);
+        self.run(false, driver, out);
+        out.push(Event::Exit { pid: driver });
+        out.push(Event::Switch { pid: 1 });
+        parent_resumes(&self.make, out, 2, self.instrs);
+        true
+    }
+}
