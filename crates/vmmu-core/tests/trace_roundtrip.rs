@@ -139,10 +139,10 @@ fn any_event() -> impl Strategy<Value = Event> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn any_event_sequence_round_trips(events in prop::collection::vec(any_event(), 0..3000),
+    fn any_event_sequence_round_trips(events in prop::collection::vec(any_event(), 0..2000),
                                       chunk in prop_oneof![Just(64usize), Just(1000), Just(1 << 20)],
                                       threads in 0usize..3) {
         let path = tmp(&format!("prop-{threads}.vtrace"));
@@ -266,10 +266,14 @@ fn info_counts_what_the_trace_holds() {
 #[test]
 fn a_progress_callback_can_stop_info() {
     let bin = tmp("stop.vtrace");
-    let events = drain(workload::open("random:refs=3M").unwrap().as_mut());
+    let events = drain(workload::open("random:refs=200K").unwrap().as_mut());
     write(&bin, &events, WriterOptions::default());
+    // Called at least at the end: stopping there still reports the interruption.
     let err = trace::info(&bin, &mut |_| false).unwrap_err();
-    assert!(matches!(err, vmmu_core::Error::Interrupted { events } if events >= 1 << 20));
+    assert!(matches!(
+        err,
+        vmmu_core::Error::Interrupted { events: 200_002 }
+    ));
 }
 
 #[test]

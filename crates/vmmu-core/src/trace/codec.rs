@@ -281,7 +281,8 @@ impl Decoder {
         out.reserve(n);
         let mut p = *pos;
         let [mut data, mut fetch] = self.classes;
-        let (mut refs, mut instructions, mut os_events) = (0u64, 0u64, 0u64);
+        // References are counted as the events that are not something else.
+        let (mut others, mut instructions, mut os_events) = (0u64, 0u64, 0u64);
         for _ in 0..n {
             if p >= len {
                 return Err(DecodeError {
@@ -292,30 +293,19 @@ impl Decoder {
             let start = p;
             let tag = raw[p];
             if tag & (0x80 | SIZE_FOLLOWS | INSTRS_FOLLOWS) == 0 {
-                // The common case, branch-free but for the class: a reference with its
-                // class's size and count; va = base + sign-extended delta, both from tables.
-                let is_fetch = tag & 3 == 3;
-                let c = if is_fetch { fetch } else { data };
+                // The common case: a reference with its class's size and count. One branch per
+                // class keeps each class's state in registers.
                 let code = (tag >> ADDR_SHIFT) as usize;
                 if code == 7 {
                     return Err(invalid_code(tag, start));
                 }
-                let w = ADDR_BYTES[code];
                 let word = u64::from_le_bytes(raw[p + 1..p + 9].try_into().expect("8 bytes"));
-                let sh = (64 - 8 * w as u32) & 63;
-                let delta = ((((word << sh) as i64) >> sh) as u64) & DELTA_MASK[code];
-                let base = (c.addr & ADDR_MASK[code]).wrapping_add(c.size as u64 & SIZE_MASK[code]);
-                let va = base.wrapping_add(delta);
-                p += 1 + w;
-                if is_fetch {
-                    fetch.addr = va;
-                } else {
-                    data.addr = va;
-                }
-                refs += 1;
+                let c = if tag & 3 == 3 { &mut fetch } else { &mut data };
+                c.addr = predicted(c, code, word);
+                p += 1 + ADDR_BYTES[code];
                 instructions = instructions.wrapping_add(c.instrs as u64);
                 out.push(Event::Ref(MemRef {
-                    va: Gva(va),
+                    va: Gva(c.addr),
                     kind: KINDS[(tag & 3) as usize],
                     size: c.size,
                     instrs: c.instrs,
@@ -359,7 +349,6 @@ impl Decoder {
                     _ => return Err(invalid_code(tag, start)),
                 };
                 c.addr = va;
-                refs += 1;
                 instructions = instructions.wrapping_add(c.instrs as u64);
                 out.push(Event::Ref(MemRef {
                     va: Gva(va),
@@ -370,6 +359,7 @@ impl Decoder {
             } else {
                 p += 1;
                 let e = decode_other(tag, raw, &mut p, start)?;
+                others += 1;
                 match e {
                     Event::Compute { instrs } => instructions = instructions.wrapping_add(instrs),
                     Event::Phase { .. } => {}
@@ -386,11 +376,22 @@ impl Decoder {
         }
         self.classes = [data, fetch];
         *pos = p;
-        counts.refs += refs;
+        counts.refs += n as u64 - others;
         counts.instructions = counts.instructions.wrapping_add(instructions);
         counts.os_events += os_events;
         Ok(())
     }
+}
+
+/// The address of a reference of class `c` with address code `code` (0..=6) and the 8 bytes
+/// after its tag, branch-free: `(last & ADDR_MASK) + (last_size & SIZE_MASK) + (delta &
+/// DELTA_MASK)`, the delta sign-extended from the code's width (the whole word for code 6).
+#[inline(always)]
+fn predicted(c: &Class, code: usize, word: u64) -> u64 {
+    let sh = (64 - 8 * ADDR_BYTES[code] as u32) & 63;
+    let delta = ((((word << sh) as i64) >> sh) as u64) & DELTA_MASK[code];
+    let base = (c.addr & ADDR_MASK[code]).wrapping_add(c.size as u64 & SIZE_MASK[code]);
+    base.wrapping_add(delta)
 }
 
 fn invalid_code(tag: u8, start: usize) -> DecodeError {
