@@ -79,26 +79,25 @@ impl MemoryHierarchy {
         let line = addr.raw() >> self.line_shift;
         let n = self.levels.len();
         debug_assert!(from <= n, "level {from} of {n}");
-        let mut served = n;
+        // A level that misses is filled at once: the levels are independent, so this is the
+        // same as filling every level above the server afterwards, without finding the set
+        // twice.
         for i in from..n {
             let l = &mut self.levels[i];
             let set = l.arr.set_of(line);
-            let hit = l.arr.find(set, line, |_| true);
-            l.stats.count(hit.is_some());
-            if let Some(p) = hit {
-                l.arr.touch(set, p);
-                served = i;
-                break;
+            match l.arr.find(set, line, |_| true) {
+                Some(w) => {
+                    l.stats.hits += 1;
+                    l.arr.touch(set, w);
+                    return (i, l.latency);
+                }
+                None => {
+                    l.stats.misses += 1;
+                    l.arr.insert(set, line, ());
+                }
             }
         }
-        for l in &mut self.levels[from.min(served)..served] {
-            let set = l.arr.set_of(line);
-            l.arr.insert(set, line, ());
-        }
-        match self.levels.get(served) {
-            Some(l) => (served, l.latency),
-            None => (n, self.dram_latency),
-        }
+        (n, self.dram_latency)
     }
 
     /// Whether level `level` holds the line of `addr` (no LRU update, not counted).

@@ -13,9 +13,11 @@
 //! is exact and explicit. Fully-associative arrays of more than [`SCAN_WAYS`] ways also keep an
 //! open-addressing hash index from key to way (linear probing, at most a quarter full,
 //! backward-shift deletion), so a lookup in a 64-entry TLB or a 24-entry PWC costs one or two
-//! probes instead of a scan. Sets of set-associative arrays (caches, L2 TLBs) are scanned: their
-//! keys sit side by side in memory, which matters more than the compare count once the
-//! simulated cache is larger than the host's.
+//! probes instead of a scan. Sets of set-associative arrays (caches, L2 TLBs) are scanned eight
+//! keys per branch: their keys sit side by side in memory, which matters more than the compare
+//! count once the simulated cache is larger than the host's. Every lookup first tries the set's
+//! most recently used entry (the memo of the last hit, kept for free by the recency list), so
+//! streams and repeated hits cost one compare.
 //!
 //! Simplifications: replacement is exact LRU (real designs often use pseudo-LRU, e.g. tree-PLRU
 //! in caches); the set index of a key is the caller's hash (`u64`) reduced modulo the set count
@@ -155,11 +157,30 @@ impl<V: Copy> SetAssoc<V> {
     #[inline]
     pub fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
         debug_assert_ne!(key, EMPTY);
+        // The most recently used way first: repeated hits (streams, walks that reuse an entry)
+        // then cost one compare and a predictable branch. An empty set's sentinel points to
+        // itself, which this check excludes.
+        let base = set * self.ways;
+        let mru = self.next[self.lbase(set) + self.ways] as usize;
+        if mru < self.ways && self.keys[base + mru] == key && pred(&self.vals[base + mru]) {
+            return Some(mru);
+        }
         if self.index.is_empty() {
-            let base = set * self.ways;
             let keys = &self.keys[base..base + self.ways];
             let vals = &self.vals[base..base + self.ways];
-            return (0..keys.len()).find(|&w| keys[w] == key && pred(&vals[w]));
+            // Whole chunks are tested with one branch (the compares vectorize); a chunk that
+            // holds the key is then searched.
+            let mut chunks = keys.chunks_exact(8);
+            let mut at = 0;
+            for c in &mut chunks {
+                if c.iter().fold(false, |any, &k| any | (k == key)) {
+                    if let Some(w) = (at..at + 8).find(|&w| keys[w] == key && pred(&vals[w])) {
+                        return Some(w);
+                    }
+                }
+                at += 8;
+            }
+            return (at..keys.len()).find(|&w| keys[w] == key && pred(&vals[w]));
         }
         // Fully associative: `set` is 0 and slots are ways.
         let mask = self.index.len() - 1;
