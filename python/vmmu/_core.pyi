@@ -38,6 +38,21 @@ def trace_info(path: str, progress: Progress | None = None) -> str:
 def trace_convert(src: str, dst: str, to: str, progress: Progress | None = None) -> str:
     """Convert ``src`` to ``dst`` in format ``to`` (``vtrace`` or ``lackey``); JSON summary."""
 
+def trace_check(path: str, progress: Progress | None = None) -> str:
+    """JSON report of references outside every mapping of their process."""
+
+def record(
+    cmd: Sequence[str],
+    output: str,
+    no_instr: bool = False,
+    follow_children: bool = False,
+    native_layout: bool = False,
+    progress: Callable[[dict[str, float]], bool | None] | None = None,
+    tool_dir: str | None = None,
+    valgrind: str | None = None,
+) -> str:
+    """Record ``cmd`` under Valgrind into ``output``; JSON summary."""
+
 class VmmuError(Exception):
     """Base class of every vmmu error."""
 

@@ -317,15 +317,19 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
                 ),
             )
     if any(r.get("exits") for r in results.values()):
-        section("hypervisor exits")
-        row(
-            "  count",
-            lambda r: num(sum(_get(e, "count") or 0 for e in (r.get("exits") or {}).values())),
-        )
-        row(
-            "  cycles",
-            lambda r: num(sum(_get(e, "cycles") or 0 for e in (r.get("exits") or {}).values())),
-        )
+        section("exits (count, % of cycles)")
+
+        def exits_cell(r: Mapping[str, Any], reason: str | None) -> str:
+            exits = r.get("exits") or {}
+            picked = exits.values() if reason is None else [exits.get(reason) or {}]
+            count = sum(_get(e, "count") or 0 for e in picked)
+            cycles = sum(_get(e, "cycles") or 0 for e in picked)
+            return f"{num(count)} ({pct(cycles, r.get('cycles'))})" if count else "0"
+
+        row("  all", lambda r: exits_cell(r, None))
+        reasons = {k for r in results.values() for k in (r.get("exits") or {})}
+        for reason in sorted(reasons):
+            row(f"  {reason}", lambda r, k=reason: exits_cell(r, k))
     row("sim seconds", lambda r: num(_get(r, "sim", "seconds")), style="dim")
     return t
 

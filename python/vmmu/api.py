@@ -23,8 +23,14 @@ from vmmu._progress import ProgressBars
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Paging modes the engine implements, in display order (shadow and adaptive join later).
-MODES: tuple[str, ...] = ("native", "nested")
+#: Paging modes the engine implements, in display order (adaptive joins later).
+MODES: tuple[str, ...] = ("native", "nested", "shadow")
+
+#: How sensitive operations reach the hypervisor (``--technique``).
+TECHNIQUES: tuple[str, ...] = ("hvm", "pv", "previrt")
+
+#: When nested-paging memory is backed (``--backing``).
+BACKINGS: tuple[str, ...] = ("eager", "lazy")
 
 #: Page-walk caching designs (``--pwc``).
 PWC_DESIGNS: tuple[str, ...] = ("none", "1d", "2d", "2d+nt", "psc")
@@ -80,6 +86,11 @@ def overrides(
     seed: int | None = None,
     check: bool = False,
     set: SetArg = None,
+    technique: str | None = None,
+    profile: str | None = None,
+    vpid: bool | None = None,
+    pcid: bool | None = None,
+    backing: str | None = None,
 ) -> list[tuple[str, str]]:
     """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
     pairs: list[tuple[str, str]] = []
@@ -104,6 +115,16 @@ def overrides(
         pairs.append(("seed", str(int(seed))))
     if check:
         pairs.append(("check", "true"))
+    if technique is not None:
+        pairs.append(("hypervisor.technique", f'"{technique}"'))
+    if profile is not None:
+        pairs.append(("hypervisor.profile", f'"{profile}"'))
+    if vpid is not None:
+        pairs.append(("machine.tlb.vpid", _toml_literal(bool(vpid))))
+    if pcid is not None:
+        pairs.append(("machine.tlb.pcid", _toml_literal(bool(pcid))))
+    if backing is not None:
+        pairs.append(("hypervisor.backing", f'"{backing}"'))
     pairs.extend(_set_pairs(set))
     return pairs
 
@@ -206,16 +227,37 @@ def run(
     seed: int | None = None,
     check: bool = False,
     set: SetArg = None,
+    technique: str | None = None,
+    profile: str | None = None,
+    vpid: bool | None = None,
+    pcid: bool | None = None,
+    backing: str | None = None,
     progress: bool | Progress = False,
 ) -> Result:
     """Runs one simulation and returns its :class:`Result`.
 
     ``machine`` is a preset name (:func:`presets`) or a ``.toml`` file; give exactly one of
-    ``workload`` (``"NAME:k=v,..."``, :func:`workloads`) and ``trace`` (a file). ``progress``
+    ``workload`` (``"NAME:k=v,..."``, :func:`workloads`) and ``trace`` (a file).
+    ``technique``, ``profile`` and ``backing`` configure the hypervisor (shadow and nested
+    modes); ``vpid`` / ``pcid`` turn TLB tags on or off. ``progress``
     is ``True`` for a progress bar on stderr, or a callable ``(done, total) -> bool | None``
     called about once per million events (return ``False`` to stop).
     """
-    pairs = overrides(mode, pwc, nested_page_size, guest_page_size, levels, seed, check, set)
+    pairs = overrides(
+        mode=mode,
+        pwc=pwc,
+        nested_page_size=nested_page_size,
+        guest_page_size=guest_page_size,
+        levels=levels,
+        seed=seed,
+        check=check,
+        set=set,
+        technique=technique,
+        profile=profile,
+        vpid=vpid,
+        pcid=pcid,
+        backing=backing,
+    )
     bars, cb = _progress_arg(progress)
     if bars is not None:
         with bars:
@@ -320,9 +362,28 @@ def config(
     seed: int | None = None,
     check: bool = False,
     set: SetArg = None,
+    technique: str | None = None,
+    profile: str | None = None,
+    vpid: bool | None = None,
+    pcid: bool | None = None,
+    backing: str | None = None,
 ) -> str:
     """The fully resolved and validated configuration as TOML text."""
-    pairs = overrides(mode, pwc, nested_page_size, guest_page_size, levels, seed, check, set)
+    pairs = overrides(
+        mode=mode,
+        pwc=pwc,
+        nested_page_size=nested_page_size,
+        guest_page_size=guest_page_size,
+        levels=levels,
+        seed=seed,
+        check=check,
+        set=set,
+        technique=technique,
+        profile=profile,
+        vpid=vpid,
+        pcid=pcid,
+        backing=backing,
+    )
     return _core.config_toml(machine, pairs)
 
 

@@ -132,6 +132,32 @@ def machine_options(f: Callable) -> Callable:
             help="Verify every translation against the composed mappings (check).",
         ),
         click.option(
+            "--technique",
+            type=click.Choice(api.TECHNIQUES),
+            help="How sensitive operations reach the hypervisor (hypervisor.technique).",
+        ),
+        click.option(
+            "--profile",
+            metavar="NAME|FILE.toml",
+            help="Hypervisor cost profile (hypervisor.profile).",
+        ),
+        click.option(
+            "--vpid",
+            type=click.Choice(["on", "off"]),
+            help="Tag TLB entries with the VPID/ASID (machine.tlb.vpid).",
+        ),
+        click.option(
+            "--pcid",
+            type=click.Choice(["on", "off"]),
+            help="Tag TLB entries with the PCID (machine.tlb.pcid).",
+        ),
+        click.option(
+            "--backing",
+            type=click.Choice(api.BACKINGS),
+            help="Nested paging: back guest memory up front or on first touch "
+            "(hypervisor.backing).",
+        ),
+        click.option(
             "--set",
             "set_",
             multiple=True,
@@ -173,8 +199,17 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "levels": int(kw["levels"]) if kw["levels"] else None,
         "seed": kw["seed"],
         "check": kw["check"],
+        "technique": kw["technique"],
+        "profile": kw["profile"],
+        "vpid": _on_off(kw["vpid"]),
+        "pcid": _on_off(kw["pcid"]),
+        "backing": kw["backing"],
         "set": kw["set_"],
     }
+
+
+def _on_off(v: str | None) -> bool | None:
+    return None if v is None else v == "on"
 
 
 def _source(kw: dict[str, Any]) -> dict[str, Any]:
@@ -195,7 +230,7 @@ def _source(kw: dict[str, Any]) -> dict[str, Any]:
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vmmu", prog_name="vmmu")
 def cli() -> None:
-    """vmmu — simulate virtualized address translation (native and nested paging).
+    """vmmu — simulate virtualized address translation (native, nested and shadow paging).
 
     Start with `vmmu compare --workload random:footprint=1G,refs=1M`.
     """
@@ -353,6 +388,58 @@ def trace_convert(src: str, dst: str, to: str | None) -> None:
     with ProgressBars() as bars:
         info = api.trace_convert(src, dst, fmt, progress=bars.callback("converting"))
     _out().print(_render.key_values(info, title=f"wrote {dst} ({fmt})"))
+
+
+@trace.command("check")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def trace_check(path: str, as_json: bool) -> None:
+    """Replay trace PATH and report references outside every mapping of their process.
+
+    Exits with status 1 when there is any (docs/recording.md).
+    """
+    from vmmu import record as rec
+
+    if not os.path.exists(path):
+        _fail(f"{path}: no such trace file")
+    report = rec.check(path)
+    click.echo(json.dumps(report, indent=2) if as_json else rec.check_text(report))
+    if not report.get("ok"):
+        sys.exit(1)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("-o", "--output", metavar="FILE", help="Trace to write (default: CMD.vtrace).")
+@click.option("--no-instr", is_flag=True, help="Leave out instruction fetches.")
+@click.option(
+    "--follow-children", is_flag=True, help="Record forked children and the images they exec."
+)
+@click.option(
+    "--native-layout",
+    is_flag=True,
+    help="Relocate regions to where a native x86-64 Linux run puts them.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+def record(
+    output: str | None,
+    no_instr: bool,
+    follow_children: bool,
+    native_layout: bool,
+    as_json: bool,
+    cmd: tuple[str, ...],
+) -> None:
+    """Record a real program's memory references and address-space events into a trace
+    (under Valgrind with tools/vg-memtrace; docs/recording.md)."""
+    from vmmu import record as rec
+
+    out = output or rec.default_output(list(cmd))
+    summary = rec.record(list(cmd), out, no_instr, follow_children, native_layout, True)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        # stderr: the recorded program's own output keeps stdout.
+        _err().print(_render.key_values(summary, title=f"wrote {out}"))
 
 
 @functools.wraps(cli.main)

@@ -82,3 +82,17 @@ def test_unknown_output_format_is_a_usage_error(invoke, lackey, tmp_path):
     r = invoke("trace", "convert", str(lackey), str(tmp_path / "x"), "--to", "champsim")
     assert r.exit_code == 2
     assert "champsim" in r.stderr
+
+
+def test_trace_check_reports_and_sets_the_exit_status(invoke, lackey):
+    r = invoke("trace", "check", "--json", str(lackey))
+    assert r.exit_code in (0, 1), r.stderr
+    report = json.loads(r.stdout)
+    assert report["refs"] == 6
+    assert r.exit_code == (0 if report["ok"] else 1)
+
+
+def test_record_an_unknown_command_is_an_error(invoke, tmp_path):
+    r = invoke("record", "-o", str(tmp_path / "x.vtrace"), "--", "no-such-command-vmmu")
+    assert r.exit_code == 2
+    assert "no-such-command-vmmu" in r.stderr

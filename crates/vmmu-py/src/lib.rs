@@ -13,7 +13,9 @@
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use vmmu_core::error::Error;
+use vmmu_core::record as rec;
 use vmmu_core::{config, sim, trace, workload};
 
 create_exception!(
@@ -110,6 +112,12 @@ impl<'a> Reporter<'a> {
     }
 
     fn report(&mut self, done: u64, total: Option<u64>) -> bool {
+        self.call(|py, cb| cb.call1(py, (done, total)))
+    }
+
+    /// Takes the GIL, checks for Ctrl-C, then calls the callback through `call` (if there is
+    /// one); `None` or a true value continues, `False` or an exception stops.
+    fn call(&mut self, call: impl FnOnce(Python<'_>, &Py<PyAny>) -> PyResult<PyObject>) -> bool {
         Python::with_gil(|py| {
             if let Err(e) = py.check_signals() {
                 self.raised = Some(e);
@@ -118,7 +126,7 @@ impl<'a> Reporter<'a> {
             let Some(cb) = self.callback else {
                 return true;
             };
-            match cb.call1(py, (done, total)) {
+            match call(py, cb) {
                 Ok(r) => r.is_none(py) || r.bind(py).is_truthy().unwrap_or(true),
                 Err(e) => {
                     self.raised = Some(e);
@@ -126,6 +134,13 @@ impl<'a> Reporter<'a> {
                 }
             }
         })
+    }
+
+    /// An exception the callback raised, if any (Ctrl-C excluded): for calls whose stop is a
+    /// normal outcome rather than `Error::Interrupted`.
+    fn callback_error(self, py: Python<'_>) -> Option<PyErr> {
+        self.raised
+            .filter(|e| !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py))
     }
 
     /// The error to raise for `e`: an exception raised by the callback itself wins over the
@@ -251,6 +266,70 @@ fn trace_convert(
     }
 }
 
+/// Records `cmd` under Valgrind with the vg-memtrace tool into the trace `output`; returns
+/// the summary as JSON text. `progress` is called about five times a second with a dict
+/// (`refs`, `events`, `bytes_written`, `raw_bytes`, `compression_ratio`, `elapsed_s`);
+/// returning `False` (or Ctrl-C) stops the command and finishes the trace as truncated.
+#[pyfunction]
+#[pyo3(signature = (
+    cmd, output, no_instr=false, follow_children=false, native_layout=false, progress=None,
+    tool_dir=None, valgrind=None
+))]
+#[allow(clippy::too_many_arguments)]
+fn record(
+    py: Python<'_>,
+    cmd: Vec<String>,
+    output: String,
+    no_instr: bool,
+    follow_children: bool,
+    native_layout: bool,
+    progress: Option<Py<PyAny>>,
+    tool_dir: Option<String>,
+    valgrind: Option<String>,
+) -> PyResult<String> {
+    let mut opts = rec::RecordOptions::new(output);
+    opts.no_instr = no_instr;
+    opts.follow_children = follow_children;
+    opts.native_layout = native_layout;
+    opts.tool_dir = tool_dir;
+    opts.valgrind = valgrind;
+    let mut reporter = Reporter::new(progress.as_ref());
+    let out = py.allow_threads(|| {
+        rec::record(&cmd, &opts, &mut |p: &rec::RecordProgress| {
+            reporter.call(|py, cb| {
+                let d = PyDict::new(py);
+                d.set_item("refs", p.refs)?;
+                d.set_item("events", p.events)?;
+                d.set_item("bytes_written", p.bytes_written)?;
+                d.set_item("raw_bytes", p.raw_bytes)?;
+                d.set_item("compression_ratio", p.compression_ratio)?;
+                d.set_item("elapsed_s", p.elapsed_s)?;
+                cb.call1(py, (d,))
+            })
+        })
+    });
+    match out {
+        Ok(summary) => match reporter.callback_error(py) {
+            Some(e) => Err(e),
+            None => Ok(serde_json::to_string(&summary).expect("the summary serializes")),
+        },
+        Err(e) => Err(reporter.into_error(py, e)),
+    }
+}
+
+/// Replays the trace at `path` and reports references outside every mapping of their process,
+/// as JSON text.
+#[pyfunction]
+#[pyo3(signature = (path, progress=None))]
+fn trace_check(py: Python<'_>, path: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    let mut reporter = Reporter::new(progress.as_ref());
+    let out = py.allow_threads(|| rec::check(path, &mut |n| reporter.report(n, None)));
+    match out {
+        Ok(report) => Ok(serde_json::to_string(&report).expect("the report serializes")),
+        Err(e) => Err(reporter.into_error(py, e)),
+    }
+}
+
 /// The native module `vmmu._core`.
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -263,6 +342,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_check, m)?)?;
+    m.add_function(wrap_pyfunction!(record, m)?)?;
     m.add("VmmuError", py.get_type::<VmmuError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("WorkloadError", py.get_type::<WorkloadError>())?;
