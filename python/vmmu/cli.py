@@ -20,6 +20,7 @@ from rich.console import Console
 from vmmu import _render, api
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
+from vmmu.repro import repro
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -440,6 +441,9 @@ def record(
     else:
         # stderr: the recorded program's own output keeps stdout.
         _err().print(_render.key_values(summary, title=f"wrote {out}"))
+
+
+cli.add_command(repro)
 
 
 @functools.wraps(cli.main)
