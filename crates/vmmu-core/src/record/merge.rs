@@ -81,7 +81,8 @@ pub struct MergeStats {
     pub raw_bytes: u64,
     /// Record counts over all streams.
     pub counts: StreamCounts,
-    /// Executable names, in the order their images started.
+    /// Executable names, in the order their images ended (a forked child's image before its
+    /// `execve` has its parent's name).
     pub exes: Vec<String>,
 }
 

@@ -140,7 +140,8 @@ pub struct RecordSummary {
     pub unclaimed_streams: u64,
     /// References no region covered under `--native-layout` (left unrelocated).
     pub untranslated_refs: u64,
-    /// Executables, in the order their images started.
+    /// Executables, in the order their images ended (a forked child's image before its
+    /// `execve` has its parent's name).
     pub exes: Vec<String>,
     /// Options used.
     pub no_instr: bool,
