@@ -48,9 +48,11 @@ class ProgressLine:
         self.shown = False
         self.t0 = time.monotonic()
 
-    def __call__(self, p: dict[str, Any]) -> bool:
+    def __call__(self, p: dict[str, Any] | str) -> bool:
         if not self.live:
             return True
+        if isinstance(p, str):  # the binding may pass the progress as JSON text
+            p = json.loads(p)
         elapsed = p.get("elapsed_s") or (time.monotonic() - self.t0)
         rate = p["refs"] / elapsed if elapsed > 0 else 0.0
         ratio = p.get("compression_ratio") or 0.0
