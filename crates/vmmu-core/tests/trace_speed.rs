@@ -180,3 +180,37 @@ fn decode_throughput() {
         );
     }
 }
+
+/// Generator throughput: references per CPU second of each generator, batches of 4096.
+#[test]
+#[ignore = "a measurement, not a test: run in release with --ignored --nocapture"]
+fn generator_throughput() {
+    for spec in [
+        "stream:refs=50M",
+        "stream:refs=50M,write_ratio=0",
+        "stride:refs=50M",
+        "random:refs=50M,footprint=4G",
+        "pointer-chase:refs=20M,dist=hotcold",
+        "pointer-chase:refs=20M",
+        "phases:refs=50M,period=1M",
+    ] {
+        let mut src = workload::open(spec).unwrap();
+        let mut buf = Vec::with_capacity(4096);
+        let t = thread_cpu();
+        let mut n = 0u64;
+        loop {
+            buf.clear();
+            let k = src.next_batch(&mut buf, 4096).unwrap();
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+        }
+        let secs = thread_cpu() - t;
+        println!(
+            "{spec:<40} {:>7.1} M refs/s per CPU s ({:.2} ns/ref)",
+            n as f64 / secs / 1e6,
+            secs * 1e9 / n as f64
+        );
+    }
+}
