@@ -133,8 +133,7 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
 }
 
 fn unknown_generator(spec: &str, name: &str) -> crate::Error {
-    let mut known: Vec<&str> = GENERATORS.iter().map(|g| g.name).collect();
-    known.push("phases");
+    let known: Vec<&str> = catalog().iter().map(|g| g.name).collect();
     workload_error(
         spec,
         format!(
