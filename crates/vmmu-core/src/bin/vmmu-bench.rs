@@ -55,6 +55,20 @@ fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> (u64, f64) {
     (sim.counters.memory_refs + sim.counters.fetches, secs)
 }
 
+/// Simulates `spec` whole; returns (events, seconds).
+fn sim_events(spec: &str, overrides: &[(&str, &str)]) -> (u64, f64) {
+    let ov: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    let cfg = config::build("bhargava08", &ov).expect("bench config");
+    let mut src = workload::open(spec).expect("bench workload");
+    let mut sim = Simulator::new(&cfg).expect("simulator");
+    let t = Instant::now();
+    sim.run(src.as_mut(), &mut |_| true).expect("run");
+    (sim.counters.events, t.elapsed().as_secs_f64())
+}
+
 fn line(label: &str, n: u64, secs: f64, target: f64) {
     let rate = n as f64 / secs / 1e6;
     let verdict = if rate >= target { "meets" } else { "BELOW" };
@@ -76,7 +90,7 @@ fn main() {
     );
     line("(a') TLB-hit stream, native, data caches off", n, s, 100.0);
     let (n, s) = sim_refs(
-        "random:footprint=4G,refs=10M,prefault=1",
+        "random:footprint=4G,refs=3M,prefault=1",
         &[
             ("mode", "nested"),
             ("machine.pwc.design", "2d+nt"),
@@ -89,6 +103,34 @@ fn main() {
         s,
         15.0,
     );
+
+    // Issue 3: shadow paging's simulation cost.
+    println!();
+    for (spec, label) in [
+        ("aim9-fork_test", "aim9-fork_test"),
+        ("memorymotion", "memorymotion"),
+    ] {
+        let (events, secs) = sim_events(spec, &[("mode", "shadow")]);
+        println!(
+            "{:<58} {:>8.2} M events/s ({events} events in {secs:.2} s)",
+            format!("{label}, shadow (hvm)"),
+            events as f64 / secs / 1e6
+        );
+    }
+    let mut native_secs = 0.0;
+    for mode in ["native", "nested", "shadow"] {
+        let (n, s) = sim_refs("swim", &[("mode", mode)]);
+        if mode == "native" {
+            native_secs = s;
+        }
+        let rate = n as f64 / s / 1e6;
+        println!(
+            "{:<58} {rate:>8.2} M refs/s ({n} refs in {s:.2} s; {:.2}x native's time)",
+            format!("swim, {mode}"),
+            s / native_secs
+        );
+    }
+    println!();
 
     // (c) decode alone.
     let dir = std::env::temp_dir().join(format!("vmmu-bench-{}", std::process::id()));
