@@ -22,11 +22,11 @@ pub struct Bytes(pub u64);
 impl Serialize for Bytes {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let b = self.0;
-        let text = if b != 0 && b % (1 << 30) == 0 {
+        let text = if b != 0 && b.is_multiple_of(1 << 30) {
             format!("{}G", b >> 30)
-        } else if b != 0 && b % (1 << 20) == 0 {
+        } else if b != 0 && b.is_multiple_of(1 << 20) {
             format!("{}M", b >> 20)
-        } else if b != 0 && b % (1 << 10) == 0 {
+        } else if b != 0 && b.is_multiple_of(1 << 10) {
             format!("{}K", b >> 10)
         } else {
             return s.serialize_u64(b);
@@ -975,7 +975,7 @@ impl SimConfig {
                 return Err(Error::config(format!("{f}.ways"), "must be at least 1"));
             }
             let lines = c.size.0 / m.caches.line as u64;
-            if c.size.0 == 0 || lines % c.ways as u64 != 0 {
+            if c.size.0 == 0 || !lines.is_multiple_of(c.ways as u64) {
                 return Err(Error::config(
                     format!("{f}.size"),
                     format!(
@@ -1013,7 +1013,7 @@ impl SimConfig {
             ));
         }
         let gmem = self.guest.memory.0;
-        if gmem < (16 << 20) || gmem % (2 << 20) != 0 {
+        if gmem < (16 << 20) || !gmem.is_multiple_of(2 << 20) {
             return Err(Error::config(
                 "guest.memory",
                 "must be at least 16M and a multiple of 2M",
@@ -1028,7 +1028,7 @@ impl SimConfig {
                 ),
             ));
         }
-        if self.host.memory.0 % (2 << 20) != 0 {
+        if !self.host.memory.0.is_multiple_of(2 << 20) {
             return Err(Error::config("host.memory", "must be a multiple of 2M"));
         }
         for (f, a) in [
@@ -1080,7 +1080,7 @@ fn check_sets(field: &str, entries: u32, ways: u32) -> Result<()> {
     if ways == 0 {
         return Err(Error::config(format!("{field}.ways"), "must be at least 1"));
     }
-    if entries % ways != 0 {
+    if !entries.is_multiple_of(ways) {
         return Err(Error::config(
             format!("{field}.ways"),
             format!("{ways} ways do not divide {entries} entries"),

@@ -293,7 +293,7 @@ impl Simulator {
                 if level == TlbLevel::L2 {
                     self.counters.cycles.translation += self.l2_tlb_latency;
                 }
-                if !(write && !t.writable) && !(fetch && !t.executable) {
+                if (!write || t.writable) && (!fetch || t.executable) {
                     if write && !t.dirty {
                         self.dirty_update(pid, r.va, side, tag);
                     }
