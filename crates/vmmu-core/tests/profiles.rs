@@ -61,7 +61,11 @@ fn the_four_profiles_of_issue_3_are_shipped() {
     ] {
         assert!(names.contains(want), "missing profile {want}: {names:?}");
     }
-    assert_eq!(names.len(), PROFILES.len(), "a profile name is listed twice");
+    assert_eq!(
+        names.len(),
+        PROFILES.len(),
+        "a profile name is listed twice"
+    );
 }
 
 #[test]
@@ -70,7 +74,10 @@ fn every_profile_loads_names_itself_and_describes_itself() {
         let p = load_profile(name).unwrap_or_else(|e| panic!("profile {name}: {e}"));
         assert_eq!(p.name, *name, "profile {name}: `name` differs from its key");
         let d = p.description.trim();
-        assert!(!d.is_empty(), "profile {name}: needs a one-line description");
+        assert!(
+            !d.is_empty(),
+            "profile {name}: needs a one-line description"
+        );
         assert!(
             !d.to_ascii_lowercase().contains("placeholder") && !d.contains("TODO"),
             "profile {name}: description is a placeholder: {d}"
@@ -127,7 +134,11 @@ fn the_numbers_are_plausible_direct_costs() {
         // Handling a hidden fault costs more than recognising the guest's own fault.
         assert!(p.hidden_fault > p.reflect_fault, "{name}");
         // Pre-virtualization's call stays in the guest: far below any world switch.
-        assert!(p.previrt_call < 100, "{name}: previrt_call {}", p.previrt_call);
+        assert!(
+            p.previrt_call < 100,
+            "{name}: previrt_call {}",
+            p.previrt_call
+        );
         assert!(p.previrt_call * 10 < p.exit_round_trip, "{name}");
         // The in-place VMM does the work PV validation does (seed 003: within a few percent).
         assert_eq!(p.previrt_update, p.pv_update, "{name}");
@@ -163,7 +174,10 @@ fn hypervisor_profile_loads_its_costs_into_the_config() {
     )
     .unwrap();
     assert_eq!(cfg.hypervisor.profile, "xen-3.0.4-core2");
-    assert_eq!(cfg.hypervisor.costs, load_profile("xen-3.0.4-core2").unwrap());
+    assert_eq!(
+        cfg.hypervisor.costs,
+        load_profile("xen-3.0.4-core2").unwrap()
+    );
     assert_eq!(cfg.hypervisor.costs.name, "xen-3.0.4-core2");
 }
 
@@ -239,7 +253,10 @@ fn a_misspelt_field_in_a_profile_file_is_named() {
     assert_eq!(config_field(&err), Some("hypervisor.costs.invlpq"), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("hypervisor.costs.invlpq"), "{msg}");
-    assert!(msg.contains("expected one of"), "should list the fields: {msg}");
+    assert!(
+        msg.contains("expected one of"),
+        "should list the fields: {msg}"
+    );
 }
 
 #[test]
