@@ -62,15 +62,22 @@ impl Region {
 struct Space {
     /// Sorted by `vstart`, non-overlapping.
     regions: Vec<Region>,
-    /// The most recently used region index (references are local).
-    hint: usize,
+    /// The most recently used region index, for data (0) and for fetches (1): code and data
+    /// each stay in a region for long, but they alternate.
+    hint: [usize; 2],
     /// The heap: recorded base, native base and current recorded end.
     heap: Option<(u64, u64, u64)>,
     /// The native end of the executable (where the heap starts).
     exe_end: Option<u64>,
     /// The image's initial mappings, held until the first other event.
     startup: Option<Vec<Event>>,
+    /// A direct-mapped cache of page translations: `(page number + 1, offset to add)`, empty
+    /// when the tag is 0. Cleared whenever the regions change.
+    pages: Vec<(u64, u64)>,
 }
+
+/// Entries of the page-translation cache.
+const PAGE_CACHE: usize = 512;
 
 impl Space {
     fn fresh_image() -> Space {
@@ -80,9 +87,34 @@ impl Space {
         }
     }
 
+    /// The relocated address of a reference, through the page cache.
+    #[inline(always)]
+    fn translate_ref(&mut self, va: u64, class: usize) -> Option<u64> {
+        let page = va >> 12;
+        let slot = (page as usize) % PAGE_CACHE;
+        if let Some(&(tag, off)) = self.pages.get(slot) {
+            if tag == page + 1 {
+                return Some(va.wrapping_add(off));
+            }
+        }
+        let r = self.lookup_class(va, class)?;
+        let off = r.nstart.wrapping_sub(r.vstart);
+        if self.pages.is_empty() {
+            self.pages = vec![(0, 0); PAGE_CACHE];
+        }
+        self.pages[slot] = (page + 1, off);
+        Some(va.wrapping_add(off))
+    }
+
     #[inline(always)]
     fn lookup(&mut self, va: u64) -> Option<Region> {
-        if let Some(r) = self.regions.get(self.hint) {
+        self.lookup_class(va, 0)
+    }
+
+    /// [`lookup`](Space::lookup) with the hint of class `c` (0 data, 1 fetch).
+    #[inline(always)]
+    fn lookup_class(&mut self, va: u64, c: usize) -> Option<Region> {
+        if let Some(r) = self.regions.get(self.hint[c]) {
             if r.vstart <= va && va < r.vend {
                 return Some(*r);
             }
@@ -90,7 +122,7 @@ impl Space {
         let i = self.regions.partition_point(|r| r.vend <= va);
         let r = self.regions.get(i)?;
         if r.vstart <= va {
-            self.hint = i;
+            self.hint[c] = i;
             Some(*r)
         } else {
             None
@@ -143,14 +175,16 @@ impl Space {
             }
         }
         self.regions = kept;
-        self.hint = 0;
+        self.hint = [0; 2];
+        self.pages.clear();
     }
 
     fn insert(&mut self, r: Region) {
         self.remove(r.vstart, r.vend);
         let i = self.regions.partition_point(|x| x.vstart < r.vstart);
         self.regions.insert(i, r);
-        self.hint = i;
+        self.hint = [i; 2];
+        self.pages.clear();
     }
 
     fn native_free(&self, lo: u64, hi: u64) -> bool {
@@ -217,9 +251,6 @@ pub struct LayoutStats {
     pub events_split: u64,
 }
 
-/// Events read from the inner source per refill.
-const BATCH: usize = 16 * 1024;
-
 /// An [`EventSource`] that relocates another one to a native-like layout.
 pub struct NativeLayout<S: EventSource> {
     inner: S,
@@ -240,8 +271,8 @@ impl<S: EventSource> NativeLayout<S> {
             inner,
             cur: None,
             spaces: FxHashMap::default(),
-            inbuf: Vec::with_capacity(BATCH),
-            out: Vec::with_capacity(BATCH + 64),
+            inbuf: Vec::with_capacity(STEP),
+            out: Vec::with_capacity(STEP + 64),
             out_pos: 0,
             ended: false,
             stats: LayoutStats::default(),
@@ -529,35 +560,69 @@ impl<S: EventSource> NativeLayout<S> {
     }
 }
 
-impl<S: EventSource> EventSource for NativeLayout<S> {
-    fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<usize> {
-        let mut n = 0;
-        while n < max {
-            if self.out_pos == self.out.len() {
-                self.out.clear();
-                self.out_pos = 0;
-                if self.ended {
-                    break;
-                }
-                self.inbuf.clear();
-                if self.inner.next_batch(&mut self.inbuf, BATCH)? == 0 {
-                    self.ended = true;
-                    self.flush_startup();
+impl<S: EventSource> NativeLayout<S> {
+    /// Reads up to `n` events from the inner source and relocates them into `self.out`;
+    /// false at the end of the inner source.
+    fn refill(&mut self, n: usize) -> Result<bool> {
+        self.inbuf.clear();
+        if self.inner.next_batch(&mut self.inbuf, n)? == 0 {
+            self.ended = true;
+            self.flush_startup();
+            return Ok(false);
+        }
+        let events = std::mem::take(&mut self.inbuf);
+        for &e in &events {
+            // The hot path: a reference in a process whose layout is placed.
+            if let (Event::Ref(mut r), Some((_, space))) = (e, self.cur.as_mut()) {
+                if space.startup.is_none() {
+                    match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
+                        Some(va) => r.va = Gva(va),
+                        None => self.stats.untranslated_refs += 1,
+                    }
+                    self.out.push(Event::Ref(r));
                     continue;
                 }
-                let events = std::mem::take(&mut self.inbuf);
-                for &e in &events {
-                    self.process(e);
-                }
-                self.inbuf = events;
+            }
+            self.process(e);
+        }
+        self.inbuf = events;
+        Ok(true)
+    }
+}
+
+/// Events read from the inner source per step: few enough to stay in cache.
+const STEP: usize = 2048;
+
+impl<S: EventSource> EventSource for NativeLayout<S> {
+    fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<usize> {
+        let start = buf.len();
+        while buf.len() - start < max {
+            let n = buf.len() - start;
+            if self.out_pos < self.out.len() {
+                let take = (max - n).min(self.out.len() - self.out_pos);
+                buf.extend_from_slice(&self.out[self.out_pos..self.out_pos + take]);
+                self.out_pos += take;
                 continue;
             }
-            let take = (max - n).min(self.out.len() - self.out_pos);
-            buf.extend_from_slice(&self.out[self.out_pos..self.out_pos + take]);
-            self.out_pos += take;
-            n += take;
+            self.out.clear();
+            self.out_pos = 0;
+            if self.ended {
+                break;
+            }
+            if max - n >= 4 * 64 {
+                // Relocate straight into the caller's buffer (a step adds at most a few
+                // events per event read: the split of a range over regions).
+                std::mem::swap(&mut self.out, buf);
+                let more = self.refill(((max - n) / 4).min(STEP));
+                std::mem::swap(&mut self.out, buf);
+                if !more? && self.out.is_empty() {
+                    break;
+                }
+            } else {
+                self.refill(STEP)?;
+            }
         }
-        Ok(n)
+        Ok(buf.len() - start)
     }
 
     fn len_hint(&self) -> Option<u64> {

@@ -292,6 +292,13 @@ impl StreamDecoder {
                 let w = u64::from_le_bytes(word.try_into().expect("8 bytes"));
                 let kind = (w >> 12) & 0xF;
                 if kind > K_FETCH {
+                    if kind == K_ICOUNT && self.no_instr {
+                        // The other hot record of a `--no-instr` stream.
+                        self.pending_instrs += w >> 16;
+                        self.counts.instrs += w >> 16;
+                        i += 1;
+                        continue;
+                    }
                     break;
                 }
                 self.reference(w, kind, out);
@@ -352,16 +359,20 @@ impl StreamDecoder {
     #[inline(always)]
     fn reference(&mut self, w: u64, kind: u64, out: &mut Vec<Event>) {
         let size = (w & 0xFFF) as usize;
-        if size > MAX_REF || self.pending_instrs != 0 {
+        if size > MAX_REF || self.pending_instrs > u32::MAX as u64 {
             return self.reference_slow(w, kind, out);
         }
-        // Branch-free: the kinds interleave unpredictably.
+        // Branch-free where it matters: the kinds interleave unpredictably. A fetch retires
+        // its instruction; a data reference of a `--no-instr` stream carries the count so far
+        // (always 0 in a stream with fetches).
         self.by_kind[kind as usize] += 1;
+        let instrs = (kind == K_FETCH) as u32 | self.pending_instrs as u32;
+        self.pending_instrs = 0;
         out.push(Event::Ref(MemRef {
             va: Gva(((w as i64) >> 16) as u64),
             kind: KINDS[kind as usize],
             size: size.max(1) as u8,
-            instrs: (kind == K_FETCH) as u32,
+            instrs,
         }));
     }
 
