@@ -326,8 +326,9 @@ def _scale(quick: bool, full: int, small: int) -> int:
 #: Xen 3.0.4's shadow pager ("shadow2"), as the knobs of docs/model.md (docs/repro.md):
 #: no out-of-sync pages (they came with Xen 3.3); every shadow kept in the shadow hash table, so
 #: a CR3 write finds the root of any live process (more cached roots than live processes);
-#: SHOPT_PREFETCH fills up to 32 neighbouring entries per fault; SHOPT_EARLY_UNSHADOW drops an
-#: L1 shadow on the second emulated write in a row to it (the fork and exit pattern).
+#: SHOPT_PREFETCH fills up to 32 neighbouring entries per fault (no effect on these workloads,
+#: docs/repro.md); SHOPT_EARLY_UNSHADOW drops an L1 shadow on the second emulated write in a
+#: row to it (the fork and exit pattern).
 XEN_3_0_4 = {
     "hypervisor.shadow.unsync": False,
     "hypervisor.shadow.cached_roots": 256,
