@@ -561,32 +561,20 @@ impl<S: EventSource> NativeLayout<S> {
 }
 
 impl<S: EventSource> NativeLayout<S> {
-    /// Reads up to `n` events from the inner source and relocates them into `self.out`;
-    /// false at the end of the inner source.
-    fn refill(&mut self, n: usize) -> Result<bool> {
-        self.inbuf.clear();
-        if self.inner.next_batch(&mut self.inbuf, n)? == 0 {
-            self.ended = true;
-            self.flush_startup();
-            return Ok(false);
-        }
-        let events = std::mem::take(&mut self.inbuf);
-        for &e in &events {
-            // The hot path: a reference in a process whose layout is placed.
-            if let (Event::Ref(mut r), Some((_, space))) = (e, self.cur.as_mut()) {
-                if space.startup.is_none() {
-                    match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
-                        Some(va) => r.va = Gva(va),
-                        None => self.stats.untranslated_refs += 1,
-                    }
-                    self.out.push(Event::Ref(r));
-                    continue;
+    /// Relocates one event into `self.out`.
+    #[inline]
+    fn step(&mut self, e: Event) {
+        if let (Event::Ref(mut r), Some((_, space))) = (e, self.cur.as_mut()) {
+            if space.startup.is_none() {
+                match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
+                    Some(va) => r.va = Gva(va),
+                    None => self.stats.untranslated_refs += 1,
                 }
+                self.out.push(Event::Ref(r));
+                return;
             }
-            self.process(e);
         }
-        self.inbuf = events;
-        Ok(true)
+        self.process(e);
     }
 }
 
@@ -596,32 +584,47 @@ const STEP: usize = 2048;
 impl<S: EventSource> EventSource for NativeLayout<S> {
     fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<usize> {
         let start = buf.len();
-        while buf.len() - start < max {
-            let n = buf.len() - start;
-            if self.out_pos < self.out.len() {
-                let take = (max - n).min(self.out.len() - self.out_pos);
-                buf.extend_from_slice(&self.out[self.out_pos..self.out_pos + take]);
-                self.out_pos += take;
-                continue;
-            }
+        if self.out_pos == self.out.len() {
             self.out.clear();
             self.out_pos = 0;
             if self.ended {
-                break;
+                return Ok(0);
             }
-            if max - n >= 4 * 64 {
-                // Relocate straight into the caller's buffer (a step adds at most a few
-                // events per event read: the split of a range over regions).
-                std::mem::swap(&mut self.out, buf);
-                let more = self.refill(((max - n) / 4).min(STEP));
-                std::mem::swap(&mut self.out, buf);
-                if !more? && self.out.is_empty() {
+            // Read straight into the caller's buffer and relocate references in place; from
+            // the first event that needs more (an OS event, a process's first reference),
+            // the rest of the batch goes the slow way through `out`.
+            if self.inner.next_batch(buf, max)? == 0 {
+                self.ended = true;
+                self.flush_startup();
+            }
+            let mut i = start;
+            while i < buf.len() {
+                let (Event::Ref(r), Some((_, space))) = (&mut buf[i], self.cur.as_mut()) else {
+                    break;
+                };
+                if space.startup.is_some() {
                     break;
                 }
-            } else {
-                self.refill(STEP)?;
+                match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
+                    Some(va) => r.va = Gva(va),
+                    None => self.stats.untranslated_refs += 1,
+                }
+                i += 1;
+            }
+            if i < buf.len() {
+                let mut rest = std::mem::take(&mut self.inbuf);
+                rest.clear();
+                rest.extend_from_slice(&buf[i..]);
+                buf.truncate(i);
+                for &e in &rest {
+                    self.step(e);
+                }
+                self.inbuf = rest;
             }
         }
+        let take = (max - (buf.len() - start)).min(self.out.len() - self.out_pos);
+        buf.extend_from_slice(&self.out[self.out_pos..self.out_pos + take]);
+        self.out_pos += take;
         Ok(buf.len() - start)
     }
 
