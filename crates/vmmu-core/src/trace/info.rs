@@ -167,6 +167,7 @@ impl Tally {
 pub(crate) enum Opened {
     Vtrace(Box<VtraceReader>),
     Lackey(Box<LackeyReader>),
+    ChampSim(Box<dyn EventSource>),
 }
 
 impl Opened {
@@ -174,6 +175,7 @@ impl Opened {
         Ok(match super::detect(path)? {
             Format::Vtrace => Opened::Vtrace(Box::new(VtraceReader::open(path)?)),
             Format::Lackey => Opened::Lackey(Box::new(LackeyReader::open(path)?)),
+            Format::ChampSim => Opened::ChampSim(crate::import::open_champsim(path)?),
         })
     }
 
@@ -181,6 +183,7 @@ impl Opened {
         match self {
             Opened::Vtrace(r) => r,
             Opened::Lackey(r) => r,
+            Opened::ChampSim(r) => r,
         }
     }
 
@@ -188,6 +191,7 @@ impl Opened {
         match self {
             Opened::Vtrace(r) => r.as_mut(),
             Opened::Lackey(r) => r.as_mut(),
+            Opened::ChampSim(r) => r.as_mut(),
         }
     }
 
@@ -195,13 +199,14 @@ impl Opened {
         match self {
             Opened::Vtrace(_) => Format::Vtrace,
             Opened::Lackey(_) => Format::Lackey,
+            Opened::ChampSim(_) => Format::ChampSim,
         }
     }
 
     fn version(&self) -> Option<u16> {
         match self {
             Opened::Vtrace(r) => Some(r.version()),
-            Opened::Lackey(_) => None,
+            Opened::Lackey(_) | Opened::ChampSim(_) => None,
         }
     }
 
@@ -209,13 +214,14 @@ impl Opened {
         match self {
             Opened::Vtrace(_) => "zstd",
             Opened::Lackey(r) => r.compression().name(),
+            Opened::ChampSim(_) => "by file",
         }
     }
 
     fn truncated(&self) -> bool {
         match self {
             Opened::Vtrace(r) => r.is_truncated(),
-            Opened::Lackey(_) => false,
+            Opened::Lackey(_) | Opened::ChampSim(_) => false,
         }
     }
 
@@ -223,6 +229,11 @@ impl Opened {
         match self {
             Opened::Vtrace(r) => Some(r.meta().clone()),
             Opened::Lackey(_) => None,
+            Opened::ChampSim(_) => Some(TraceMeta {
+                description: "imported ChampSim trace: no process or address-space events".into(),
+                source: "champsim".into(),
+                has_os_events: false,
+            }),
         }
     }
 }
@@ -314,6 +325,14 @@ pub fn convert(
             } else {
                 w.finish()?;
             }
+        }
+        Format::ChampSim => {
+            let mut w = crate::import::ChampSimWriter::create(dst)?;
+            pass(&mut input, progress, |es| {
+                tally.add(es);
+                es.iter().try_for_each(|e| w.write(e))
+            })?;
+            w.finish()?;
         }
         Format::Lackey => {
             let mut w = LackeyWriter::create(dst)?;

@@ -42,6 +42,8 @@ pub enum Format {
     Vtrace,
     /// Valgrind lackey text with `@` event lines (plain, gzip or zstd).
     Lackey,
+    /// ChampSim's 64-byte `input_instr` records (plain, gzip, xz, zstd); no OS events.
+    ChampSim,
 }
 
 impl Format {
@@ -50,6 +52,7 @@ impl Format {
         match self {
             Format::Vtrace => "vtrace",
             Format::Lackey => "lackey",
+            Format::ChampSim => "champsim",
         }
     }
 }
@@ -62,10 +65,11 @@ impl FromStr for Format {
         match s.trim().to_ascii_lowercase().as_str() {
             "vtrace" | "binary" => Ok(Format::Vtrace),
             "lackey" | "text" => Ok(Format::Lackey),
+            "champsim" => Ok(Format::ChampSim),
             other => Err(Error::config(
                 "trace.format",
                 format!(
-                    "unknown trace format `{other}`: expected `vtrace` or `lackey` (also `text`)"
+                    "unknown trace format `{other}`: expected `vtrace`, `lackey` (also `text`) or `champsim`"
                 ),
             )),
         }
@@ -94,7 +98,8 @@ pub struct TraceMeta {
 }
 
 /// The format of the file at `path`, from its first bytes: the `.vtrace` magic (or a file too
-/// short to hold more than a prefix of it) is binary, anything else is text.
+/// short to hold more than a prefix of it) is binary, records that look like ChampSim's are
+/// ChampSim, anything else is text.
 pub fn detect(path: &str) -> Result<Format> {
     let mut head = [0u8; 8];
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
@@ -110,6 +115,8 @@ pub fn detect(path: &str) -> Result<Format> {
     let is_vtrace = n > 0 && format::MAGIC.starts_with(&head[..n]);
     Ok(if is_vtrace {
         Format::Vtrace
+    } else if crate::import::sniff_champsim(path)? {
+        Format::ChampSim
     } else {
         Format::Lackey
     })
