@@ -148,7 +148,12 @@ impl PageSize {
 
     /// Parses `4K`, `2M`, `4M`, `1G` (case-insensitive, `KiB`/`MiB`/`GiB` accepted).
     pub fn parse(s: &str) -> Option<PageSize> {
-        match s.trim().to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
+        match s
+            .trim()
+            .to_ascii_uppercase()
+            .trim_end_matches("IB")
+            .trim_end_matches('B')
+        {
             "4K" => Some(PageSize::Size4K),
             "2M" => Some(PageSize::Size2M),
             "4M" => Some(PageSize::Size4M),
