@@ -86,7 +86,7 @@ pub(crate) const PAGE_TEST: PaperDef = PaperDef {
     name: "aim9-page_test",
     description: "Aim9 page_test (seed 000 Table 8, shadow paging loses 84%): the driver grows its heap with brk by `pages` pages, writes each new page once (a demand-paging fault each), and shrinks the heap back (the pages are unmapped), `iterations` times",
     own: &[
-        p("iterations", "20K", ITER_DOC),
+        p("iterations", "5K", ITER_DOC),
         p("pages", "32", "pages the break grows by and shrinks back per iteration, each written once"),
         p("ipr", "20", "instructions retired per page written (the touching loop)"),
     ],
@@ -228,7 +228,7 @@ pub(crate) const FORK_TEST: PaperDef = PaperDef {
     name: "aim9-fork_test",
     description: "Aim9 fork_test (seed 000 Table 8, shadow paging loses 91%): the driver forks; the child dirties `child_pages` pages (copy-on-write) and exits; the driver waits (a switch back), dirties `parent_pages` pages of its own and loops, `iterations` times. Every fork write-protects the driver's writable pages and copies its page tables; every exit tears the child's down",
     own: &[
-        p("iterations", "10K", ITER_DOC),
+        p("iterations", "8K", ITER_DOC),
         p("child_pages", "2", "pages each child writes before exiting (its stack frame, libc's exit state)"),
         p("parent_pages", "2", "pages the driver writes between forks (its stack frame and loop state)"),
         p("heap", "8", "heap pages of the driver (more pages: more entries for each fork to copy and write-protect)"),
@@ -299,7 +299,7 @@ pub(crate) const EXEC_TEST: PaperDef = PaperDef {
     name: "aim9-exec_test",
     description: "Aim9 exec_test (seed 000 Table 8, shadow paging loses 81%): the driver forks; the child execs a small dynamically linked program, which maps its text, data, heap, ld.so and libc and stack, touches them (the loader's relocations, the program's start-up) and exits; the driver waits and loops, `iterations` times",
     own: &[
-        p("iterations", "4K", ITER_DOC),
+        p("iterations", "1200", ITER_DOC),
         p("text", "2", "text pages of the exec'd program executed"),
         p("lib_text", "48", "shared-library text pages executed (ld.so resolving symbols, libc start-up and exit)"),
         p("lib_data", "6", "shared-library data pages written (relocations, GOT, libc state)"),

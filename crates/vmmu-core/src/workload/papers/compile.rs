@@ -27,7 +27,7 @@ pub(crate) const COMPILE: PaperDef = PaperDef {
     name: "compile",
     description: "a parallel-make build of many small files (seed 004's Apache compile, seed 000's kernel compile): for each of `jobs` files, make forks the gcc driver, which execs and forks cc1 (a large text, a heap of `heap` pages, `blocks` blocks of references with locality plus cache-resident compute) and then as (an eighth of cc1's size and work); every process is exec'd, faults its image in, runs and exits",
     own: &[
-        p("jobs", "40", "source files compiled, one after another"),
+        p("jobs", "100", "source files compiled, one after another"),
         p("text", "400", "cc1 text pages executed (of its ~10 MiB of code)"),
         p("heap", "600", "cc1 heap pages written (its trees, RTL and obstacks)"),
         p("blocks", "1500", "cc1 reference blocks per file (one instruction fetch, `refs` data references and `instrs` instructions of cache-resident work each)"),
@@ -36,7 +36,7 @@ pub(crate) const COMPILE: PaperDef = PaperDef {
         p("hot_prob", "0.9", "probability a reference goes to the hot set (32 code pages, 48 data pages) rather than anywhere in the image"),
         p("write_ratio", "0.3", "fraction of data references that are stores"),
     ],
-    build: build,
+    build: build_compile,
 };
 
 struct Job {
@@ -94,7 +94,7 @@ fn job(v: &Values, img: Image, l: Layout, blocks: u64, key: &str) -> Result<Job>
     })
 }
 
-fn build(v: &Values) -> Result<Box<dyn Script>> {
+fn build_compile(v: &Values) -> Result<Box<dyn Script>> {
     let l = Layout::of(v)?;
     let max = 1 << 18;
     let text = count_in(v, "text", 8, max)?;

@@ -35,14 +35,14 @@ const TOUCH_PER_STEP: u64 = 65_536;
 /// `swim`.
 pub(crate) const SWIM: PaperDef = PaperDef {
     name: "swim",
-    description: "171.swim (seed 001: best under shadow paging; \"a very random memory access pattern with a large working set\"; seed 004's TLB-intensive case, where nested paging needs guest large pages): `arrays` grid arrays filling `footprint` bytes are mapped once (prefaulted, or written once page by page) and then updated point by point for `points` points: each point loads three arrays and stores a fourth at one grid index, chosen at random (`stride=0`) or `stride` bytes after the previous one (a column sweep of a row-major grid), after fetching the loop's code. Mappings never change after the start",
+    description: "171.swim (seed 001: best under shadow paging; \"a very random memory access pattern with a large working set\"; seed 004's TLB-intensive case, where nested paging needs guest large pages): `arrays` grid arrays filling `footprint` bytes are mapped once (prefaulted, or written once page by page) and then updated point by point for `points` points: each point loads three arrays and stores a fourth at one grid index, chosen at random (`stride=0`) or `stride` bytes after the previous one (a column sweep of a row-major grid), after fetching the loop's code. Mappings never change after the start. Phase 0 marks the start-up (mapping and initialisation), phase 1 the time-step loop",
     own: &[
-        p("footprint", "1G", "bytes of the grid arrays (binary multiples), one anonymous mapping"),
+        p("footprint", "192M", "bytes of the grid arrays (binary multiples), one anonymous mapping; 171.swim's reference input has 14 arrays of 1335 × 1335 doubles, about 190 MiB"),
         p("arrays", "14", "grid arrays the footprint is split into (171.swim has 14)"),
         p("points", "1M", "grid points updated (5 events each: a fetch, three loads, a store)"),
         p("stride", "0", "bytes from one point's index to the next (a multiple of 8); 0: a uniformly random index"),
         p("ipr", "4", "instructions retired per data reference (the stencil's arithmetic)"),
-        p("prefault", "1", "1: the mapping carries MAP_POPULATE (mapped before the first reference); 0: the program writes every page once first (a demand fault each)"),
+        p("prefault", "0", "0: the program writes every page once before the time-step loop (a demand fault each), as 171.swim's initialisation does; 1: the mapping carries MAP_POPULATE instead (mapped at mmap time, no faults)"),
         p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE: THP / MAP_HUGETLB)"),
     ],
     build: build_swim,
@@ -64,6 +64,7 @@ struct Swim {
     touched: u64,
     pos: u64,
     started: bool,
+    in_loop: bool,
     rng: Xoshiro256PlusPlus,
 }
 
@@ -118,6 +119,7 @@ fn build_swim(v: &Values) -> Result<Box<dyn Script>> {
         touched: 0,
         pos: 0,
         started: false,
+        in_loop: false,
         rng: rng(v)?,
     }))
 }
@@ -131,12 +133,13 @@ impl Swim {
 impl Script for Swim {
     fn total(&self) -> u64 {
         let touch = if self.prefault { 0 } else { self.pages() };
-        setup_events(&SWIM_IMAGE) + 1 + touch + 5 * self.points
+        setup_events(&SWIM_IMAGE) + 3 + touch + 5 * self.points
     }
 
     fn step(&mut self, out: &mut Vec<Event>) -> bool {
         if !self.started {
             self.started = true;
+            out.push(Event::Phase { id: 0 });
             setup(&self.pl, out);
             let mut flags = 0;
             if self.prefault {
@@ -154,6 +157,11 @@ impl Script for Swim {
                 out.push(store(self.region + k * PAGE, self.ipr));
             }
             self.touched += n;
+            return true;
+        }
+        if !self.in_loop {
+            self.in_loop = true;
+            out.push(Event::Phase { id: 1 });
             return true;
         }
         if self.done == self.points {
@@ -201,9 +209,9 @@ pub(crate) const GCC: PaperDef = PaperDef {
         p("arena", "512", "pages unmapped, mapped again and written at each phase change"),
         p("heap", "1024", "pages of cc1's long-lived heap"),
         p("text", "600", "cc1 text pages executed"),
-        p("blocks", "2000", "reference blocks per phase (one instruction fetch, `refs` data references, `instrs` instructions of cache-resident work each)"),
+        p("blocks", "3000", "reference blocks per phase (one instruction fetch, `refs` data references, `instrs` instructions of cache-resident work each)"),
         p("refs", "8", "data references per block"),
-        p("instrs", "300", "instructions per block that hit in the caches and TLBs (a Compute event; 0: none)"),
+        p("instrs", "2000", "instructions per block that hit in the caches and TLBs (a Compute event; 0: none)"),
         p("hot_prob", "0.8", "probability a reference goes to the hot set (48 code pages; the first 128 pages of the arena) rather than anywhere in code and data"),
         p("write_ratio", "0.3", "fraction of data references that are stores"),
     ],

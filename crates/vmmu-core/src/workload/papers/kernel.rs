@@ -21,7 +21,7 @@ pub(crate) const SEGV: PaperDef = PaperDef {
     name: "segv",
     description: "seed 004 segv, \"measures the processor fault-handling overhead in Linux by repeatedly generating and handling page faults\": the driver maps `pages` pages of anonymous memory, takes a page fault on each (a store to an unmapped page, resolved by the guest kernel) and unmaps them to re-arm, `iterations` times. The model has no signals, so the faults are demand-paging faults rather than SIGSEGVs delivered to a handler",
     own: &[
-        p("iterations", "10K", "rounds of map, fault on every page, unmap"),
+        p("iterations", "5K", "rounds of map, fault on every page, unmap"),
         p("pages", "64", "pages faulted per round"),
         p("instrs", "200", "user instructions per fault (the faulting loop)"),
     ],
@@ -86,7 +86,7 @@ pub(crate) const PCD: PaperDef = PaperDef {
     name: "pcd",
     description: "seed 004 pcd, \"measures Linux process creation and destruction time under a pre-defined number of executing processes\": `procs` processes forked from the driver keep running; each iteration the driver forks a child that dirties `child_pages` pages and exits, one running process gets a time slice (it writes `bg_pages` of its pages), and the driver resumes",
     own: &[
-        p("iterations", "10K", ITER_DOC),
+        p("iterations", "6K", ITER_DOC),
         p("procs", "8", "processes running besides the driver, scheduled round-robin (one slice per iteration)"),
         p("child_pages", "2", "pages each created child writes before it exits"),
         p("bg_pages", "4", "pages a running process writes in its slice"),
@@ -181,7 +181,7 @@ pub(crate) const NPS: PaperDef = PaperDef {
     name: "nps",
     description: "seed 004 nps, \"measures the Linux process-switching overhead\": `procs` processes forked from the driver pass a token round a ring (as lmbench's lat_ctx does through pipes); each switch runs the next process, which touches `pages` of its pages (stack, pipe buffer, libc state) and retires `instrs` instructions, `iterations` switches in all",
     own: &[
-        p("iterations", "200K", "context switches"),
+        p("iterations", "100K", "context switches"),
         p("procs", "8", "processes in the ring"),
         p("pages", "4", "pages each process writes in its slice"),
         p("instrs", "1000", "user instructions per slice (the pipe read and write wrappers, the loop)"),
@@ -249,7 +249,7 @@ pub(crate) const FW: PaperDef = PaperDef {
     name: "fw",
     description: "seed 004 fw, \"measures Linux process-creation overhead by forking processes and waiting for them to complete\": each iteration the driver forks `batch` children, each runs in turn (dirtying `child_pages` pages) and exits, and the driver, having waited for all, dirties `parent_pages` pages and loops",
     own: &[
-        p("iterations", "4K", ITER_DOC),
+        p("iterations", "2500", ITER_DOC),
         p("batch", "4", "children forked before waiting for them"),
         p("child_pages", "2", "pages each child writes before it exits"),
         p("parent_pages", "2", "pages the driver writes between batches"),

@@ -35,13 +35,13 @@ pub(crate) const MEMORYMOTION: PaperDef = PaperDef {
     name: "memorymotion",
     description: "MemoryMotion (seed 000: about 4x slower under Xen HVM shadow paging than native): `processes` processes run one after another; the shell forks each, it execs a small program that mmaps `size` bytes of anonymous memory, writes every page `writes` times (a demand-paging fault per page), munmaps it and exits; the shell waits and starts the next",
     own: &[
-        p("processes", "48", "processes run one after another"),
+        p("processes", "20", "processes run one after another"),
         p("size", "32M", "bytes each process allocates, writes and frees (binary multiples; rounded up to 4 KiB)"),
         p("writes", "1", "stores to each page of the allocation (the first one faults), spread over the page"),
         p("ipr", "16", "instructions retired per store (the writing loop)"),
         p("instrs", "20000", "user instructions of the shell per process started (fork, wait, its loop)"),
     ],
-    build: build,
+    build: build_memorymotion,
 };
 
 struct MemoryMotion {
@@ -57,7 +57,7 @@ struct MemoryMotion {
     started: bool,
 }
 
-fn build(v: &Values) -> Result<Box<dyn Script>> {
+fn build_memorymotion(v: &Values) -> Result<Box<dyn Script>> {
     let l = Layout::of(v)?;
     let processes = count_in(v, "processes", 0, u32::MAX as u64 - 2)?;
     let size = v.bytes("size")?;

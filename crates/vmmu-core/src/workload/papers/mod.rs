@@ -87,6 +87,9 @@ fn open_def(d: &PaperDef, parsed: &Spec) -> Result<Box<dyn EventSource>> {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let v = Values::new(parsed.text, d.name, "", params_of(d), given)?;
+    // The common parameters are checked even by workloads that draw no random number.
+    v.integer("seed")?;
+    script::Layout::of(&v)?;
     let script = (d.build)(&v)?;
     Ok(Box::new(ScriptSource::new(parsed.text, script)))
 }
