@@ -18,6 +18,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from vmmu._progress import human
+
 DASH = "–"
 TLB_ORDER = ("l1d", "l1i", "l2", "l2i")
 SERVED_ORDER = ("pwc", "l1", "l2", "l3", "dram")
@@ -265,7 +267,7 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
     """Modes side by side: one column per mode, one row per figure."""
     first = next(iter(results.values()))
     t = _table(_heading(first, mode=False))
-    t.add_column("")
+    t.add_column("", no_wrap=True)
     modes = list(results)
     for m in modes:
         t.add_column(m, justify="right", style="bold" if m != "native" else None)
@@ -310,14 +312,14 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
             row(
                 f"  {name.replace('_', ' ')}",
                 lambda r, n=name: (
-                    f"{num(_get(r, 'cycles_by_cause', n))} "
+                    f"{human(_get(r, 'cycles_by_cause', n))} "
                     f"({pct(_get(r, 'cycles_by_cause', n), r.get('cycles'))})"
                     if _get(r, "cycles_by_cause", n) is not None
                     else DASH
                 ),
             )
     if any(r.get("exits") for r in results.values()):
-        section("exits (count, % of cycles)")
+        section("exits (% cycles)")
 
         def exits_cell(r: Mapping[str, Any], reason: str | None) -> str:
             exits = r.get("exits") or {}
@@ -336,14 +338,47 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
 
 def key_values(d: Mapping[str, Any], title: str | None = None) -> Table:
     """A two-column table of a flat (or shallow) mapping."""
-    t = _table(title, show_header=False)
+    t = _table(Text(title) if title else None, show_header=False)
     t.add_column("", style="bold")
     t.add_column("")
     for k, v in d.items():
         if isinstance(v, Mapping):
             v = ", ".join(f"{ik}={num(iv)}" for ik, iv in v.items())
-        t.add_row(str(k), num(v))
+        elif isinstance(v, list):
+            v = " ".join(map(str, v))
+        t.add_row(Text(str(k)), Text(num(v)))
     return t
+
+
+def workload_catalog(catalog: Iterable[Mapping[str, Any]]) -> RenderableType:
+    """``vmmu workloads``: each generator, its description, and its parameters with defaults
+    (descriptions wrap in their own column)."""
+    parts: list[RenderableType] = []
+    for gen in catalog:
+        head = Table.grid(padding=(0, 2))
+        head.add_column(no_wrap=True, style="bold")
+        head.add_column()
+        head.add_row(Text(str(gen.get("name"))), Text(str(gen.get("description", ""))))
+        params = Table.grid(padding=(0, 2))
+        params.add_column(width=2)
+        params.add_column(no_wrap=True, style="cyan")
+        params.add_column(no_wrap=True)
+        params.add_column()
+        for p in gen.get("params") or []:
+            params.add_row(
+                "",
+                Text(str(p.get("name"))),
+                Text(f"={p.get('default', '')}"),
+                Text(str(p.get("description", "")), style="dim"),
+            )
+        parts.extend([head, params, Text("")])
+    parts.append(
+        Text(
+            "write NAME:k=v,... e.g. --workload random:footprint=1G,refs=1M "
+            "(sizes take K, M, G suffixes)"
+        )
+    )
+    return Group(*parts)
 
 
 def print_to(console: Console, *renderables: RenderableType) -> None:

@@ -333,21 +333,7 @@ def workloads(as_json: bool) -> None:
     if not catalog:
         out.print("no workload generators are available in this build")
         return
-    for gen in catalog:
-        out.print(f"[bold]{gen.get('name')}[/bold]  {gen.get('description', '')}")
-        params = gen.get("params") or []
-        width = max((len(str(p.get("name"))) for p in params), default=0)
-        for p in params:
-            default = p.get("default")
-            shown = "" if default in (None, "") else f" (default {default})"
-            out.print(
-                f"    {p.get('name')!s:<{width}}  {p.get('description', '')}{shown}",
-                highlight=False,
-            )
-    out.print(
-        "\nwrite NAME:k=v,... e.g. --workload random:footprint=1G,refs=1M "
-        "(sizes and counts take K, M, G suffixes)"
-    )
+    out.print(_render.workload_catalog(catalog))
 
 
 @cli.group()
