@@ -376,7 +376,9 @@ impl GuestOs {
         if flags.0 & MapFlags::POPULATE != 0 {
             let mut va = start.raw();
             while va < end {
-                let size = self.map_page(va, fx)?;
+                // Populating writes every page, as Linux's MAP_POPULATE faults them in:
+                // the entries start accessed, and dirty where writable.
+                let size = self.map_page(va, fx, Pte::A | Pte::D)?;
                 self.stats.pages_populated += 1;
                 va = (va & !size.offset_mask()) + size.bytes();
             }
@@ -569,7 +571,8 @@ impl GuestOs {
             return Ok(());
         }
         self.stats.page_faults += 1;
-        self.map_page(va.raw(), fx)?;
+        // A write fault maps the page dirty (Linux: pte_mkdirty on a write fault).
+        self.map_page(va.raw(), fx, if write { Pte::D } else { 0 })?;
         Ok(())
     }
 
@@ -650,7 +653,9 @@ impl GuestOs {
 
     /// Maps a new frame for `va` in the current process at the largest size the policy, the
     /// area, the existing tables and the allocator allow. Returns the size mapped.
-    fn map_page(&mut self, va: u64, fx: &mut OsEffects) -> Result<PageSize, OsError> {
+    /// `ad` are accessed/dirty bits the kernel sets in the new entry (dirty only where the
+    /// mapping is writable).
+    fn map_page(&mut self, va: u64, fx: &mut OsEffects, ad: u64) -> Result<PageSize, OsError> {
         let pid = self
             .current
             .ok_or_else(|| OsError::Impossible("no running process".into()))?;
@@ -661,9 +666,9 @@ impl GuestOs {
             Some(v) => (v.prot, Pte::US),
             None => (Prot::RWX, Pte::US),
         };
-        let mut flags = flags_user;
+        let mut flags = flags_user | (ad & Pte::A);
         if prot.write() {
-            flags |= Pte::RW;
+            flags |= Pte::RW | (ad & Pte::D);
         }
         if !prot.exec() {
             flags |= Pte::NX;
