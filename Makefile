@@ -13,9 +13,14 @@ STAMP   := $(VENV)/.vmmu-installed
 # The default job of `make run`: native vs nested paging on uniform random references over 1 GiB.
 RUN_ARGS ?= --machine bhargava08 --workload random:footprint=1G,refs=2M
 
-.PHONY: install run test test-rust test-python bench lint fmt traces clean
+.PHONY: install tool run test test-rust test-python bench lint fmt traces clean
 
-install: $(STAMP)
+install: $(STAMP) tool
+
+# The Valgrind tool behind `vmmu record` (issue 4); installs valgrind when missing and root,
+# else says exactly what to install.
+tool:
+	$(MAKE) --no-print-directory -C tools/vg-memtrace
 
 $(PY):
 	$(PYTHON3) -m venv $(VENV)
@@ -51,10 +56,8 @@ fmt: install
 	$(BIN)/ruff format python tests
 
 # Records the real-program trace library (issue 4): builds the Valgrind tool, then records.
-traces:
-	@echo "make traces: not written yet (tools/vg-memtrace and the recording script come with issue 4)"
-	@if [ -d tools/vg-memtrace ]; then $(MAKE) -C tools/vg-memtrace; fi
-	@if [ -f tools/record_traces.py ]; then $(PY) tools/record_traces.py; fi
+traces: install
+	tools/traces/record.sh
 
 clean:
 	rm -rf $(VENV) target python/vmmu/*.so .pytest_cache .ruff_cache
