@@ -35,13 +35,21 @@ run: install
 
 test: test-rust test-python
 
+# Rust tests build in their own profile, `dev` at opt-level 1 without debug info (defined here,
+# not in Cargo.toml, output in target/quicktest/): measured on 2 cores, a from-scratch
+# `cargo test --workspace` takes 2m45s this way against 6m20s with --release (LTO links every
+# test binary), and the tests themselves run in seconds either way.
+TEST_PROFILE := --config 'profile.quicktest.inherits="dev"' \
+	--config 'profile.quicktest.opt-level=1' --config 'profile.quicktest.debug=false' \
+	--profile quicktest
+
 test-rust:
-	$(CARGO) test --workspace --release
+	$(CARGO) test --workspace $(TEST_PROFILE)
 
 test-python: install
 	$(BIN)/pytest tests/python
 
-bench:
+bench: tool
 	$(CARGO) run --release -p vmmu-core --bin vmmu-bench
 
 lint: install
