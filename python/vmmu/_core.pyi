@@ -23,6 +23,12 @@ def run(
 def presets() -> list[tuple[str, str]]:
     """The machine presets as ``(name, description)``."""
 
+def profiles() -> list[tuple[str, str]]:
+    """The exit cost profiles as ``(name, description)``."""
+
+def profile_toml(name: str) -> str:
+    """The TOML text of a cost profile."""
+
 def preset_toml(name: str) -> str:
     """The TOML text of a machine preset."""
 

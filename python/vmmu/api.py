@@ -347,6 +347,16 @@ def presets() -> dict[str, str]:
     return dict(_core.presets())
 
 
+def profiles() -> dict[str, str]:
+    """The hypervisor exit cost profiles: ``{name: description}``."""
+    return dict(_core.profiles())
+
+
+def profile_toml(name: str) -> str:
+    """The TOML text of a cost profile (every number with its source)."""
+    return _core.profile_toml(name)
+
+
 def preset_toml(name: str) -> str:
     """The TOML text of a machine preset."""
     return _core.preset_toml(name)

@@ -311,6 +311,24 @@ def presets_show(name: str) -> None:
     click.echo(api.preset_toml(name), nl=False)
 
 
+@cli.group(invoke_without_command=True)
+@click.pass_context
+def profiles(ctx: click.Context) -> None:
+    """List the exit cost profiles (`vmmu profiles show NAME` prints one)."""
+    if ctx.invoked_subcommand is None:
+        items = api.profiles()
+        width = max(map(len, items), default=0)
+        for name, desc in items.items():
+            click.echo(f"{name:<{width}}  {desc}")
+
+
+@profiles.command("show")
+@click.argument("name")
+def profiles_show(name: str) -> None:
+    """Print the TOML of cost profile NAME."""
+    click.echo(api.profile_toml(name), nl=False)
+
+
 @cli.command("config")
 @machine_options
 @click.option(

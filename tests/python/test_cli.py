@@ -164,3 +164,14 @@ def test_compare_json_has_one_result_per_mode(invoke):
     both = json.loads(r.stdout)
     assert list(both) == ["native", "nested"]
     assert {res["mode"] for res in both.values()} == {"native", "nested"}
+
+
+def test_profiles_lists_every_profile_and_shows_one(invoke):
+    r = invoke("profiles")
+    assert r.exit_code == 0, r.stderr
+    for name in ("kvm-modern", "xen-3.0.4-core2", "palacios-opteron2350", "esx-nehalem"):
+        assert name in r.stdout
+    r = invoke("profiles", "show", "xen-3.0.4-core2")
+    assert r.exit_code == 0 and "sh_x86_emulate_write" in r.stdout
+    r = invoke("profiles", "show", "nosuch")
+    assert r.exit_code == 2 and "kvm-modern" in r.stderr

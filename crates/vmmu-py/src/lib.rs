@@ -219,6 +219,29 @@ fn preset_toml(name: &str) -> PyResult<String> {
     }
 }
 
+/// The exit cost profiles as `(name, description)`.
+#[pyfunction]
+fn profiles() -> PyResult<Vec<(String, String)>> {
+    config::PROFILES
+        .iter()
+        .map(|(name, _)| {
+            let p = config::load_profile(name).map_err(to_py)?;
+            Ok((name.to_string(), p.description))
+        })
+        .collect()
+}
+
+/// The TOML text of the cost profile `name` (or of a `.toml` file, validated).
+#[pyfunction]
+fn profile_toml(name: &str) -> PyResult<String> {
+    match config::PROFILES.iter().find(|(n, _)| *n == name) {
+        Some((_, text)) => Ok(text.to_string()),
+        None => config::load_profile(name)
+            .and_then(|_| std::fs::read_to_string(name).map_err(|e| Error::io(name, e)))
+            .map_err(to_py),
+    }
+}
+
 /// The fully resolved, validated configuration as TOML text.
 #[pyfunction]
 fn config_toml(machine: &str, overrides: Vec<(String, String)>) -> PyResult<String> {
@@ -338,6 +361,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(preset_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_toml, m)?)?;
     m.add_function(wrap_pyfunction!(config_toml, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
