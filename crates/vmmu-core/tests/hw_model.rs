@@ -427,9 +427,12 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // Reference cache hierarchy.
 
+/// One reference cache level: (sets, ways, latency, lines as (line, last use)).
+type CacheLevelModel = (u64, usize, u32, Vec<(u64, u64)>);
+
 struct RefCache {
-    /// Per level: (sets, ways, latency, lines as (line, set, last use)).
-    levels: Vec<(u64, usize, u32, Vec<(u64, u64)>)>,
+    /// Per level.
+    levels: Vec<CacheLevelModel>,
     dram: u32,
     stats: Vec<HitMiss>,
     now: u64,

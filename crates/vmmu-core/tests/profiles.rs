@@ -94,7 +94,7 @@ fn every_number_of_every_profile_has_a_source_and_every_source_a_field() {
         assert!(fields.len() >= 15, "profile {name}: fields {fields:?}");
         let missing: Vec<&String> = fields
             .iter()
-            .filter(|f| p.sources.get(*f).map_or(true, |s| s.trim().is_empty()))
+            .filter(|f| p.sources.get(*f).is_none_or(|s| s.trim().is_empty()))
             .collect();
         assert!(
             missing.is_empty(),
