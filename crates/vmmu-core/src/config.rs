@@ -490,27 +490,13 @@ pub const PROFILES: &[(&str, &str)] = &[
 
 /// Loads a cost profile by name, or from a TOML file when the name ends in `.toml`.
 pub fn load_profile(name_or_path: &str) -> Result<CostProfile> {
-    let text = if name_or_path.ends_with(".toml") {
-        std::fs::read_to_string(name_or_path).map_err(|e| Error::io(name_or_path, e))?
-    } else {
-        PROFILES
-            .iter()
-            .find(|(n, _)| *n == name_or_path)
-            .map(|(_, t)| t.to_string())
-            .ok_or_else(|| {
-                let names: Vec<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
-                Error::config(
-                    "hypervisor.profile",
-                    format!(
-                        "unknown profile `{name_or_path}` (profiles: {}; or a path ending in .toml)",
-                        names.join(", ")
-                    ),
-                )
-            })?
-    };
-    let value: toml::Value = toml::from_str(&text)
-        .map_err(|e| Error::config("hypervisor.costs", format!("{name_or_path}: {e}")))?;
-    deserialize_at(value, "hypervisor.costs")
+    load_named(
+        name_or_path,
+        PROFILES,
+        "hypervisor.profile",
+        "hypervisor.costs",
+        "profile",
+    )
 }
 
 /// The core's base timing.
@@ -774,28 +760,39 @@ pub const PRESETS: &[(&str, &str)] = &[
 
 /// Loads a machine by preset name, or from a TOML file when `name_or_path` ends in `.toml`.
 pub fn load_machine(name_or_path: &str) -> Result<MachineConfig> {
+    load_named(name_or_path, PRESETS, "machine", "machine", "preset")
+}
+
+/// Loads `name_or_path` from the shipped `table` (by name) or from a `.toml` file, and
+/// deserializes it with errors naming `prefix.field`; an unknown name lists the known ones.
+fn load_named<T: for<'de> Deserialize<'de>>(
+    name_or_path: &str,
+    table: &[(&str, &str)],
+    field: &str,
+    prefix: &str,
+    what: &str,
+) -> Result<T> {
     let text = if name_or_path.ends_with(".toml") {
         std::fs::read_to_string(name_or_path).map_err(|e| Error::io(name_or_path, e))?
     } else {
-        PRESETS
+        table
             .iter()
             .find(|(n, _)| *n == name_or_path)
             .map(|(_, t)| t.to_string())
             .ok_or_else(|| {
-                let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+                let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
                 Error::config(
-                    "machine",
+                    field,
                     format!(
-                        "unknown preset `{name_or_path}` (presets: {}; or give a path ending in .toml)",
+                        "unknown {what} `{name_or_path}` ({what}s: {}; or a path ending in .toml)",
                         names.join(", ")
                     ),
                 )
             })?
     };
-    let value: toml::Value = toml::from_str(&text)
-        .map_err(|e| Error::config("machine", format!("{name_or_path}: {e}")))?;
-    let m: MachineConfig = deserialize_at(value, "machine")?;
-    Ok(m)
+    let value: toml::Value =
+        toml::from_str(&text).map_err(|e| Error::config(prefix, format!("{name_or_path}: {e}")))?;
+    deserialize_at(value, prefix)
 }
 
 fn deserialize_at<T: for<'de> Deserialize<'de>>(value: toml::Value, prefix: &str) -> Result<T> {
