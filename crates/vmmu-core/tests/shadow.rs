@@ -271,3 +271,45 @@ fn a_full_flush_resyncs_out_of_sync_pages() {
     assert_eq!(u(&r, "checked_translations"), 2 * n);
     assert!(r["shadow"]["resyncs"].as_u64().unwrap() >= 1);
 }
+
+#[test]
+fn impossible_events_name_the_event_and_its_position() {
+    let cases: Vec<(Vec<Event>, &str)> = vec![
+        (
+            vec![Event::ProcessCreate { pid: 1 }, Event::Exit { pid: 7 }],
+            "exit of unknown process 7",
+        ),
+        (
+            vec![
+                Event::ProcessCreate { pid: 1 },
+                Event::Munmap {
+                    start: Gva(BASE),
+                    len: PAGE,
+                },
+            ],
+            "nothing is mapped there",
+        ),
+        (
+            vec![
+                Event::ProcessCreate { pid: 1 },
+                Event::ProcessCreate { pid: 2 },
+                Event::Exit { pid: 2 },
+                Event::Switch { pid: 2 },
+            ],
+            "switch to unknown or dead process 2",
+        ),
+    ];
+    for mode in ["native", "nested", "shadow"] {
+        for (events, want) in &cases {
+            let last = events.len() - 1;
+            let err = try_run(&[("mode", mode)], events.clone())
+                .expect_err("an impossible event must fail")
+                .to_string();
+            assert!(err.contains(want), "{mode}: {err}");
+            assert!(
+                err.contains(&format!("position {last}")),
+                "{mode}: the error names the event's position: {err}"
+            );
+        }
+    }
+}
