@@ -540,8 +540,28 @@ impl Simulator {
         let res = r
             .map_err(|err| os_err(err, idx, e))
             .and_then(|_| self.apply(&mut fx));
+        self.counters.cycles.guest_kernel += self.kernel_cost(e, &fx);
         self.fx = fx;
         res
+    }
+
+    /// The guest kernel's cycles for an OS event (docs/model.md, "Guest kernel costs").
+    fn kernel_cost(&self, e: &Event, fx: &OsEffects) -> u64 {
+        let c = &self.gcost;
+        let pages = (fx.writes.len() + fx.invalidate.len()) as u64;
+        match e {
+            Event::ProcessCreate { .. } => c.fork,
+            Event::Fork { .. } => c.fork + c.fork_per_pte * fx.writes.len() as u64,
+            Event::Exec { .. } => c.exec,
+            Event::Exit { .. } => c.exit + c.per_page * fx.freed_tables.len() as u64 * 8,
+            Event::Switch { .. } => c.context_switch,
+            Event::Mmap { .. }
+            | Event::Munmap { .. }
+            | Event::Mprotect { .. }
+            | Event::Mremap { .. }
+            | Event::Brk { .. } => c.syscall + c.per_page * pages,
+            Event::Phase { .. } | Event::Ref(_) | Event::Compute { .. } => 0,
+        }
     }
 
     /// Hands an OS action's effects to the hypervisor and the hardware.

@@ -203,3 +203,30 @@ fn served_by_sums_to_walk_refs() {
     assert_eq!(sum, u(&r, "walk_refs"));
     assert!(r["walk_refs_served_by"]["pwc"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn the_guest_kernel_is_charged_for_os_events_in_every_mode() {
+    let ev = vec![
+        Event::ProcessCreate { pid: 1 },
+        Event::ProcessCreate { pid: 2 },
+        Event::Switch { pid: 2 },
+        Event::Switch { pid: 1 },
+        Event::Exit { pid: 2 },
+    ];
+    let ov = [
+        ("guest.costs.fork", "1000"),
+        ("guest.costs.context_switch", "100"),
+        ("guest.costs.exit", "10"),
+        ("guest.costs.per_page", "0"),
+    ];
+    for mode in ["native", "nested", "shadow"] {
+        let mut o = ov.to_vec();
+        o.push(("mode", mode));
+        let r = run(&o, ev.clone());
+        assert_eq!(
+            r["cycles_by_cause"]["guest_kernel"],
+            2 * 1000 + 2 * 100 + 10,
+            "{mode}"
+        );
+    }
+}
