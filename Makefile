@@ -43,8 +43,10 @@ TEST_PROFILE := --config 'profile.quicktest.inherits="dev"' \
 	--config 'profile.quicktest.opt-level=1' --config 'profile.quicktest.debug=false' \
 	--profile quicktest
 
+# Property tests draw from a fixed seed in `make test`, so CI is deterministic; run
+# `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases.
 test-rust:
-	$(CARGO) test --workspace $(TEST_PROFILE)
+	PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-20261122} $(CARGO) test --workspace $(TEST_PROFILE)
 
 test-python: install
 	$(BIN)/pytest tests/python

@@ -244,6 +244,33 @@ fn a_newer_version_or_unknown_flag_is_refused() {
     assert_eq!(corrupt_offset(read_bytes("flags.vtrace", &flags).1).0, 10);
 }
 
+/// Every single-byte damage (each position, three bit patterns) is either harmless or reported;
+/// never a panic or a wrong event. Exhaustive, so the test is deterministic.
+#[test]
+fn damage_at_every_byte_is_reported_or_harmless() {
+    let b = small_trace();
+    let all = small_events();
+    for at in 0..b.len() {
+        for xor in [0x01u8, 0x80, 0xff] {
+            let mut bad = b.clone();
+            bad[at] ^= xor;
+            let (ev, res) = read_bytes(&format!("sweep-{at}.vtrace"), &bad);
+            assert_eq!(
+                &ev[..],
+                &all[..ev.len().min(all.len())],
+                "byte {at} ^ {xor:#x}"
+            );
+            if res.is_ok() {
+                assert_eq!(
+                    ev.len(),
+                    all.len(),
+                    "byte {at} ^ {xor:#x}: harmless but short"
+                );
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
