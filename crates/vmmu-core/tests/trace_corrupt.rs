@@ -20,9 +20,10 @@ fn events() -> Vec<Event> {
     out
 }
 
-/// A trace of `events()` in chunks of about 64 KiB raw (a few chunks), as bytes.
+/// A trace of `events()` in chunks of about 64 KiB raw (a few chunks), as bytes. Each test
+/// thread writes its own file: tests run in parallel, and a shared name was a race.
 fn good_trace() -> Vec<u8> {
-    let path = tmp("good.vtrace");
+    let path = tmp(&format!("good-{:?}.vtrace", std::thread::current().id()));
     let opts = WriterOptions {
         level: 3,
         threads: 0,
