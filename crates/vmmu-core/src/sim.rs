@@ -305,7 +305,7 @@ impl Simulator {
                 self.tlb.invalidate_page(r.va, tag);
                 continue;
             }
-            match self.walk(pid, r.va, access) {
+            match self.walk(pid, r.va, access, tag) {
                 WalkOutcome::Done(t, _) => {
                     self.tlb.fill(r.va, side, tag, t);
                     break t.page.add(r.va.page_offset(t.size));
@@ -324,9 +324,9 @@ impl Simulator {
     }
 
     #[inline]
-    fn walk(&mut self, pid: u32, va: Gva, access: Access) -> WalkOutcome {
+    fn walk(&mut self, pid: u32, va: Gva, access: Access, tag: Tag) -> WalkOutcome {
         let gpt = self.os.process(pid).expect("current process is live").pt;
-        let tag = self.tag(pid).raw();
+        let tag = tag.raw();
         let mut cycles = 0u64;
         let out = match (&self.vmm, self.paging) {
             (Some(v), Paging::Shadow) => {
@@ -612,7 +612,6 @@ impl Simulator {
             }
             Paging::Native | Paging::Nested => {}
         }
-        let flush_pwc = self.cfg.machine.pwc.flush_on_tlb_flush;
         let pcid = self.cfg.machine.tlb.pcid;
         for &(pid, va) in &fx.invalidate {
             self.counters.invlpgs += 1;
@@ -632,7 +631,6 @@ impl Simulator {
             self.hw.psc_guest.flush_tag(tag.raw());
         }
         for &pid in &fx.flush_pids {
-            self.counters.tlb_flushes += 1;
             if self.paging == Paging::Shadow && self.os.process(pid).is_some() {
                 // A full flush is a CR3 reload: it exits, and out-of-sync pages are resynced,
                 // so no stale shadow entry survives it.
@@ -642,34 +640,33 @@ impl Simulator {
                 let h = self.costs.cr3_write + resynced as u64 * self.costs.resync_page;
                 self.hyp(ExitReason::Cr3Write, h);
             }
-            let tag = self.tag(pid);
-            if pcid {
-                self.tlb.flush_tag(tag);
-            } else {
-                self.tlb.flush_nonglobal(self.vpid);
-            }
-            self.hw.psc_guest.flush_tag(tag.raw());
-            if flush_pwc {
-                self.hw.pwc.flush();
-            }
+            self.flush_context(pid);
         }
         if let Some(pid) = fx.cr3_switch {
             self.counters.cr3_writes += 1;
             self.cr3_write(pid)?;
             if !pcid {
-                self.counters.tlb_flushes += 1;
-                self.tlb.flush_nonglobal(self.vpid);
-                let tag = Tag {
-                    pcid: 0,
-                    vpid: self.vpid,
-                };
-                self.hw.psc_guest.flush_tag(tag.raw());
-                if flush_pwc {
-                    self.hw.pwc.flush();
-                }
+                self.flush_context(pid);
             }
         }
         Ok(())
+    }
+
+    /// Flushes `pid`'s non-global translations: its PCID's TLB entries (or, without PCIDs, the
+    /// VM's non-global entries), its paging-structure-cache entries, and the PWC when the
+    /// machine flushes it with the TLB (seed 002 Table 2).
+    fn flush_context(&mut self, pid: u32) {
+        self.counters.tlb_flushes += 1;
+        let tag = self.tag(pid);
+        if self.cfg.machine.tlb.pcid {
+            self.tlb.flush_tag(tag);
+        } else {
+            self.tlb.flush_nonglobal(self.vpid);
+        }
+        self.hw.psc_guest.flush_tag(tag.raw());
+        if self.cfg.machine.pwc.flush_on_tlb_flush {
+            self.hw.pwc.flush();
+        }
     }
 
     /// A guest CR3 write reaching the hypervisor, by technique.

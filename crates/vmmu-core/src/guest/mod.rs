@@ -415,11 +415,8 @@ impl GuestOs {
         for (va, level, e) in victims {
             let size = self.geo.leaf_size(level).expect("leaf");
             let va = self.canonical(va);
-            if size != PageSize::Size4K && (va < start || va + size.bytes() > end) {
-                // Splitting a large page on partial unmap: keep it simple, drop it whole.
-            }
-            let mut pt2 = pt;
-            pt2.unmap(&mut self.mem, va, &mut fx.writes);
+            // A large page partly inside the range is dropped whole (no splitting).
+            pt.unmap(&mut self.mem, va, &mut fx.writes);
             self.release(e.frame(mask) & !size.offset_mask(), size);
             if n <= FLUSH_CEILING {
                 fx.invalidate.push((pid, Gva(va)));
@@ -473,8 +470,7 @@ impl GuestOs {
                     set |= Pte::NX;
                 }
             }
-            let mut pt2 = pt;
-            pt2.protect(&mut self.mem, va, set, clear, &mut fx.writes);
+            pt.protect(&mut self.mem, va, set, clear, &mut fx.writes);
             if n <= FLUSH_CEILING {
                 fx.invalidate.push((pid, Gva(va)));
             }
@@ -588,7 +584,6 @@ impl GuestOs {
         let frame = e.frame(self.geo.frame_mask()) & !size.offset_mask();
         let pt = self.procs.get(&pid).expect("live").pt;
         let base = va.raw() & !size.offset_mask();
-        let mut pt2 = pt;
         if self.shared.contains_key(&frame) {
             let new = self.alloc.alloc(size).ok_or(OsError::OutOfMemory)?;
             fx.new_frames.push((Gpa(new), size));
@@ -596,7 +591,7 @@ impl GuestOs {
             let flags = (e.0 & (Pte::US | Pte::G | Pte::NX)) | Pte::RW;
             let (alloc, stats) = (&mut self.alloc, &mut self.stats);
             let nf = &mut fx.new_frames;
-            pt2.map(
+            pt.map(
                 &mut self.mem,
                 &mut || Self::new_table_frame(alloc, nf, stats),
                 base,
@@ -607,7 +602,7 @@ impl GuestOs {
             )
             .map_err(|_| OsError::OutOfMemory)?;
         } else {
-            pt2.protect(&mut self.mem, base, Pte::RW, 0, &mut fx.writes);
+            pt.protect(&mut self.mem, base, Pte::RW, 0, &mut fx.writes);
         }
         fx.invalidate.push((pid, Gva(base)));
         Ok(())
@@ -661,7 +656,7 @@ impl GuestOs {
             .ok_or_else(|| OsError::Impossible("no running process".into()))?;
         let p = self.procs.get(&pid).expect("live");
         let vma = p.vma_at(va).copied();
-        let mut pt = p.pt;
+        let pt = p.pt;
         let (prot, flags_user) = match vma {
             Some(v) => (v.prot, Pte::US),
             None => (Prot::RWX, Pte::US),

@@ -3,6 +3,8 @@
 
 use crate::addr::PageSize;
 use crate::config::PagingFormat;
+use crate::mem::{PhysAddr, PhysMem};
+use crate::paging::Pte;
 
 /// The shape of one paging format, precomputed for the walkers' hot path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +127,26 @@ impl Geometry {
                 let sh = 64 - self.va_bits as u32;
                 (((va << sh) as i64) >> sh) as u64 == va
             }
+        }
+    }
+
+    /// Reads the page entry at `addr` (4 bytes in 32-bit paging, else 8).
+    #[inline]
+    pub fn read_entry<A: PhysAddr>(&self, mem: &PhysMem<A>, addr: A) -> Pte {
+        if self.entry_bytes == 4 {
+            Pte(mem.read_u32(addr) as u64)
+        } else {
+            Pte(mem.read_u64(addr))
+        }
+    }
+
+    /// Writes the page entry at `addr` in a table frame.
+    #[inline]
+    pub fn write_entry<A: PhysAddr>(&self, mem: &mut PhysMem<A>, addr: A, v: Pte) {
+        if self.entry_bytes == 4 {
+            mem.write_u32(addr, v.0 as u32);
+        } else {
+            mem.write_u64(addr, v.0);
         }
     }
 

@@ -39,7 +39,8 @@ pub enum MapError {
     },
 }
 
-/// A page-table tree rooted at `root` in memory of address space `A`.
+/// A page-table tree rooted at `root` in memory of address space `A`. The tree itself lives in
+/// the memory passed to each call, so every operation takes `&self`.
 #[derive(Clone, Copy, Debug)]
 pub struct PageTable<A: PhysAddr> {
     /// The format.
@@ -62,20 +63,12 @@ impl<A: PhysAddr> PageTable<A> {
 
     #[inline]
     fn read(&self, mem: &PhysMem<A>, addr: u64) -> Pte {
-        if self.geo.entry_bytes == 4 {
-            Pte(mem.read_u32(A::from_raw(addr)) as u64)
-        } else {
-            Pte(mem.read_u64(A::from_raw(addr)))
-        }
+        self.geo.read_entry(mem, A::from_raw(addr))
     }
 
     fn write(&self, mem: &mut PhysMem<A>, addr: u64, level: u8, v: Pte, log: &mut Vec<TableWrite>) {
         let old = self.read(mem, addr);
-        if self.geo.entry_bytes == 4 {
-            mem.write_u32(A::from_raw(addr), v.0 as u32);
-        } else {
-            mem.write_u64(A::from_raw(addr), v.0);
-        }
+        self.geo.write_entry(mem, A::from_raw(addr), v);
         log.push(TableWrite {
             addr,
             level,
@@ -97,7 +90,7 @@ impl<A: PhysAddr> PageTable<A> {
     /// the same size. NX is dropped in 32-bit paging, which has no such bit.
     #[allow(clippy::too_many_arguments)]
     pub fn map(
-        &mut self,
+        &self,
         mem: &mut PhysMem<A>,
         new_frame: &mut dyn FnMut() -> Option<A>,
         va: u64,
@@ -175,7 +168,7 @@ impl<A: PhysAddr> PageTable<A> {
     /// Removes the leaf mapping `va` (of whatever size); returns its frame and size. Tables are
     /// kept (Linux frees them lazily too).
     pub fn unmap(
-        &mut self,
+        &self,
         mem: &mut PhysMem<A>,
         va: u64,
         log: &mut Vec<TableWrite>,
@@ -188,7 +181,7 @@ impl<A: PhysAddr> PageTable<A> {
 
     /// Sets and clears leaf bits of the mapping of `va`; false when nothing maps it.
     pub fn protect(
-        &mut self,
+        &self,
         mem: &mut PhysMem<A>,
         va: u64,
         set: u64,
@@ -374,7 +367,7 @@ mod tests {
                 &[PageSize::Size4K, PageSize::Size2M, PageSize::Size1G][..],
             ),
         ] {
-            let (mut mem, mut pt, _) = setup(format);
+            let (mut mem, pt, _) = setup(format);
             let mut nf = frames(0x200_0000);
             let mut log = Vec::new();
             for (i, &s) in sizes.iter().enumerate() {
@@ -397,7 +390,7 @@ mod tests {
 
     #[test]
     fn a_4k_map_in_long_mode_writes_four_entries() {
-        let (mut mem, mut pt, _) = setup(PagingFormat::Long4);
+        let (mut mem, pt, _) = setup(PagingFormat::Long4);
         let mut log = Vec::new();
         pt.map(
             &mut mem,
@@ -432,7 +425,7 @@ mod tests {
 
     #[test]
     fn unmap_and_protect_change_the_leaf() {
-        let (mut mem, mut pt, _) = setup(PagingFormat::Long4);
+        let (mut mem, pt, _) = setup(PagingFormat::Long4);
         let mut log = Vec::new();
         let mut nf = frames(0x300_0000);
         pt.map(
@@ -457,7 +450,7 @@ mod tests {
 
     #[test]
     fn conflicting_sizes_are_refused() {
-        let (mut mem, mut pt, _) = setup(PagingFormat::Long4);
+        let (mut mem, pt, _) = setup(PagingFormat::Long4);
         let mut log = Vec::new();
         let mut nf = frames(0x300_0000);
         pt.map(

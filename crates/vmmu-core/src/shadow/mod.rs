@@ -167,19 +167,11 @@ impl ShadowPager {
     }
 
     fn read(&self, hmem: &PhysMem<Hpa>, a: Hpa) -> Pte {
-        if self.geo.entry_bytes == 4 {
-            Pte(hmem.read_u32(a) as u64)
-        } else {
-            Pte(hmem.read_u64(a))
-        }
+        self.geo.read_entry(hmem, a)
     }
 
     fn write(&self, hmem: &mut PhysMem<Hpa>, a: Hpa, v: Pte) {
-        if self.geo.entry_bytes == 4 {
-            hmem.write_u32(a, v.0 as u32);
-        } else {
-            hmem.write_u64(a, v.0);
-        }
+        self.geo.write_entry(hmem, a, v);
     }
 
     fn get_or_make(&mut self, vmm: &mut Vmm, key: SpKey, built: &mut u32) -> Result<Hpa> {
@@ -359,11 +351,7 @@ impl ShadowPager {
         let (mut w, mut u, mut x) = (true, true, true);
         let leaf_level = loop {
             let ea = table + geo.entry_offset(va.raw(), level);
-            let e = if geo.entry_bytes == 4 {
-                Pte(gmem.read_u32(Gpa(ea)) as u64)
-            } else {
-                Pte(gmem.read_u64(Gpa(ea)))
-            };
+            let e = geo.read_entry(gmem, Gpa(ea));
             if !e.present() {
                 return Ok(FaultKind::Guest);
             }
@@ -517,11 +505,7 @@ impl ShadowPager {
                 continue;
             }
             let gea = Gpa(guest_table + j * geo.entry_bytes as u64);
-            let g = if geo.entry_bytes == 4 {
-                Pte(gmem.read_u32(gea) as u64)
-            } else {
-                Pte(gmem.read_u64(gea))
-            };
+            let g = geo.read_entry(gmem, gea);
             if !g.present() || !g.accessed() {
                 continue;
             }
@@ -668,11 +652,7 @@ impl ShadowPager {
                 continue;
             }
             let gea = Gpa((gfn << 12) + i * geo.entry_bytes as u64);
-            let g = if geo.entry_bytes == 4 {
-                Pte(gmem.read_u32(gea) as u64)
-            } else {
-                Pte(gmem.read_u64(gea))
-            };
+            let g = geo.read_entry(gmem, gea);
             let same = g.present()
                 && vmm
                     .translate(Gpa(g.frame(mask)))

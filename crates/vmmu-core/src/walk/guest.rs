@@ -94,11 +94,7 @@ pub fn walk<N: NestedDim>(
         let entry_hpa = table_hpa.add(off);
         *cycles += hw.pe_ref(entry_hpa, COL_G, row);
         let entry_gpa = Gpa(table + off);
-        let e = if geo.entry_bytes == 4 {
-            Pte(gmem.read_u32(entry_gpa) as u64)
-        } else {
-            Pte(gmem.read_u64(entry_gpa))
-        };
+        let e = geo.read_entry(gmem, entry_gpa);
         if !e.present() {
             hw.stats.walk_faults += 1;
             return WalkOutcome::Fault(WalkFault::NotPresent { level });

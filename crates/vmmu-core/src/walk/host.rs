@@ -9,7 +9,7 @@ use super::WalkHw;
 use crate::addr::{Gva, Hpa, PageSize};
 use crate::hw::tlb::Translation;
 use crate::mem::PhysMem;
-use crate::paging::{Geometry, Pte};
+use crate::paging::Geometry;
 
 /// Walks the host-resident tables rooted at `root` for `va`.
 pub fn walk(
@@ -30,11 +30,7 @@ pub fn walk(
     loop {
         let entry = Hpa(table + geo.entry_offset(va_raw, level));
         *cycles += hw.pe_ref(entry, COL_G, level as usize);
-        let e = if geo.entry_bytes == 4 {
-            Pte(hmem.read_u32(entry) as u64)
-        } else {
-            Pte(hmem.read_u64(entry))
-        };
+        let e = geo.read_entry(hmem, entry);
         if !e.present() {
             hw.stats.walk_faults += 1;
             return WalkOutcome::Fault(WalkFault::NotPresent { level });
