@@ -141,7 +141,7 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 class Result(Mapping[str, Any]):
-    """One simulation's result (schema ``vmmu.result/1``, ``docs/statistics.md``).
+    """One simulation's result (schema ``vmmu.result/2``, ``docs/statistics.md``).
 
     A read-only mapping of the result JSON; top-level keys are also attributes
     (``r.cycles``, ``r.tlb["l2"]["misses"]``).

@@ -247,7 +247,7 @@ def cli() -> None:
     show_default=True,
     help="Paging mode.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result JSON (vmmu.result/1).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result JSON (vmmu.result/2).")
 def run(as_json: bool, mode: str, **kw: Any) -> None:
     """Run one simulation and print its statistics."""
     source = _source(kw)

@@ -73,7 +73,7 @@ def test_set_accepts_mapping_strings_and_pairs():
 def test_result_wraps_a_dict():
     r = vmmu.Result(
         {
-            "schema": "vmmu.result/1",
+            "schema": "vmmu.result/2",
             "mode": "native",
             "cycles": 10,
             "walks": 2,
@@ -96,7 +96,7 @@ def test_result_wraps_a_dict():
 @pytest.mark.engine
 def test_run_returns_a_result():
     r = vmmu.run(mode="native", workload=TINY)
-    assert r.schema == "vmmu.result/1"
+    assert r.schema == "vmmu.result/2"
     assert r.mode == "native"
     df = r.to_pandas()
     assert df.loc[0, "mode"] == "native"

@@ -120,7 +120,7 @@ def test_error_lines_start_with_error(invoke):
 @pytest.mark.engine
 def test_run_json_is_a_vmmu_result(run_json):
     res = run_json("--workload", TINY)
-    assert res["schema"] == "vmmu.result/1"
+    assert res["schema"] == "vmmu.result/2"
     assert res["mode"] == "nested"
     assert res["machine"] == "bhargava08"
     for key in ("instructions", "memory_refs", "cycles", "cpi", "tlb", "walks", "walk_refs"):

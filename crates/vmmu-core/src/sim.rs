@@ -1,29 +1,23 @@
-//! The simulator: drives a workload's events through the guest OS model, the hypervisor's
-//! memory side and the MMU, and accounts every cycle to a cause (DESIGN.md "Timing").
+//! The simulator: the event loop (DESIGN.md "Architecture"). Each event goes to the guest OS,
+//! whose effects go to the hypervisor, which drives the MMU; counters end in a
+//! [`RunResult`]. The loop only delivers events — it never asks which paging mode is active:
+//! the mode lives in [`Vmm`], the hardware in [`Mmu`], the guest kernel in [`GuestOs`].
 //!
-//! `cycles = instructions × base_CPI + translation + data + guest_kernel + hypervisor`, where
-//! - *translation* is the latency of L2-TLB hits, page walks (every page-entry reference's
-//!   latency, PWC / NTLB / PSC lookups) and A/D-bit updates;
-//! - *data* is the latency of each data reference beyond an L1 hit (an L1 hit is in base CPI);
-//!   instruction fetches are assumed to hit the L1 I-cache and do not go through the caches;
-//! - *guest_kernel* is the guest's own fault handling, paid in every mode;
-//! - *hypervisor* is exits and handlers (zero until the shadow-paging issue).
-//!
-//! The engine streams events in batches and allocates nothing per reference on the hot path.
+//! `cycles = instructions × base_CPI + translation + data + guest_kernel + hypervisor +
+//! mode_switch` (docs/statistics.md). The loop streams events in batches and allocates nothing
+//! per reference; a mode switch or the end of the warm-up happens between two events, at the
+//! first boundary at or after its point.
 
-use crate::addr::{Gpa, Gva, Hpa};
-use crate::config::{Backing, CostProfile, Mode, SimConfig, Technique};
+use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource, MemRef};
-use crate::exits::{ExitReason, ExitStats};
 use crate::guest::{GuestOs, OsEffects, OsError};
-use crate::hw::tlb::{Tag, TlbHierarchy, TlbLevel, TlbSide};
-use crate::paging::{Geometry, TableWrite};
-use crate::shadow::{FaultKind, ShadowPager, WriteKind};
-use crate::vmm::Vmm;
-use crate::walk::guest::{self as gwalk, Access, WalkFault, WalkOutcome};
-use crate::walk::nested::NestedWalker;
-use crate::walk::{host as hwalk, IdentityDim, WalkHw};
+use crate::hw::tlb::Tag;
+use crate::mmu::{Lookup, Mmu};
+use crate::paging::Geometry;
+use crate::result::{RunResult, Warmup};
+use crate::vmm::{Resolution, Vmm};
+use crate::walk::{Access, WalkFault};
 
 /// Progress of a running simulation, reported to the caller's callback.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,23 +28,10 @@ pub struct Progress {
     pub total: Option<u64>,
 }
 
-/// Cycles by cause.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Cycles {
-    /// L2-TLB hits, walks, A/D updates.
-    pub translation: u64,
-    /// Data references beyond an L1 hit.
-    pub data: u64,
-    /// The guest kernel's fault handling.
-    pub guest_kernel: u64,
-    /// Exits and hypervisor handlers.
-    pub hypervisor: u64,
-}
-
-/// Counters kept by the simulator itself.
+/// Counters kept by the event loop itself.
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
-    /// Events consumed.
+    /// Events consumed (after the warm-up).
     pub events: u64,
     /// Instructions retired.
     pub instructions: u64,
@@ -58,69 +39,41 @@ pub struct Counters {
     pub memory_refs: u64,
     /// Instruction fetches.
     pub fetches: u64,
-    /// CR3 writes (context switches, exec).
-    pub cr3_writes: u64,
-    /// INVLPGs executed by the guest.
-    pub invlpgs: u64,
-    /// Full TLB flushes.
-    pub tlb_flushes: u64,
-    /// Stores that hit a TLB entry whose dirty bit was clear.
-    pub dirty_updates: u64,
-    /// Faults taken on a TLB hit (a write to a read-only entry: copy-on-write).
-    pub tlb_hit_faults: u64,
     /// Translations verified by the checked mode.
     pub checked: u64,
-    /// Cycles by cause.
-    pub cycles: Cycles,
 }
 
-/// How translation works in this run: the mode, with the technique resolved.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Paging {
-    /// No hypervisor.
-    Native,
-    /// Nested paging: the 2D walk.
-    Nested,
-    /// Shadow paging by trap-and-emulate (HVM).
-    Shadow,
-    /// Direct paging with para-virtual hypercalls or a pre-virtualized in-place VMM: the
-    /// hardware walks the guest's (validated) tables; MMU operations call the hypervisor.
-    Direct(Technique),
-}
-
-const VPID: u16 = 1;
 const BATCH: usize = 65_536;
 const PROGRESS_EVERY: u64 = 1 << 20;
+/// Faults one access may take before the run stops as stuck (a demand fault under shadow
+/// paging takes two; a copy-on-write store through a clean entry, three).
+const MAX_FAULTS: u32 = 6;
 
-/// One simulation: a guest, its VM's host side (nested mode), the MMU hardware and counters.
+/// One simulation: the guest, its hypervisor, the MMU and the counters.
 pub struct Simulator {
     /// The configuration (validated).
     pub cfg: SimConfig,
     /// The guest kernel and its memory.
     pub os: GuestOs,
-    /// The hypervisor's memory side (every mode but native).
-    pub vmm: Option<Vmm>,
-    /// The shadow pager (shadow mode with `hvm`).
-    pub shadow: Option<ShadowPager>,
-    /// Hypervisor operations by reason.
-    pub exits: ExitStats,
-    /// How translation works.
-    pub paging: Paging,
-    /// The TLBs.
-    pub tlb: TlbHierarchy,
-    /// The walkers' hardware.
-    pub hw: WalkHw,
+    /// The hypervisor, owner of the paging mode.
+    pub vmm: Vmm,
+    /// The MMU hardware.
+    pub mmu: Mmu,
     /// Counters.
     pub counters: Counters,
-    geo: Geometry,
+    /// What the warm-up left out (zero while it lasts, or without one).
+    pub warmed: Warmup,
     fx: OsEffects,
-    log: Vec<TableWrite>,
-    vpid: u16,
-    l1_latency: u32,
-    l2_tlb_latency: u64,
-    data_on: bool,
-    gcost: crate::config::GuestCosts,
-    costs: CostProfile,
+    geo: Geometry,
+    /// The current address space's TLB tag.
+    tag: Tag,
+    /// Mode switches still to come, as total instruction counts (warm-up included).
+    switches: Vec<u64>,
+    /// The warm-up is still running.
+    warming: bool,
+    /// The next boundary, in total instructions and in total references.
+    next_instr: u64,
+    next_refs: u64,
 }
 
 fn os_err(e: OsError, event: u64, what: &Event) -> Error {
@@ -141,45 +94,26 @@ impl Simulator {
     /// Builds a simulator for `cfg` (validated again here).
     pub fn new(cfg: &SimConfig) -> Result<Self> {
         cfg.validate()?;
-        let paging = match (cfg.mode, cfg.hypervisor.technique) {
-            (Mode::Native, _) => Paging::Native,
-            (Mode::Nested, _) => Paging::Nested,
-            (Mode::Shadow, Technique::Hvm) => Paging::Shadow,
-            (Mode::Shadow, t) => Paging::Direct(t),
-        };
-        let vmm = match cfg.mode {
-            Mode::Native => None,
-            Mode::Nested | Mode::Shadow => Some(Vmm::new(&cfg.host, cfg.guest.memory.0, cfg.seed)?),
-        };
-        let geo = Geometry::of(cfg.guest.format);
-        let shadow =
-            (paging == Paging::Shadow).then(|| ShadowPager::new(&cfg.hypervisor.shadow, geo));
-        let m = &cfg.machine;
-        let vpid = if cfg.mode == Mode::Native || !m.tlb.vpid {
-            0
-        } else {
-            VPID
-        };
-        Ok(Simulator {
-            os: GuestOs::new(&cfg.guest, cfg.seed),
-            vmm,
-            shadow,
-            exits: ExitStats::default(),
-            paging,
-            tlb: TlbHierarchy::new(&m.tlb),
-            hw: WalkHw::new(m),
+        let mmu = Mmu::new(&cfg.machine, Vmm::vpid(cfg));
+        let mut switches = cfg.hypervisor.switch.at.clone();
+        switches.reverse();
+        let mut sim = Simulator {
+            os: GuestOs::new(&cfg.guest, &cfg.machine.kernel, cfg.seed),
+            vmm: Vmm::new(cfg)?,
+            tag: mmu.tag(0),
+            mmu,
             counters: Counters::default(),
-            geo: Geometry::of(cfg.guest.format),
+            warmed: Warmup::default(),
             fx: OsEffects::default(),
-            log: Vec::new(),
-            vpid,
-            l1_latency: m.caches.levels.first().map_or(0, |l| l.latency),
-            l2_tlb_latency: m.tlb.l2_latency as u64,
-            data_on: m.caches.data && !m.caches.levels.is_empty(),
-            gcost: cfg.guest.costs.clone(),
-            costs: cfg.hypervisor.costs.clone(),
+            geo: Geometry::of(cfg.guest.format),
+            switches,
+            warming: cfg.warmup.refs > 0 || cfg.warmup.instructions > 0,
+            next_instr: 0,
+            next_refs: u64::MAX,
             cfg: cfg.clone(),
-        })
+        };
+        sim.plan();
+        Ok(sim)
     }
 
     /// Runs `source` to its end.
@@ -193,28 +127,26 @@ impl Simulator {
         let mut next_report = PROGRESS_EVERY;
         loop {
             buf.clear();
-            let n = source.next_batch(&mut buf, BATCH)?;
-            if n == 0 {
+            if source.next_batch(&mut buf, BATCH)? == 0 {
                 break;
             }
             for e in &buf {
                 self.step(e)?;
             }
-            if self.counters.events >= next_report {
-                next_report = self.counters.events + PROGRESS_EVERY;
-                let p = Progress {
-                    events: self.counters.events,
+            let done = self.counters.events + self.warmed.events;
+            if done >= next_report {
+                next_report = done + PROGRESS_EVERY;
+                if !progress(&Progress {
+                    events: done,
                     total,
-                };
-                if !progress(&p) {
-                    return Err(Error::Interrupted {
-                        events: self.counters.events,
-                    });
+                }) {
+                    return Err(Error::Interrupted { events: done });
                 }
             }
         }
+        self.vmm.finish(self.counters.instructions);
         progress(&Progress {
-            events: self.counters.events,
+            events: self.counters.events + self.warmed.events,
             total,
         });
         Ok(())
@@ -223,7 +155,13 @@ impl Simulator {
     /// Simulates one event.
     #[inline]
     pub fn step(&mut self, e: &Event) -> Result<()> {
-        let idx = self.counters.events;
+        if self.warmed.instructions + self.counters.instructions >= self.next_instr
+            || self.warmed.refs + self.counters.memory_refs + self.counters.fetches
+                >= self.next_refs
+        {
+            self.boundary()?;
+        }
+        let idx = self.warmed.events + self.counters.events;
         self.counters.events += 1;
         match e {
             Event::Ref(r) => self.reference(r, idx),
@@ -235,26 +173,58 @@ impl Simulator {
         }
     }
 
-    #[inline]
-    fn tag(&self, pid: u32) -> Tag {
-        let pcid = if self.cfg.machine.tlb.pcid {
-            self.os.process(pid).map_or(0, |p| p.pcid)
-        } else {
-            0
-        };
-        Tag {
-            pcid,
-            vpid: self.vpid,
+    /// The next boundary: the end of the warm-up, or the next mode switch.
+    fn plan(&mut self) {
+        let w = self.cfg.warmup;
+        let warm = |n: u64| if self.warming && n > 0 { n } else { u64::MAX };
+        let switch = self.switches.last().copied().unwrap_or(u64::MAX);
+        self.next_instr = warm(w.instructions).min(switch);
+        self.next_refs = warm(w.refs);
+    }
+
+    /// Ends the warm-up and carries out the mode switches that are due.
+    fn boundary(&mut self) -> Result<()> {
+        let instr = self.warmed.instructions + self.counters.instructions;
+        let refs = self.warmed.refs + self.counters.memory_refs + self.counters.fetches;
+        let w = self.cfg.warmup;
+        if self.warming
+            && ((w.instructions > 0 && instr >= w.instructions) || (w.refs > 0 && refs >= w.refs))
+        {
+            self.end_warmup();
         }
+        while self.switches.last().is_some_and(|&at| instr >= at) {
+            self.switches.pop();
+            self.vmm
+                .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
+        }
+        self.plan();
+        Ok(())
+    }
+
+    /// Restarts every counter; the model's state (tables, TLBs, caches, shadow cache) stays.
+    fn end_warmup(&mut self) {
+        self.warming = false;
+        let c = &self.counters;
+        self.warmed = Warmup {
+            events: c.events,
+            refs: c.memory_refs + c.fetches,
+            instructions: c.instructions,
+        };
+        self.counters = Counters::default();
+        self.mmu.reset_stats();
+        self.os.reset_stats();
+        self.vmm.reset_stats(0);
     }
 
     #[inline]
     fn reference(&mut self, r: &MemRef, idx: u64) -> Result<()> {
         let c = &mut self.counters;
         c.instructions += r.instrs as u64;
-        let fetch = r.kind.is_fetch();
-        let write = r.kind.is_write();
-        if fetch {
+        let access = Access {
+            write: r.kind.is_write(),
+            fetch: r.kind.is_fetch(),
+        };
+        if access.fetch {
             c.fetches += 1;
         } else {
             c.memory_refs += 1;
@@ -271,452 +241,143 @@ impl Simulator {
         }
         let pid = match self.os.current_pid() {
             Some(p) => p,
-            None => {
-                let ev = Event::Ref(*r);
-                let mut fx = std::mem::take(&mut self.fx);
-                fx.clear();
-                let pid = self
-                    .os
-                    .ensure_implicit_process(&mut fx)
-                    .map_err(|e| os_err(e, idx, &ev))?;
-                self.apply(&mut fx)?;
-                self.fx = fx;
-                pid
-            }
+            None => self.implicit_process(r, idx)?,
         };
-        let tag = self.tag(pid);
-        let side = if fetch { TlbSide::Instr } else { TlbSide::Data };
-        let access = Access { write, fetch };
+        let tag = self.tag;
         let mut faults = 0;
         let hpa = loop {
-            if let Some((level, t)) = self.tlb.lookup(r.va, side, tag) {
-                if level == TlbLevel::L2 {
-                    self.counters.cycles.translation += self.l2_tlb_latency;
+            match self.mmu.lookup(r.va, access, tag) {
+                Lookup::Hit(hpa) => break hpa,
+                Lookup::Denied => {
+                    self.fault(pid, r, idx, access, WalkFault::Protection, &mut faults)?;
+                    self.mmu.fault_invalidate(r.va, tag);
                 }
-                if (!write || t.writable) && (!fetch || t.executable) {
-                    if write && !t.dirty {
-                        self.dirty_update(pid, r.va, side, tag);
+                Lookup::Miss | Lookup::Clean => {
+                    let pt = self.os.tables(pid).ok_or_else(|| Error::Check {
+                        event: idx,
+                        detail: format!("process {pid} runs but has no tables"),
+                    })?;
+                    let tables = self.vmm.tables(&mut self.os.mem, pt);
+                    match self.mmu.walk(r.va, access, tag, tables) {
+                        Ok(hpa) => break hpa,
+                        Err(f) => self.fault(pid, r, idx, access, f, &mut faults)?,
                     }
-                    break t.page.add(r.va.page_offset(t.size));
                 }
-                // A write to a read-only entry faults without a walk (copy-on-write).
-                self.counters.tlb_hit_faults += 1;
-                self.fault(r, idx, WalkFault::Protection, &mut faults)?;
-                self.tlb.invalidate_page(r.va, tag);
-                continue;
-            }
-            match self.walk(pid, r.va, access, tag) {
-                WalkOutcome::Done(t, _) => {
-                    self.tlb.fill(r.va, side, tag, t);
-                    break t.page.add(r.va.page_offset(t.size));
-                }
-                WalkOutcome::Fault(f) => self.fault(r, idx, f, &mut faults)?,
             }
         };
         if self.cfg.check {
-            self.check(pid, r.va, hpa, idx)?;
+            self.check(pid, r, hpa, idx)?;
         }
-        if self.data_on && !fetch {
-            let (_, lat) = self.hw.caches.access(hpa, 0);
-            self.counters.cycles.data += lat.saturating_sub(self.l1_latency) as u64;
+        if !access.fetch {
+            self.mmu.data(hpa);
         }
         Ok(())
     }
 
-    #[inline]
-    fn walk(&mut self, pid: u32, va: Gva, access: Access, tag: Tag) -> WalkOutcome {
-        let gpt = self.os.process(pid).expect("current process is live").pt;
-        let tag = tag.raw();
-        let mut cycles = 0u64;
-        let out = match (&self.vmm, self.paging) {
-            (Some(v), Paging::Shadow) => {
-                let sp = self.shadow.as_ref().expect("shadow pager in shadow mode");
-                match sp.root() {
-                    Some(root) => hwalk::walk(
-                        &mut self.hw,
-                        &v.hmem,
-                        sp.geometry(),
-                        root,
-                        va,
-                        access,
-                        &mut cycles,
-                    ),
-                    None => {
-                        self.hw.stats.walks += 1;
-                        self.hw.stats.walk_faults += 1;
-                        WalkOutcome::Fault(WalkFault::NotPresent {
-                            level: self.geo.levels,
-                        })
-                    }
-                }
-            }
-            (Some(v), Paging::Nested) => gwalk::walk(
-                &mut self.hw,
-                &mut NestedWalker {
-                    hmem: &v.hmem,
-                    npt: &v.npt,
-                    vpid: self.vpid,
-                },
-                &mut self.os.mem,
-                &gpt,
-                va,
-                access,
-                tag,
-                &mut cycles,
-                &mut self.log,
-            ),
-            _ => gwalk::walk(
-                &mut self.hw,
-                &mut IdentityDim,
-                &mut self.os.mem,
-                &gpt,
-                va,
-                access,
-                tag,
-                &mut cycles,
-                &mut self.log,
-            ),
-        };
-        self.log.clear();
-        self.counters.cycles.translation += cycles;
-        out
-    }
-
-    /// A store through a TLB entry whose dirty bit is clear: the processor sets the leaf's D
-    /// bit (an A/D update, Intel SDM Vol. 3A §4.8) and the entry becomes dirty.
-    fn dirty_update(&mut self, pid: u32, va: Gva, side: TlbSide, tag: Tag) {
-        self.counters.dirty_updates += 1;
-        let gpt = self.os.process(pid).expect("live").pt;
-        if let Some((ea, level, _)) = gpt.leaf(&self.os.mem, va.raw()) {
-            gpt.set_bits(
-                &mut self.os.mem,
-                ea,
-                level,
-                crate::paging::Pte::D,
-                &mut self.log,
-            );
-            self.log.clear();
-            let ea_hpa = match (&self.vmm, self.paging) {
-                (Some(v), Paging::Nested | Paging::Shadow) => {
-                    v.translate(Gpa(ea)).map_or(Hpa(ea), |(h, _)| h)
-                }
-                _ => Gpa(ea).identity_hpa(),
-            };
-            self.counters.cycles.translation += self.hw.ad_update(ea_hpa);
-        }
-        self.tlb.set_dirty(va, side, tag);
-    }
-
-    /// Charges one hypervisor operation; a world switch without VPIDs flushes the TLB and
-    /// the page-walk caches.
-    fn hyp(&mut self, reason: ExitReason, handler: u64) {
-        let round_trip = match reason {
-            ExitReason::Hypercall | ExitReason::FaultBounce | ExitReason::InPlaceCall => 0,
-            _ => self.costs.exit_round_trip,
-        };
-        let cycles = round_trip + handler;
-        self.exits.record(reason, cycles);
-        self.counters.cycles.hypervisor += cycles;
-        if reason.is_world_switch() && self.vpid == 0 && self.paging != Paging::Native {
-            self.tlb.flush_all();
-            self.hw.pwc.flush();
-            self.hw.psc_guest.flush();
-            self.hw.psc_nested.flush();
-        }
-    }
-
-    fn fault(&mut self, r: &MemRef, idx: u64, f: WalkFault, faults: &mut u32) -> Result<()> {
-        *faults += 1;
-        if *faults > 6 {
-            return Err(Error::Check {
-                event: idx,
-                detail: format!("fault {f:?} at {} not resolved after 6 tries", r.va),
-            });
-        }
-        let write = r.kind.is_write();
-        match (self.paging, f) {
-            (Paging::Nested, WalkFault::Nested { gpa })
-                if self.cfg.hypervisor.backing == Backing::Lazy =>
-            {
-                let v = self.vmm.as_mut().expect("vmm in nested mode");
-                v.back(Gpa(gpa.raw() & !0xfff), crate::addr::PageSize::Size4K)?;
-                self.hyp(ExitReason::NestedFault, self.costs.nested_fault);
-                Ok(())
-            }
-            (_, WalkFault::Nested { gpa }) => Err(Error::Check {
-                event: idx,
-                detail: format!(
-                    "nested fault at {gpa} for {}: guest memory is pre-backed, so every \
-                     allocated guest frame must have a nested mapping",
-                    r.va
-                ),
-            }),
-            (Paging::Shadow, _) => {
-                let pid = self
-                    .os
-                    .current_pid()
-                    .expect("a reference runs in a process");
-                let gpt = self.os.process(pid).expect("live").pt;
-                let sp = self.shadow.as_mut().expect("shadow pager");
-                let vmm = self.vmm.as_mut().expect("vmm");
-                let kind =
-                    sp.hidden_fault(&mut self.os.mem, &gpt, vmm, r.va, write, r.kind.is_fetch())?;
-                match kind {
-                    FaultKind::Filled { built } => {
-                        let h = self.costs.hidden_fault + built as u64 * self.costs.make_shadow;
-                        self.hyp(ExitReason::HiddenFault, h);
-                        Ok(())
-                    }
-                    FaultKind::Guest => {
-                        self.hyp(ExitReason::GuestFault, self.costs.reflect_fault);
-                        self.guest_fault(r, idx)
-                    }
-                }
-            }
-            (Paging::Direct(_), _) => {
-                self.hyp(ExitReason::FaultBounce, self.costs.pv_fault_bounce);
-                self.guest_fault(r, idx)
-            }
-            (Paging::Native | Paging::Nested, _) => self.guest_fault(r, idx),
-        }
-    }
-
-    /// The guest kernel handles a page fault (demand paging, copy-on-write).
-    fn guest_fault(&mut self, r: &MemRef, idx: u64) -> Result<()> {
-        let ev = Event::Ref(*r);
-        let cow_before = self.os.stats.cow_faults;
+    /// A reference before any process exists: the guest creates pid 1.
+    fn implicit_process(&mut self, r: &MemRef, idx: u64) -> Result<u32> {
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        let res = self.os.fault(r.va, r.kind.is_write(), &mut fx);
-        self.counters.cycles.guest_kernel += if self.os.stats.cow_faults > cow_before {
-            self.gcost.cow_fault
-        } else {
-            self.gcost.page_fault
-        };
-        let res = res
-            .map_err(|e| os_err(e, idx, &ev))
-            .and_then(|_| self.apply(&mut fx));
+        let res = self
+            .os
+            .ensure_implicit_process(&mut fx)
+            .map_err(|e| os_err(e, idx, &Event::Ref(*r)))
+            .and_then(|pid| {
+                self.vmm
+                    .effects(&mut self.mmu, &self.os, &fx)
+                    .map_err(|e| e.at(idx))?;
+                Ok(pid)
+            });
         self.fx = fx;
+        self.tag = self
+            .mmu
+            .tag(self.os.pcid(self.os.current_pid().unwrap_or(0)));
         res
+    }
+
+    /// A fault on the way to a translation: the hypervisor sees it first, the guest kernel
+    /// handles what is the guest's.
+    fn fault(
+        &mut self,
+        pid: u32,
+        r: &MemRef,
+        idx: u64,
+        access: Access,
+        f: WalkFault,
+        faults: &mut u32,
+    ) -> Result<()> {
+        *faults += 1;
+        if *faults > MAX_FAULTS {
+            return Err(Error::Check {
+                event: idx,
+                detail: format!(
+                    "fault {f:?} at {} not resolved after {MAX_FAULTS} tries",
+                    r.va
+                ),
+            });
+        }
+        let res = self
+            .vmm
+            .fault(&mut self.mmu, &mut self.os, pid, r.va, access, f)
+            .map_err(|e| e.at(idx))?;
+        match res {
+            Resolution::Retry => Ok(()),
+            Resolution::Guest => {
+                let mut fx = std::mem::take(&mut self.fx);
+                fx.clear();
+                let res = self
+                    .os
+                    .fault(r.va, access.write, access.fetch, &mut fx)
+                    .map_err(|e| os_err(e, idx, &Event::Ref(*r)))
+                    .and_then(|_| {
+                        self.vmm
+                            .effects(&mut self.mmu, &self.os, &fx)
+                            .map_err(|e| e.at(idx))
+                    });
+                self.fx = fx;
+                res
+            }
+        }
     }
 
     fn os_event(&mut self, e: &Event, idx: u64) -> Result<()> {
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        let os = &mut self.os;
-        let r = match *e {
-            Event::Mmap {
-                start,
-                len,
-                prot,
-                flags,
-            } => os
-                .ensure_implicit_process(&mut fx)
-                .and_then(|_| os.mmap(start, len, prot, flags, &mut fx)),
-            Event::Brk { end } => os
-                .ensure_implicit_process(&mut fx)
-                .and_then(|_| os.brk(end, &mut fx)),
-            Event::ProcessCreate { pid } => os.create(pid, &mut fx),
-            Event::Fork { parent, child } => match os.current_pid() {
-                Some(cur) if cur != parent => Err(OsError::Impossible(format!(
-                    "fork by process {parent}, but process {cur} is running"
-                ))),
-                _ => os.fork(parent, child, &mut fx),
-            },
-            Event::Exec { pid } => os.exec(pid, &mut fx),
-            Event::Exit { pid } => os.exit(pid, &mut fx),
-            Event::Switch { pid } => os.switch(pid, &mut fx),
-            Event::Munmap { start, len } => os.munmap(start, len, &mut fx),
-            Event::Mprotect { start, len, prot } => os.mprotect(start, len, prot, &mut fx),
-            Event::Mremap {
-                old,
-                old_len,
-                new,
-                new_len,
-            } => os.mremap(old, old_len, new, new_len, &mut fx),
-            Event::Phase { .. } => Ok(()),
-            Event::Ref(_) | Event::Compute { .. } => unreachable!("handled by step"),
-        };
-        let res = r
+        let res = self
+            .os
+            .event(e, &mut fx)
             .map_err(|err| os_err(err, idx, e))
-            .and_then(|_| self.apply(&mut fx));
-        self.counters.cycles.guest_kernel += self.kernel_cost(e, &fx);
+            .and_then(|_| {
+                self.vmm
+                    .effects(&mut self.mmu, &self.os, &fx)
+                    .map_err(|err| err.at(idx))
+            });
         self.fx = fx;
+        if let Some(pid) = self.os.current_pid() {
+            self.tag = self.mmu.tag(self.os.pcid(pid));
+        }
         res
-    }
-
-    /// The guest kernel's cycles for an OS event (docs/model.md, "Guest kernel costs").
-    fn kernel_cost(&self, e: &Event, fx: &OsEffects) -> u64 {
-        let c = &self.gcost;
-        let pages = (fx.writes.len() + fx.invalidate.len()) as u64;
-        match e {
-            Event::ProcessCreate { .. } => c.fork,
-            Event::Fork { .. } => c.fork + c.fork_per_pte * fx.writes.len() as u64,
-            Event::Exec { .. } => c.exec,
-            Event::Exit { .. } => c.exit + c.per_page * fx.freed_tables.len() as u64 * 8,
-            Event::Switch { .. } => c.context_switch,
-            Event::Mmap { .. }
-            | Event::Munmap { .. }
-            | Event::Mprotect { .. }
-            | Event::Mremap { .. }
-            | Event::Brk { .. } => c.syscall + c.per_page * pages,
-            Event::Phase { .. } | Event::Ref(_) | Event::Compute { .. } => 0,
-        }
-    }
-
-    /// Hands an OS action's effects to the hypervisor and the hardware.
-    fn apply(&mut self, fx: &mut OsEffects) -> Result<()> {
-        if let Some(v) = &mut self.vmm {
-            let lazy =
-                self.paging == Paging::Nested && self.cfg.hypervisor.backing == Backing::Lazy;
-            if !lazy {
-                for &(gpa, size) in &fx.new_frames {
-                    v.back(gpa, size)?;
-                }
-            }
-        }
-        // Page-table writes reach the hypervisor according to the technique.
-        match self.paging {
-            Paging::Shadow => {
-                for w in &fx.writes {
-                    let sp = self.shadow.as_mut().expect("shadow pager");
-                    let vmm = self.vmm.as_mut().expect("vmm");
-                    if let WriteKind::Emulated { unshadowed } = sp.guest_write(vmm, w) {
-                        let mut h = self.costs.emulate_write;
-                        if unshadowed {
-                            h += self.costs.unshadow;
-                        }
-                        self.hyp(ExitReason::PtWrite, h);
-                    }
-                }
-                for &t in &fx.freed_tables {
-                    let sp = self.shadow.as_mut().expect("shadow pager");
-                    sp.table_freed(self.vmm.as_mut().expect("vmm"), t.raw() >> 12);
-                }
-            }
-            Paging::Direct(t) => {
-                let n = fx.writes.len() as u64;
-                let invl = fx.invalidate.len() as u64;
-                if t == Technique::Previrt {
-                    for _ in 0..(n + invl) {
-                        self.hyp(ExitReason::InPlaceCall, self.costs.previrt_call);
-                    }
-                }
-                if n + invl > 0 {
-                    let per = match t {
-                        Technique::Previrt => self.costs.previrt_update,
-                        _ => self.costs.pv_update,
-                    };
-                    self.hyp(ExitReason::Hypercall, self.costs.hypercall + n * per);
-                }
-            }
-            Paging::Native | Paging::Nested => {}
-        }
-        let pcid = self.cfg.machine.tlb.pcid;
-        for &(pid, va) in &fx.invalidate {
-            self.counters.invlpgs += 1;
-            let tag = self.tag(pid);
-            if self.paging == Paging::Shadow {
-                let gpt = self.os.process(pid).map(|p| p.pt);
-                let mut resynced = 0;
-                if let (Some(gpt), Some(sp)) = (gpt, self.shadow.as_mut()) {
-                    let vmm = self.vmm.as_mut().expect("vmm");
-                    resynced = sp.invlpg(&self.os.mem, &gpt, vmm, va);
-                }
-                let h = self.costs.invlpg + resynced as u64 * self.costs.resync_page;
-                self.hyp(ExitReason::Invlpg, h);
-            }
-            self.tlb.invalidate_page(va, tag);
-            // INVLPG also drops paging-structure-cache entries (Intel SDM Vol. 3A §4.10.4.1).
-            self.hw.psc_guest.flush_tag(tag.raw());
-        }
-        for &pid in &fx.flush_pids {
-            if self.paging == Paging::Shadow && self.os.process(pid).is_some() {
-                // A full flush is a CR3 reload: it exits, and out-of-sync pages are resynced,
-                // so no stale shadow entry survives it.
-                let sp = self.shadow.as_mut().expect("shadow pager");
-                let vmm = self.vmm.as_mut().expect("vmm");
-                let resynced = sp.resync_all(&self.os.mem, vmm);
-                let h = self.costs.cr3_write + resynced as u64 * self.costs.resync_page;
-                self.hyp(ExitReason::Cr3Write, h);
-            }
-            self.flush_context(pid);
-        }
-        if let Some(pid) = fx.cr3_switch {
-            self.counters.cr3_writes += 1;
-            self.cr3_write(pid)?;
-            if !pcid {
-                self.flush_context(pid);
-            }
-        }
-        Ok(())
-    }
-
-    /// Flushes `pid`'s non-global translations: its PCID's TLB entries (or, without PCIDs, the
-    /// VM's non-global entries), its paging-structure-cache entries, and the PWC when the
-    /// machine flushes it with the TLB (seed 002 Table 2).
-    fn flush_context(&mut self, pid: u32) {
-        self.counters.tlb_flushes += 1;
-        let tag = self.tag(pid);
-        if self.cfg.machine.tlb.pcid {
-            self.tlb.flush_tag(tag);
-        } else {
-            self.tlb.flush_nonglobal(self.vpid);
-        }
-        self.hw.psc_guest.flush_tag(tag.raw());
-        if self.cfg.machine.pwc.flush_on_tlb_flush {
-            self.hw.pwc.flush();
-        }
-    }
-
-    /// A guest CR3 write reaching the hypervisor, by technique.
-    fn cr3_write(&mut self, pid: u32) -> Result<()> {
-        match self.paging {
-            Paging::Shadow => {
-                let root = self
-                    .os
-                    .process(pid)
-                    .expect("switched-to process is live")
-                    .pt
-                    .root;
-                let sp = self.shadow.as_mut().expect("shadow pager");
-                let vmm = self.vmm.as_mut().expect("vmm");
-                let (built, resynced) = sp.switch_root(&self.os.mem, vmm, root)?;
-                let h = self.costs.cr3_write
-                    + built as u64 * self.costs.make_shadow
-                    + resynced as u64 * self.costs.resync_page;
-                self.hyp(ExitReason::Cr3Write, h);
-            }
-            Paging::Direct(Technique::Previrt) => {
-                self.hyp(ExitReason::InPlaceCall, self.costs.previrt_call);
-                self.hyp(ExitReason::Hypercall, self.costs.hypercall);
-            }
-            Paging::Direct(_) => self.hyp(ExitReason::Hypercall, self.costs.hypercall),
-            Paging::Native | Paging::Nested => {}
-        }
-        Ok(())
     }
 
     /// DESIGN.md law 3: the translation used equals the composition of the guest mapping and
     /// the guest-physical → host-physical mapping at this instant.
-    fn check(&mut self, pid: u32, va: Gva, hpa: Hpa, idx: u64) -> Result<()> {
+    fn check(&mut self, pid: u32, r: &MemRef, hpa: crate::addr::Hpa, idx: u64) -> Result<()> {
         self.counters.checked += 1;
+        let va = r.va;
         let Some((gpa, _, _)) = self.os.translate(pid, va) else {
             return Err(Error::Check {
                 event: idx,
                 detail: format!("{va} translated to {hpa} but the guest tables do not map it"),
             });
         };
-        let expect = match (&self.vmm, self.paging) {
-            (Some(v), Paging::Nested | Paging::Shadow) => v.translate(gpa).map(|(h, _)| h),
-            _ => Some(gpa.identity_hpa()),
-        };
+        let expect = self.vmm.p2m(gpa);
         if expect != Some(hpa) {
             return Err(Error::Check {
                 event: idx,
                 detail: format!(
-                    "{va}: the MMU gave {hpa}, the mappings give {gpa} -> {:?} (process {pid})",
-                    expect
+                    "{va}: the MMU gave {hpa}, the mappings give {gpa} -> {expect:?} (process \
+                     {pid}, {} paging)",
+                    self.vmm.mode().name()
                 ),
             });
         }
@@ -724,17 +385,17 @@ impl Simulator {
     }
 }
 
-/// Runs `source` under `cfg` to the end and returns the result as a JSON value
-/// (schema `vmmu.result/1`, see docs/statistics.md). `progress` is called about every million
-/// events; returning `false` stops the run with [`Error::Interrupted`].
+/// Runs `source` under `cfg` to the end and returns the result (schema `vmmu.result/2`, see
+/// docs/statistics.md). `progress` is called about every million events; returning `false`
+/// stops the run with [`Error::Interrupted`].
 pub fn run(
     cfg: &SimConfig,
     source: &mut dyn EventSource,
     progress: &mut dyn FnMut(&Progress) -> bool,
-) -> Result<serde_json::Value> {
+) -> Result<RunResult> {
     let start = std::time::Instant::now();
     let mut sim = Simulator::new(cfg)?;
     sim.run(source, progress)?;
     let secs = start.elapsed().as_secs_f64();
-    Ok(crate::stats::result_json(&sim, &source.describe(), secs))
+    Ok(RunResult::of(&sim, &source.describe(), secs))
 }

@@ -158,7 +158,7 @@ impl<'a> Reporter<'a> {
     }
 }
 
-/// Runs one simulation and returns its result as JSON text (schema `vmmu.result/1`).
+/// Runs one simulation and returns its result as JSON text (schema `vmmu.result/2`).
 ///
 /// `machine` is a preset name or a `.toml` path; `overrides` are `(dotted.path, value)` pairs
 /// applied in order; exactly one of `workload` (`NAME:k=v,...`) and `trace` (a path) is given.
@@ -190,7 +190,7 @@ fn run(
         })
     });
     match out {
-        Ok(v) => Ok(v.to_string()),
+        Ok(r) => Ok(r.to_json().to_string()),
         Err(e) => Err(reporter.into_error(py, e)),
     }
 }

@@ -65,7 +65,7 @@ pub fn try_run(overrides: &[(&str, &str)], events: Vec<Event>) -> vmmu_core::Res
     );
     let cfg = config::build("bhargava08", &ov)?;
     let mut src = VecSource::new("crafted", events);
-    sim::run(&cfg, &mut src, &mut |_| true)
+    sim::run(&cfg, &mut src, &mut |_| true).map(|r| r.to_json())
 }
 
 /// An unsigned field of a result.
