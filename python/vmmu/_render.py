@@ -393,3 +393,24 @@ def workload_catalog(catalog: Iterable[Mapping[str, Any]]) -> RenderableType:
 def print_to(console: Console, *renderables: RenderableType) -> None:
     for x in renderables:
         console.print(x)
+
+
+def sensitivity_table(key: str, base: list[str], rows: list[Mapping[str, Any]]) -> Table:
+    """One table per ``--sensitivity``: each value's overheads and whether the modes still
+    rank as in the base comparison (``base``, fastest first)."""
+    modes = list(rows[0]["cycles"]) if rows else []
+    t = _table(f"overhead vs native at each {key}; base ranking {'<'.join(base)}")
+    t.add_column("value")
+    for m in modes:
+        t.add_column(m, justify="right")
+    t.add_column("ranking")
+    t.add_column("holds", justify="center")
+    for row in rows:
+        same = row["ranking"] == base
+        t.add_row(
+            str(row["value"]),
+            *(signed_pct(row["overhead"].get(m)) for m in modes),
+            "<".join(row["ranking"]),
+            Text("yes" if same else "no", style="green" if same else "red bold"),
+        )
+    return t

@@ -95,6 +95,32 @@ def _parse_set(_ctx: click.Context, _param: click.Parameter, values: tuple[str, 
     return pairs
 
 
+def _parse_count(text: str, what: str) -> int:
+    """A count such as ``1000``, ``2.5M`` or ``1e6`` (decimal multiples)."""
+    t = text.strip().replace("_", "")
+    mult = {"K": 1e3, "M": 1e6, "G": 1e9}.get(t[-1:].upper(), 1.0)
+    body = t[:-1] if mult != 1.0 else t
+    try:
+        value = float(body) * mult
+    except ValueError:
+        raise click.BadParameter(f"{what}: `{text}` is not a count (e.g. 1000, 2.5M)") from None
+    if value < 0 or value != int(value):
+        raise click.BadParameter(f"{what}: `{text}` is not a whole non-negative count")
+    return int(value)
+
+
+def _parse_switch_at(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> list[int] | None:
+    if value is None:
+        return None
+    return [_parse_count(x, "--switch-at") for x in value.split(",") if x.strip()]
+
+
+def _parse_warmup(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    return None if value is None else _parse_count(value, f"--{param.name.replace('_', '-')}")
+
+
 def machine_options(f: Callable) -> Callable:
     """Options that select and change the configuration (all commands that build one)."""
     options = [
@@ -159,6 +185,26 @@ def machine_options(f: Callable) -> Callable:
             "(hypervisor.backing).",
         ),
         click.option(
+            "--switch-at",
+            metavar="N,M,...",
+            callback=_parse_switch_at,
+            help="Switch the VM between shadow and nested paging at these instruction counts "
+            "(hypervisor.switch.at; strictly increasing, e.g. 1M,5M).",
+        ),
+        click.option(
+            "--warmup",
+            metavar="REFS",
+            callback=_parse_warmup,
+            help="Simulate this many references first and leave them out of every count "
+            "(warmup.refs).",
+        ),
+        click.option(
+            "--warmup-instructions",
+            metavar="N",
+            callback=_parse_warmup,
+            help="Like --warmup, counted in instructions (warmup.instructions).",
+        ),
+        click.option(
             "--set",
             "set_",
             multiple=True,
@@ -205,6 +251,9 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "vpid": _on_off(kw["vpid"]),
         "pcid": _on_off(kw["pcid"]),
         "backing": kw["backing"],
+        "switch_at": kw["switch_at"],
+        "warmup": kw["warmup"],
+        "warmup_instructions": kw["warmup_instructions"],
         "set": kw["set_"],
     }
 
@@ -271,6 +320,19 @@ def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None
     return modes
 
 
+def _parse_sensitivity(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> list[tuple[str, list[str]]]:
+    out = []
+    for v in values:
+        path, eq, span = v.partition("=")
+        lo, colon, hi = span.partition(":")
+        if not eq or not path.strip() or not colon or not lo.strip() or not hi.strip():
+            raise click.BadParameter(f"expected PATH=LO:HI, got `{v}`")
+        out.append((path.strip(), [lo.strip(), hi.strip()]))
+    return out
+
+
 @cli.command()
 @machine_options
 @source_options
@@ -281,16 +343,43 @@ def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None
     help=f"Modes to compare (default: all, {','.join(api.MODES)}).",
 )
 @click.option("--serial", is_flag=True, help="Run the modes one after another, not in parallel.")
+@click.option(
+    "--sensitivity",
+    multiple=True,
+    metavar="PATH=LO:HI",
+    callback=_parse_sensitivity,
+    help="Also run with the configuration value PATH at LO and at HI and say whether the "
+    "modes still rank alike (repeatable), e.g. machine.kernel.page_fault=1500:4000.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print {mode: result JSON}.")
-def compare(modes: list[str], serial: bool, as_json: bool, **kw: Any) -> None:
+def compare(
+    modes: list[str],
+    serial: bool,
+    sensitivity: list[tuple[str, list[str]]],
+    as_json: bool,
+    **kw: Any,
+) -> None:
     """Run each paging mode on the same workload and print them side by side."""
     source = _source(kw)
+    opts = _options(kw)
     with ProgressBars() as bars:
-        results = api.run_modes(modes, parallel=not serial, progress=bars, **source, **_options(kw))
+        results = api.run_modes(modes, parallel=not serial, progress=bars, **source, **opts)
+    studies = []
+    for key, values in sensitivity:
+        with ProgressBars() as bars:
+            rows = api.sensitivity(
+                key, values, modes, parallel=not serial, progress=bars, **source, **opts
+            )
+        studies.append((key, rows))
     if as_json:
-        click.echo(json.dumps({m: r.to_dict() for m, r in results.items()}, indent=2))
+        out: dict[str, Any] = {m: r.to_dict() for m, r in results.items()}
+        if studies:
+            out = {"results": out, "sensitivity": {k: rows for k, rows in studies}}
+        click.echo(json.dumps(out, indent=2))
         return
     _out().print(_render.compare_table(results, api.overhead(results)))
+    for key, rows in studies:
+        _out().print(_render.sensitivity_table(key, api.ranking(results), rows))
 
 
 @cli.group(invoke_without_command=True)

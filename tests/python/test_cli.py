@@ -98,6 +98,16 @@ def test_workloads_lists_generators_with_parameters_and_defaults(invoke):
         (["run", "--workload", TINY, "--pwc", "3d"], ["--pwc", "3d"]),
         (["compare", "--workload", TINY, "--modes", "native,bogus"], ["bogus"]),
         (["trace", "info", "/nonexistent/t.vtrace"], ["/nonexistent/t.vtrace"]),
+        (["run", "--workload", TINY, "--switch-at", "2M,1M"], ["strictly increasing"]),
+        (["run", "--workload", TINY, "--mode", "native", "--switch-at", "1K"], ["native"]),
+        (["run", "--workload", TINY, "--switch-at", "soon"], ["--switch-at", "soon"]),
+        (["run", "--workload", TINY, "--warmup", "-5"], ["--warmup"]),
+        (["run", "--workload", TINY, "--warmup", "1G"], ["warmup.refs", "longer"]),
+        (["compare", "--workload", TINY, "--sensitivity", "seed=1"], ["PATH=LO:HI"]),
+        (
+            ["compare", "--workload", TINY, "--sensitivity", "machine.bogus=1:2"],
+            ["machine.bogus"],
+        ),
     ],
 )
 def test_bad_input_exits_2_naming_the_culprit(invoke, args, names):
@@ -175,3 +185,42 @@ def test_profiles_lists_every_profile_and_shows_one(invoke):
     assert r.exit_code == 0 and "sh_x86_emulate_write" in r.stdout
     r = invoke("profiles", "show", "nosuch")
     assert r.exit_code == 2 and "kvm-modern" in r.stderr
+
+
+@pytest.mark.engine
+def test_switch_at_changes_the_mode_where_asked(invoke):
+    r = invoke("run", "--workload", TINY, "--switch-at", "3K", "--json")
+    assert r.exit_code == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["mode_switches"] == 1
+    assert res["instructions_in_mode"]["nested"] == 3000
+    assert res["cycles_by_cause"]["mode_switch"] > 0
+
+
+@pytest.mark.engine
+def test_warmup_leaves_its_references_out(invoke):
+    full = json.loads(invoke("run", "--workload", TINY, "--json").stdout)
+    r = invoke("run", "--workload", TINY, "--warmup", "1K", "--json")
+    assert r.exit_code == 0, r.stderr
+    warm = json.loads(r.stdout)
+    assert warm["memory_refs"] == full["memory_refs"] - 1000
+    assert warm["warmup"]["refs"] == 1000
+
+
+@pytest.mark.engine
+def test_sensitivity_reruns_the_comparison_at_each_end_of_the_range(invoke):
+    r = invoke(
+        "compare",
+        "--workload",
+        TINY,
+        "--sensitivity",
+        "machine.kernel.page_fault=1000:9000",
+        "--json",
+    )
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout)
+    rows = out["sensitivity"]["machine.kernel.page_fault"]
+    assert [row["value"] for row in rows] == ["1000", "9000"]
+    assert sorted(rows[0]["ranking"]) == ["native", "nested", "shadow"]
+    # A dearer guest fault is paid in every mode: the virtualized overheads shrink.
+    assert rows[1]["overhead"]["shadow"] < rows[0]["overhead"]["shadow"]

@@ -13,7 +13,7 @@
 //! store to a TLB entry without write permission faults without a walk (SDM §4.10.4.3 lets the
 //! processor use the TLB entry).
 
-use crate::addr::{Gpa, Gva, Hpa};
+use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::config::MachineConfig;
 use crate::hw::tlb::{Tag, TlbHierarchy, TlbLevel, TlbSide, Translation};
 use crate::mem::PhysMem;
@@ -21,6 +21,10 @@ use crate::paging::PageTable;
 use crate::walk::nested::NestedWalker;
 use crate::walk::{self, Access, GuestTables, IdentityDim, ShadowTables, WalkFault, WalkHw};
 use serde::Serialize;
+
+/// The most 4 KiB pieces of a page one INVLPG invalidates one by one (a 2 MiB or 4 MiB page);
+/// beyond, the address space's entries are dropped.
+pub const INVLPG_SPAN: u64 = 1024;
 
 /// Counters of the MMU beyond its structures' own.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -264,11 +268,22 @@ impl Mmu {
         }
     }
 
-    /// INVLPG of `va` in the address space `tag`: drops the TLB entries that map the page and
-    /// the tag's paging-structure-cache entries (Intel SDM Vol. 3A §4.10.4.1).
-    pub fn invlpg(&mut self, va: Gva, tag: Tag) {
+    /// INVLPG of `va`, which the guest maps with a page of `size`, in the address space `tag`:
+    /// drops every TLB entry of that page — all of them when a large page is held as several
+    /// smaller (splintered) entries — and the tag's paging-structure-cache entries (Intel SDM
+    /// Vol. 3A §4.10.4.1). A page of more than [`INVLPG_SPAN`] 4 KiB pieces drops the tag's
+    /// non-global entries instead, an over-invalidation the SDM allows.
+    pub fn invlpg(&mut self, va: Gva, size: PageSize, tag: Tag) {
         self.stats.invlpgs += 1;
-        self.tlb.invalidate_page(va, tag);
+        let pieces = size.bytes() / PageSize::Size4K.bytes();
+        if pieces > INVLPG_SPAN {
+            self.drop_context(tag);
+        } else {
+            let base = va.page_base(size);
+            for i in 0..pieces {
+                self.tlb.invalidate_page(base.add(i << 12), tag);
+            }
+        }
         self.hw.psc_guest.flush_tag(tag.raw());
     }
 
@@ -283,14 +298,18 @@ impl Mmu {
     /// and the PWC where the machine flushes it with the TLB (seed 002 Table 2).
     pub fn flush_context(&mut self, tag: Tag) {
         self.stats.context_flushes += 1;
+        self.drop_context(tag);
+        self.hw.psc_guest.flush_tag(tag.raw());
+        if self.pwc_flush_on_tlb_flush {
+            self.hw.pwc.flush();
+        }
+    }
+
+    fn drop_context(&mut self, tag: Tag) {
         if self.pcid {
             self.tlb.flush_tag(tag);
         } else {
             self.tlb.flush_nonglobal(self.vpid);
-        }
-        self.hw.psc_guest.flush_tag(tag.raw());
-        if self.pwc_flush_on_tlb_flush {
-            self.hw.pwc.flush();
         }
     }
 

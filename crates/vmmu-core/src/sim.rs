@@ -144,6 +144,29 @@ impl Simulator {
                 }
             }
         }
+        if self.warming {
+            let w = self.cfg.warmup;
+            let (n, unit, had) = if w.refs > 0 {
+                (
+                    w.refs,
+                    "references",
+                    self.counters.memory_refs + self.counters.fetches,
+                )
+            } else {
+                (w.instructions, "instructions", self.counters.instructions)
+            };
+            return Err(Error::config(
+                if w.refs > 0 {
+                    "warmup.refs"
+                } else {
+                    "warmup.instructions"
+                },
+                format!(
+                    "a warm-up of {n} {unit} is longer than the workload ({had} {unit}): \
+                     nothing would be counted"
+                ),
+            ));
+        }
         self.vmm.finish(self.counters.instructions);
         progress(&Progress {
             events: self.counters.events + self.warmed.events,

@@ -94,7 +94,7 @@ impl GuestOs {
             pt.unmap(&mut self.mem, va, &mut fx.writes);
             self.release(e.frame(mask) & !size.offset_mask(), size);
             if n <= FLUSH_CEILING {
-                fx.invalidate.push((pid, va));
+                fx.invalidate.push((pid, va, size));
             }
         }
         if n > FLUSH_CEILING {
@@ -122,11 +122,11 @@ impl GuestOs {
         }
         let pt = p.pt;
         let mut pages = Vec::new();
-        pt.for_each_leaf_in(&self.mem, start, Gva(end), &mut |va, _, _, e| {
-            pages.push((va, e))
+        pt.for_each_leaf_in(&self.mem, start, Gva(end), &mut |va, _, level, e| {
+            pages.push((va, level, e))
         });
         let n = pages.len();
-        for (va, e) in pages {
+        for (va, level, e) in pages {
             let mut set = 0;
             let mut clear = 0;
             // A COW-shared page stays read-only until its fault.
@@ -145,7 +145,8 @@ impl GuestOs {
             }
             pt.protect(&mut self.mem, va, set, clear, &mut fx.writes);
             if n <= FLUSH_CEILING {
-                fx.invalidate.push((pid, va));
+                let size = self.geo.leaf_size(level).expect("leaf");
+                fx.invalidate.push((pid, va, size));
             }
         }
         if n > FLUSH_CEILING {
@@ -283,7 +284,7 @@ impl GuestOs {
         } else {
             pt.protect(&mut self.mem, base, Pte::RW, 0, &mut fx.writes);
         }
-        fx.invalidate.push((pid, base));
+        fx.invalidate.push((pid, base, size));
         Ok(())
     }
 

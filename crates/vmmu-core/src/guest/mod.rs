@@ -33,8 +33,9 @@ pub struct OsEffects {
     pub writes: Vec<TableWrite<Gpa>>,
     /// Guest-physical blocks newly allocated (data or tables), to be backed by the host.
     pub new_frames: Vec<(Gpa, PageSize)>,
-    /// Pages whose TLB entries must be invalidated (INVLPG), with the pid they belong to.
-    pub invalidate: Vec<(u32, Gva)>,
+    /// Pages whose TLB entries must be invalidated (INVLPG), with the pid they belong to and
+    /// the guest page size that mapped them.
+    pub invalidate: Vec<(u32, Gva, PageSize)>,
     /// The TLB entries of these pids must be flushed entirely (too many pages for INVLPG, or
     /// an address space torn down).
     pub flush_pids: Vec<u32>,

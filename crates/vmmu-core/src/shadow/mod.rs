@@ -292,8 +292,17 @@ impl ShadowPager {
     ) -> Result<FaultKind> {
         let geo = self.geo;
         let mask = geo.frame_mask();
-        let Some((_, sroot)) = self.current else {
-            return Ok(FaultKind::Guest);
+        let mut built = 0;
+        // A root removed while in use (write-flood detection on a root table) is rebuilt, as
+        // KVM reloads an invalidated root before the next entry.
+        let sroot = match self.current {
+            Some((_, h)) => h,
+            None => {
+                let h = self.get_or_make(host, self.root_key(gpt.root), &mut built)?;
+                self.roots.push((gpt.root, h));
+                self.current = Some((gpt.root, h));
+                h
+            }
         };
         // 1. The software walk of the guest tables (the one descent, recording the path).
         let mut trace = Trace::new(gmem, geo);
@@ -312,7 +321,6 @@ impl ShadowPager {
         gpt.set_bits(gmem, Gpa(leaf.entry), leaf.level, bits, &mut scratch);
         let dirty = leaf.pte.dirty() || write;
         // 3. The shadow path: one shadow page per guest table.
-        let mut built = 0;
         let mut spage = sroot;
         for l in ((leaf.level + 1)..=geo.levels).rev() {
             let (t, e) = path[l as usize];

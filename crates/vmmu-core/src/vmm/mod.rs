@@ -333,14 +333,14 @@ impl Vmm {
                 }
             }
         }
-        for &(pid, va) in &fx.invalidate {
+        for &(pid, va, size) in &fx.invalidate {
             let tag = mmu.tag(os.pcid(pid));
             if let (Paging::Shadow(sp), Some(gpt)) = (&mut *paging, os.tables(pid)) {
                 let resynced = sp.invlpg(&os.mem, &gpt, host, va);
                 let h = c.invlpg + resynced as u64 * c.resync_page;
                 acct.charge(mmu, ExitReason::Invlpg, h);
             }
-            mmu.invlpg(va, tag);
+            mmu.invlpg(va, size, tag);
         }
         for &pid in &fx.flush_pids {
             if let (Paging::Shadow(sp), true) = (&mut *paging, os.process(pid).is_some()) {
