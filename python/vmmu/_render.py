@@ -313,7 +313,13 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
     row("  D-assists", lambda r: num(r.get("d_assists")))
 
     causes = _ordered(
-        {k for r in results.values() for k in (r.get("cycles_by_cause") or {})}, CAUSE_ORDER
+        {
+            k
+            for r in results.values()
+            for k, v in (r.get("cycles_by_cause") or {}).items()
+            if v or k in CAUSE_ORDER[:5]
+        },
+        CAUSE_ORDER,
     )
     if causes:
         section("cycles by cause")

@@ -19,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod event;
 pub mod guest;
+pub mod host;
 pub mod hw;
 pub mod import;
 pub mod interval;

@@ -3,9 +3,11 @@
 //! figure has one home (a page-walk cache's hits live in `walk_caches`, nowhere else).
 
 use crate::config::{Mode, SimConfig, Technique};
+use crate::error::Result;
+use crate::event::EventSource;
 use crate::hw::HitMiss;
 use crate::shadow::ShadowStats;
-use crate::sim::Simulator;
+use crate::sim::{Progress, Simulator, Warmup};
 use crate::vmm::exits::{ExitCount, ExitReason};
 use crate::vmm::mode_index;
 use crate::walk::step::{step_name, COL_G, GRID};
@@ -101,17 +103,6 @@ pub struct OsEvents {
     pub psc_flushes: u64,
     /// Accesses a TLB entry forbade (a fault without a walk).
     pub tlb_hit_faults: u64,
-}
-
-/// The part of the run left out of every count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Warmup {
-    /// Events of the warm-up.
-    pub events: u64,
-    /// Memory references of the warm-up.
-    pub refs: u64,
-    /// Instructions of the warm-up.
-    pub instructions: u64,
 }
 
 /// How the simulation itself went.
@@ -359,4 +350,19 @@ impl RunResult {
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("a result serializes")
     }
+}
+
+/// Runs `source` under `cfg` to the end and returns the result (schema `vmmu.result/2`, see
+/// docs/statistics.md). `progress` is called about every million events; returning `false`
+/// stops the run with [`crate::Error::Interrupted`].
+pub fn run(
+    cfg: &SimConfig,
+    source: &mut dyn EventSource,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<RunResult> {
+    let start = std::time::Instant::now();
+    let mut sim = Simulator::new(cfg)?;
+    sim.run(source, progress)?;
+    let secs = start.elapsed().as_secs_f64();
+    Ok(RunResult::of(&sim, &source.describe(), secs))
 }

@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use vmmu_core::error::Error;
 use vmmu_core::record as rec;
-use vmmu_core::{config, sim, trace, workload};
+use vmmu_core::{config, result, sim, trace, workload};
 
 create_exception!(
     _core,
@@ -185,7 +185,7 @@ fn run(
                 ))
             }
         };
-        sim::run(&cfg, source.as_mut(), &mut |p: &sim::Progress| {
+        result::run(&cfg, source.as_mut(), &mut |p: &sim::Progress| {
             reporter.report(p.events, p.total)
         })
     });

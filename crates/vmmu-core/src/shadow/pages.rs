@@ -5,8 +5,8 @@
 use super::ShadowPager;
 use crate::addr::{Gva, Hpa};
 use crate::error::Result;
+use crate::host::Host;
 use crate::paging::Pte;
-use crate::vmm::host::Host;
 
 /// Identity of a shadow page.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

@@ -6,9 +6,9 @@
 use super::pages::SpKey;
 use super::ShadowPager;
 use crate::addr::{Gpa, Hpa};
+use crate::host::Host;
 use crate::mem::PhysMem;
 use crate::paging::Pte;
-use crate::vmm::host::Host;
 
 impl ShadowPager {
     /// Resyncs every out-of-sync page; returns how many.

@@ -18,18 +18,17 @@
 //! VM's TLBs and the refill is simulated, never folded into a constant.
 
 pub mod exits;
-pub mod host;
 
 use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::config::{CostProfile, Mode, ShadowConfig, SimConfig, Technique};
 use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
+use crate::host::Host;
 use crate::mmu::{Mmu, Tables};
 use crate::paging::{Geometry, PageTable};
 use crate::shadow::{FaultKind, ShadowPager, ShadowStats, WriteKind};
 use crate::walk::{Access, WalkFault};
 use exits::{ExitReason, ExitStats};
-use host::Host;
 
 /// The VM's paging mode and its state.
 pub enum Paging {

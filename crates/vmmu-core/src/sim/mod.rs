@@ -1,12 +1,15 @@
 //! The simulator: the event loop (DESIGN.md "Architecture"). Each event goes to the guest OS,
-//! whose effects go to the hypervisor, which drives the MMU; counters end in a
-//! [`RunResult`]. The loop only delivers events — it never asks which paging mode is active:
+//! whose effects go to the hypervisor, which drives the MMU; the counters are read into a
+//! [`crate::result::RunResult`] afterwards. The loop only delivers events — it never asks which paging mode is active:
 //! the mode lives in [`Vmm`], the hardware in [`Mmu`], the guest kernel in [`GuestOs`].
 //!
 //! `cycles = instructions × base_CPI + translation + data + guest_kernel + hypervisor +
 //! mode_switch` (docs/statistics.md). The loop streams events in batches and allocates nothing
 //! per reference; a mode switch or the end of the warm-up happens between two events, at the
 //! first boundary at or after its point.
+
+mod boundary;
+mod check;
 
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
@@ -15,7 +18,6 @@ use crate::guest::{GuestOs, OsEffects, OsError};
 use crate::hw::tlb::Tag;
 use crate::mmu::{Lookup, Mmu};
 use crate::paging::Geometry;
-use crate::result::{RunResult, Warmup};
 use crate::vmm::{Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
 
@@ -26,6 +28,17 @@ pub struct Progress {
     pub events: u64,
     /// Total events if the source knows it.
     pub total: Option<u64>,
+}
+
+/// The part of a run a warm-up left out of every count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Warmup {
+    /// Events of the warm-up.
+    pub events: u64,
+    /// Memory references of the warm-up.
+    pub refs: u64,
+    /// Instructions of the warm-up.
+    pub instructions: u64,
 }
 
 /// Counters kept by the event loop itself.
@@ -144,29 +157,7 @@ impl Simulator {
                 }
             }
         }
-        if self.warming {
-            let w = self.cfg.warmup;
-            let (n, unit, had) = if w.refs > 0 {
-                (
-                    w.refs,
-                    "references",
-                    self.counters.memory_refs + self.counters.fetches,
-                )
-            } else {
-                (w.instructions, "instructions", self.counters.instructions)
-            };
-            return Err(Error::config(
-                if w.refs > 0 {
-                    "warmup.refs"
-                } else {
-                    "warmup.instructions"
-                },
-                format!(
-                    "a warm-up of {n} {unit} is longer than the workload ({had} {unit}): \
-                     nothing would be counted"
-                ),
-            ));
-        }
+        self.check_warmup_ended()?;
         self.vmm.finish(self.counters.instructions);
         progress(&Progress {
             events: self.counters.events + self.warmed.events,
@@ -194,49 +185,6 @@ impl Simulator {
             }
             other => self.os_event(other, idx),
         }
-    }
-
-    /// The next boundary: the end of the warm-up, or the next mode switch.
-    fn plan(&mut self) {
-        let w = self.cfg.warmup;
-        let warm = |n: u64| if self.warming && n > 0 { n } else { u64::MAX };
-        let switch = self.switches.last().copied().unwrap_or(u64::MAX);
-        self.next_instr = warm(w.instructions).min(switch);
-        self.next_refs = warm(w.refs);
-    }
-
-    /// Ends the warm-up and carries out the mode switches that are due.
-    fn boundary(&mut self) -> Result<()> {
-        let instr = self.warmed.instructions + self.counters.instructions;
-        let refs = self.warmed.refs + self.counters.memory_refs + self.counters.fetches;
-        let w = self.cfg.warmup;
-        if self.warming
-            && ((w.instructions > 0 && instr >= w.instructions) || (w.refs > 0 && refs >= w.refs))
-        {
-            self.end_warmup();
-        }
-        while self.switches.last().is_some_and(|&at| instr >= at) {
-            self.switches.pop();
-            self.vmm
-                .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
-        }
-        self.plan();
-        Ok(())
-    }
-
-    /// Restarts every counter; the model's state (tables, TLBs, caches, shadow cache) stays.
-    fn end_warmup(&mut self) {
-        self.warming = false;
-        let c = &self.counters;
-        self.warmed = Warmup {
-            events: c.events,
-            refs: c.memory_refs + c.fetches,
-            instructions: c.instructions,
-        };
-        self.counters = Counters::default();
-        self.mmu.reset_stats();
-        self.os.reset_stats();
-        self.vmm.reset_stats(0);
     }
 
     #[inline]
@@ -381,44 +329,4 @@ impl Simulator {
         }
         res
     }
-
-    /// DESIGN.md law 3: the translation used equals the composition of the guest mapping and
-    /// the guest-physical → host-physical mapping at this instant.
-    fn check(&mut self, pid: u32, r: &MemRef, hpa: crate::addr::Hpa, idx: u64) -> Result<()> {
-        self.counters.checked += 1;
-        let va = r.va;
-        let Some((gpa, _, _)) = self.os.translate(pid, va) else {
-            return Err(Error::Check {
-                event: idx,
-                detail: format!("{va} translated to {hpa} but the guest tables do not map it"),
-            });
-        };
-        let expect = self.vmm.p2m(gpa);
-        if expect != Some(hpa) {
-            return Err(Error::Check {
-                event: idx,
-                detail: format!(
-                    "{va}: the MMU gave {hpa}, the mappings give {gpa} -> {expect:?} (process \
-                     {pid}, {} paging)",
-                    self.vmm.mode().name()
-                ),
-            });
-        }
-        Ok(())
-    }
-}
-
-/// Runs `source` under `cfg` to the end and returns the result (schema `vmmu.result/2`, see
-/// docs/statistics.md). `progress` is called about every million events; returning `false`
-/// stops the run with [`Error::Interrupted`].
-pub fn run(
-    cfg: &SimConfig,
-    source: &mut dyn EventSource,
-    progress: &mut dyn FnMut(&Progress) -> bool,
-) -> Result<RunResult> {
-    let start = std::time::Instant::now();
-    let mut sim = Simulator::new(cfg)?;
-    sim.run(source, progress)?;
-    let secs = start.elapsed().as_secs_f64();
-    Ok(RunResult::of(&sim, &source.describe(), secs))
 }
