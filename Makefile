@@ -17,7 +17,7 @@ RUN_ARGS ?= --machine bhargava08 --workload random:footprint=1G,refs=2M
 
 install: $(STAMP) tool
 
-# The Valgrind tool behind `vmmu record` (issue 4); installs valgrind when missing and root,
+# The Valgrind tool behind `vmmu record`; installs valgrind when missing and root,
 # else says exactly what to install.
 tool:
 	$(MAKE) --no-print-directory -C tools/vg-memtrace
@@ -65,7 +65,7 @@ fmt: install
 	$(BIN)/ruff check --fix python tests
 	$(BIN)/ruff format python tests
 
-# Records the real-program trace library (issue 4): builds the Valgrind tool, then records.
+# Records the real-program trace library: builds the Valgrind tool, then records.
 traces: install
 	tools/traces/record.sh
 

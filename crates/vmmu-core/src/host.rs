@@ -136,19 +136,9 @@ impl Host {
         self.alloc.free(f.raw(), PageSize::Size4K);
     }
 
-    /// Whether `gpa` is backed (has a nested mapping).
-    pub fn is_backed(&self, gpa: Gpa) -> bool {
-        self.translate(gpa).is_some()
-    }
-
     /// Functional translation of `gpa` by the nested tables.
     pub fn translate(&self, gpa: Gpa) -> Option<(Hpa, PageSize)> {
         self.npt.lookup(&self.hmem, gpa).map(|(h, s, _)| (h, s))
-    }
-
-    /// Host frames currently holding hypervisor tables (nested and shadow).
-    pub fn table_frames(&self) -> usize {
-        self.hmem.table_frames()
     }
 }
 

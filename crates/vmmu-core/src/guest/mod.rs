@@ -140,11 +140,6 @@ impl GuestOs {
         self.procs.get(&pid)
     }
 
-    /// Number of live processes.
-    pub fn process_count(&self) -> usize {
-        self.procs.len()
-    }
-
     /// The PCID of `pid` (0 for a process that is gone).
     #[inline]
     pub fn pcid(&self, pid: u32) -> u16 {

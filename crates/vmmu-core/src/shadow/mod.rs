@@ -166,21 +166,6 @@ impl ShadowPager {
         self.current.map(|(_, h)| PageTable::at(self.geo, h))
     }
 
-    /// Shadow pages that exist now.
-    pub fn page_count(&self) -> usize {
-        self.pages.len()
-    }
-
-    /// Pages currently out of sync.
-    pub fn oos_count(&self) -> usize {
-        self.oos.len()
-    }
-
-    /// Whether the guest table at `gfn` is shadowed (write-protected or out of sync).
-    pub fn is_shadowed(&self, gfn: u64) -> bool {
-        self.gfns.contains_key(&gfn)
-    }
-
     /// Whether a shadow table was removed or unlinked since the last call (the caller must
     /// then flush the paging-structure caches); clears the flag.
     pub fn take_unlinked(&mut self) -> bool {
