@@ -93,7 +93,6 @@ def test_result_wraps_a_dict():
     assert r.tlb["l1d"]["hits"] == 3, "to_dict is a copy"
 
 
-@pytest.mark.engine
 def test_run_returns_a_result():
     r = vmmu.run(mode="native", workload=TINY)
     assert r.schema == "vmmu.result/2"
@@ -103,7 +102,6 @@ def test_run_returns_a_result():
     assert "tlb.l1d.misses" in df.columns
 
 
-@pytest.mark.engine
 def test_progress_callback_can_stop_the_run():
     calls = []
 
@@ -116,7 +114,6 @@ def test_progress_callback_can_stop_the_run():
     assert calls
 
 
-@pytest.mark.engine
 def test_progress_callback_exception_propagates():
     def boom(done, total):
         raise RuntimeError("boom")
@@ -125,7 +122,6 @@ def test_progress_callback_exception_propagates():
         vmmu.run(workload="random:footprint=64M,refs=5M", progress=boom)
 
 
-@pytest.mark.engine
 def test_compare_gives_one_row_per_mode_with_overhead():
     df = vmmu.compare(workload=TINY)
     assert isinstance(df, pd.DataFrame)

@@ -127,7 +127,6 @@ def test_error_lines_start_with_error(invoke):
 # --- run and compare ----------------------------------------------------------------------
 
 
-@pytest.mark.engine
 def test_run_json_is_a_vmmu_result(run_json):
     res = run_json("--workload", TINY)
     assert res["schema"] == "vmmu.result/2"
@@ -138,7 +137,6 @@ def test_run_json_is_a_vmmu_result(run_json):
     assert res["memory_refs"] == 20_000
 
 
-@pytest.mark.engine
 @pytest.mark.parametrize("mode", ["native", "nested"])
 def test_run_prints_a_readable_table(invoke, mode):
     r = invoke("run", "--mode", mode, "--workload", TINY)
@@ -149,7 +147,6 @@ def test_run_prints_a_readable_table(invoke, mode):
         assert "gPA" in r.stdout and "nL1" in r.stdout
 
 
-@pytest.mark.engine
 def test_run_is_deterministic(run_json):
     args = ("--workload", "random:footprint=16M,refs=50K,seed=3", "--seed", "5")
     a, b = run_json(*args), run_json(*args)
@@ -157,7 +154,6 @@ def test_run_is_deterministic(run_json):
     assert a == b
 
 
-@pytest.mark.engine
 def test_compare_prints_every_mode_and_the_overhead(invoke):
     r = invoke("compare", "--workload", TINY)
     assert r.exit_code == 0, r.stderr
@@ -167,7 +163,6 @@ def test_compare_prints_every_mode_and_the_overhead(invoke):
     assert "+0.0%" in r.stdout  # native against itself
 
 
-@pytest.mark.engine
 def test_compare_json_has_one_result_per_mode(invoke):
     r = invoke("compare", "--json", "--workload", TINY, "--modes", "native,nested")
     assert r.exit_code == 0, r.stderr
@@ -187,7 +182,6 @@ def test_profiles_lists_every_profile_and_shows_one(invoke):
     assert r.exit_code == 2 and "kvm-modern" in r.stderr
 
 
-@pytest.mark.engine
 def test_switch_at_changes_the_mode_where_asked(invoke):
     r = invoke("run", "--workload", TINY, "--switch-at", "3K", "--json")
     assert r.exit_code == 0, r.stderr
@@ -197,7 +191,6 @@ def test_switch_at_changes_the_mode_where_asked(invoke):
     assert res["cycles_by_cause"]["mode_switch"] > 0
 
 
-@pytest.mark.engine
 def test_warmup_leaves_its_references_out(invoke):
     full = json.loads(invoke("run", "--workload", TINY, "--json").stdout)
     r = invoke("run", "--workload", TINY, "--warmup", "1K", "--json")
@@ -207,7 +200,6 @@ def test_warmup_leaves_its_references_out(invoke):
     assert warm["warmup"]["refs"] == 1000
 
 
-@pytest.mark.engine
 def test_sensitivity_reruns_the_comparison_at_each_end_of_the_range(invoke):
     r = invoke(
         "compare",

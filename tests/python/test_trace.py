@@ -48,7 +48,6 @@ def test_convert_to_vtrace_and_back_keeps_every_reference(invoke, lackey, tmp_pa
     assert [ln for ln in back.read_text().splitlines() if not ln.startswith("#")] == lines
 
 
-@pytest.mark.engine
 def test_run_a_trace_in_both_modes(invoke, lackey):
     r = invoke("compare", "--json", "--trace", str(lackey))
     assert r.exit_code == 0, r.stderr
