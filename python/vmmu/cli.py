@@ -422,7 +422,9 @@ def trace_check(path: str, as_json: bool) -> None:
 @click.option("-o", "--output", metavar="FILE", help="Trace to write (default: CMD.vtrace).")
 @click.option("--no-instr", is_flag=True, help="Leave out instruction fetches.")
 @click.option(
-    "--follow-children", is_flag=True, help="Record forked children and the images they exec."
+    "--follow-children",
+    is_flag=True,
+    help="Record forked children too (the command's own execs are always followed).",
 )
 @click.option(
     "--native-layout",
@@ -449,7 +451,10 @@ def record(
         click.echo(json.dumps(summary, indent=2))
     else:
         # stderr: the recorded program's own output keeps stdout.
-        _err().print(_render.key_values(summary, title=f"wrote {out}"))
+        shown = {k: v for k, v in summary.items() if k != "warnings"}
+        _err().print(_render.key_values(shown, title=f"wrote {out}"))
+    for w in summary.get("warnings", []):
+        click.secho(f"warning: {w}", fg="yellow", err=True)
 
 
 cli.add_command(repro)

@@ -43,7 +43,8 @@
 #define VGMT_E_MREMAP        0x04 /* old, old_len, new, new_len              */
 #define VGMT_E_BRK           0x05 /* end                                     */
 #define VGMT_E_FORK          0x06 /* inline child pid                        */
-#define VGMT_E_EXEC          0x07 /* execve about to run                     */
+#define VGMT_E_EXEC          0x07 /* execve about to run; inline byte length;
+                                     the program's path, NUL padded        */
 #define VGMT_E_EXEC_FAILED   0x08 /* the execve returned an error            */
 #define VGMT_E_EXIT          0x09 /* inline exit code (low 32 bits)          */
 #define VGMT_E_THREAD        0x0A /* inline thread id now running            */

@@ -18,7 +18,7 @@ mod run;
 pub use check::{check, check_source, CheckReport};
 pub use layout::NativeLayout;
 pub use live::LiveStreams;
-pub use merge::{DirStreams, MergeStats, Merged, StreamSet};
+pub use merge::{DirStreams, MergeStats, Merged, NotFollowed, StreamSet};
 pub use run::{
     find_tool_dir, find_valgrind, record, resolve_command, RecordOptions, RecordProgress,
     RecordSummary, INSTALL_VALGRIND, TOOL, TOOL_FILE,
