@@ -54,7 +54,7 @@ test-python: install
 	$(BIN)/pytest tests/python
 
 bench: tool
-	$(CARGO) run --release -p vmmu-core --bin vmmu-bench
+	$(CARGO) run --release -p vmmu-record --bin vmmu-bench
 
 lint: install
 	$(CARGO) fmt --all --check

@@ -4,7 +4,7 @@
    SPDX-License-Identifier: GPL-2.0-or-later
 
    The format is specified in docs/recording.md ("The raw record stream"); the
-   Rust decoder in crates/vmmu-core/src/record/raw.rs mirrors these constants.
+   Rust decoder in crates/vmmu-record/src/raw.rs mirrors these constants.
 
    A stream is one process image (from its start, fork or exec to its exit or
    exec): a 64-byte header, then little-endian 64-bit words.  The low 16 bits

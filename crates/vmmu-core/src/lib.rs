@@ -22,7 +22,6 @@ pub mod hw;
 pub mod import;
 pub mod mem;
 pub mod paging;
-pub mod record;
 pub mod shadow;
 pub mod sim;
 pub mod stats;

@@ -15,8 +15,8 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use vmmu_core::error::Error;
-use vmmu_core::record as rec;
 use vmmu_core::{config, sim, trace, workload};
+use vmmu_record as rec;
 
 create_exception!(
     _core,

@@ -2,12 +2,9 @@
 //! every process image's stream from a Unix socket, merge, relocate if asked, and write a
 //! `.vtrace` as the program runs.
 
-use super::layout::{LayoutStats, NativeLayout};
-use super::live::LiveStreams;
-use super::merge::{MergeStats, Merged, StreamSet};
-use crate::error::{Error, Result};
-use crate::event::{Event, EventSource};
-use crate::trace::{TraceMeta, TraceWriter, WriterOptions};
+use crate::layout::{LayoutStats, NativeLayout};
+use crate::live::LiveStreams;
+use crate::merge::{MergeStats, Merged, StreamSet};
 use serde::Serialize;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -19,6 +16,9 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{Event, EventSource};
+use vmmu_core::trace::{TraceMeta, TraceWriter, WriterOptions};
 
 /// The tool's name as Valgrind knows it (`--tool=`).
 pub const TOOL: &str = "vgmemtrace";

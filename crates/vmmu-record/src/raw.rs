@@ -13,9 +13,9 @@
 //!
 //! The constants mirror `tools/vg-memtrace/vgmt_format.h`.
 
-use crate::addr::Gva;
-use crate::error::{Error, Result};
-use crate::event::{AccessKind, Event, MapFlags, MemRef, Prot};
+use vmmu_core::addr::Gva;
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot};
 
 /// The first 8 bytes of every stream.
 pub const MAGIC: &[u8; 8] = b"VGMTRACE";

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef};
-use vmmu_core::record::{self, layout, RecordOptions, RecordSummary};
+use vmmu_record::{self as record, layout, RecordOptions, RecordSummary};
 
 /// What recording here lacks, if anything (the tool is built when it is missing).
 fn missing() -> Option<&'static str> {

@@ -20,14 +20,14 @@
 //! still live in the merged order when it is reused (possible only after pid wraparound) gets a
 //! fresh id above Linux's largest pid, 2^22.
 
-use super::raw::{Control, Step, StreamCounts, StreamDecoder, StreamEnd, StreamHeader};
-use crate::error::{Error, Result};
-use crate::event::{Event, EventSource};
+use crate::raw::{Control, Step, StreamCounts, StreamDecoder, StreamEnd, StreamHeader};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{Event, EventSource};
 
 /// Identifies a stream within a [`StreamSet`].
 pub type StreamId = usize;
@@ -189,7 +189,7 @@ impl<S: StreamSet> Merged<S> {
         let info = self.set.info(id);
         let dec = StreamDecoder::new(&info.header, info.name);
         self.stats.streams += 1;
-        self.stats.raw_bytes += super::raw::HEADER_SIZE as u64;
+        self.stats.raw_bytes += crate::raw::HEADER_SIZE as u64;
         self.stack.push(Frame {
             real_pid: info.header.pid,
             sim_pid,
@@ -441,9 +441,9 @@ impl DirStreams {
             if p.extension().is_some_and(|x| x == "vgmt") {
                 let pname = p.display().to_string();
                 let mut f = File::open(&p).map_err(|e| Error::io(&pname, e))?;
-                let mut h = Vec::with_capacity(super::raw::HEADER_SIZE);
+                let mut h = Vec::with_capacity(crate::raw::HEADER_SIZE);
                 (&mut f)
-                    .take(super::raw::HEADER_SIZE as u64)
+                    .take(crate::raw::HEADER_SIZE as u64)
                     .read_to_end(&mut h)
                     .map_err(|e| Error::io(&pname, e))?;
                 if h.is_empty() {
@@ -506,7 +506,7 @@ impl StreamSet for DirStreams {
         let name = &self.infos[id].name;
         if !self.open.contains_key(&id) {
             let mut f = File::open(&self.paths[id]).map_err(|e| Error::io(name, e))?;
-            let mut skip = [0u8; super::raw::HEADER_SIZE];
+            let mut skip = [0u8; crate::raw::HEADER_SIZE];
             f.read_exact(&mut skip).map_err(|e| Error::io(name, e))?;
             self.open.insert(id, f);
         }
@@ -533,10 +533,10 @@ impl StreamSet for DirStreams {
 
 #[cfg(test)]
 mod tests {
-    use super::super::raw::tests::{bytes, header, rev, rref};
-    use super::super::raw::HF_FORKED;
     use super::*;
-    use crate::addr::Gva;
+    use crate::raw::tests::{bytes, header, rev, rref};
+    use crate::raw::HF_FORKED;
+    use vmmu_core::addr::Gva;
 
     /// An in-memory set: (header bytes parsed, data words).
     struct MemSet {
@@ -610,9 +610,9 @@ mod tests {
     const EXIT: u64 = 9;
 
     fn load(va: u64) -> Event {
-        Event::Ref(crate::event::MemRef {
+        Event::Ref(vmmu_core::event::MemRef {
             va: Gva(va),
-            kind: crate::event::AccessKind::Load,
+            kind: vmmu_core::event::AccessKind::Load,
             size: 8,
             instrs: 0,
         })

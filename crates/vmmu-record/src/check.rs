@@ -9,10 +9,10 @@
 //! fault). A process that never saw a mapping event (lackey and ChampSim traces) has every page
 //! mapped on first touch: its references are counted as unchecked, not as failures.
 
-use crate::error::{Error, Result};
-use crate::event::{Event, EventSource, Prot};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{Event, EventSource, Prot};
 
 /// How many examples of each problem a report keeps.
 const EXAMPLES: usize = 10;
@@ -310,10 +310,10 @@ impl Checker {
                                 event: idx,
                                 va: r.va.0,
                                 kind: match r.kind {
-                                    crate::event::AccessKind::Load => "load",
-                                    crate::event::AccessKind::Store => "store",
-                                    crate::event::AccessKind::Modify => "modify",
-                                    crate::event::AccessKind::Fetch => "fetch",
+                                    vmmu_core::event::AccessKind::Load => "load",
+                                    vmmu_core::event::AccessKind::Store => "store",
+                                    vmmu_core::event::AccessKind::Modify => "modify",
+                                    vmmu_core::event::AccessKind::Fetch => "fetch",
                                 },
                                 reason,
                             });
@@ -500,10 +500,10 @@ pub fn check_source(
     Ok(c.finish())
 }
 
-/// Checks the trace file at `path` (any format [`crate::trace::open`] reads); `progress` as
+/// Checks the trace file at `path` (any format [`vmmu_core::trace::open`] reads); `progress` as
 /// for [`check_source`].
 pub fn check(path: &str, progress: &mut dyn FnMut(u64) -> bool) -> Result<CheckReport> {
-    let mut src = crate::trace::open(path)?;
+    let mut src = vmmu_core::trace::open(path)?;
     let mut r = check_source(src.as_mut(), progress)?;
     r.trace = path.to_string();
     Ok(r)
@@ -512,8 +512,8 @@ pub fn check(path: &str, progress: &mut dyn FnMut(u64) -> bool) -> Result<CheckR
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::Gva;
-    use crate::event::{AccessKind, MapFlags, MemRef, VecSource};
+    use vmmu_core::addr::Gva;
+    use vmmu_core::event::{AccessKind, MapFlags, MemRef, VecSource};
 
     fn r(va: u64, kind: AccessKind) -> Event {
         Event::Ref(MemRef {

@@ -1,12 +1,20 @@
+//! # vmmu-record — recording real programs
+//!
 //! Recording real programs (docs/recording.md): the raw record stream of the vg-memtrace
-//! Valgrind tool (`tools/vg-memtrace/`), its decoding into [`Event`](crate::event::Event)s,
+//! Valgrind tool (`tools/vg-memtrace/`), its decoding into [`Event`](vmmu_core::event::Event)s,
 //! the merge of per-process streams into one guest trace, the `--native-layout` relocation,
 //! `trace check`, and the pipeline behind `vmmu record -- CMD` that runs Valgrind and converts
 //! its output on the fly.
 //!
+//! A crate of its own because it spawns processes and opens sockets: the engine
+//! (`vmmu-core`) stays free of both and never depends on this crate; this crate reads and
+//! writes traces through `vmmu_core::trace` and replays them through `vmmu_core::event`.
+//!
 //! What it simplifies: threads of a process are one stream in the order Valgrind ran them (no
 //! thread events reach the model); the main stack is one mapping as large as its reservation;
 //! the kernel's own references and the page cache are not seen.
+
+#![warn(missing_docs)]
 
 pub mod check;
 pub mod layout;
@@ -24,9 +32,9 @@ pub use run::{
     RecordSummary, INSTALL_VALGRIND, TOOL, TOOL_FILE,
 };
 
-use crate::error::Result;
-use crate::event::EventSource;
 use std::path::Path;
+use vmmu_core::error::Result;
+use vmmu_core::event::EventSource;
 
 /// Opens the streams of a recording made with `--out=dir:PATH` (one `*.vgmt` file per process
 /// image) as one merged event stream, relocated to a native layout if asked.
