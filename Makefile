@@ -44,15 +44,17 @@ TEST_PROFILE := --config 'profile.quicktest.inherits="dev"' \
 	--profile quicktest
 
 # Property tests draw from a fixed seed in `make test`, so CI is deterministic; run
-# `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases.
-test-rust:
+# `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases. The recording tests
+# need Valgrind and the vg-memtrace tool, so `tool` comes first; without them they fail unless
+# VMMU_SKIP_VALGRIND=REASON is set (docs/recording.md, "Testing").
+test-rust: tool
 	PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-20261122} $(CARGO) test --workspace $(TEST_PROFILE)
 
 test-python: install
 	$(BIN)/pytest tests/python
 
 bench: tool
-	$(CARGO) run --release -p vmmu-core --bin vmmu-bench
+	$(CARGO) run --release -p vmmu-record --bin vmmu-bench
 
 lint: install
 	$(CARGO) fmt --all --check

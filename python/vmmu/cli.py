@@ -219,10 +219,17 @@ def machine_options(f: Callable) -> Callable:
     return f
 
 
+#: What ``--trace`` reads (docs/traces.md): every format, told apart by the file's first bytes.
+TRACE_FORMATS_HELP = (
+    "Trace file to replay, in any format vmmu reads, recognised by its first bytes: "
+    "vtrace (vmmu's binary format, `vmmu record`); Valgrind lackey text, plain or "
+    "compressed with gzip, zstd or xz (.gz, .zst, .xz); ChampSim instruction records, "
+    "plain, .xz, .gz or .zst (no OS events: pages are mapped on first touch)."
+)
+
+
 def source_options(f: Callable) -> Callable:
-    f = click.option(
-        "--trace", "-t", metavar="FILE", help="Trace file to replay (lackey text or vtrace)."
-    )(f)
+    f = click.option("--trace", "-t", metavar="FILE", help=TRACE_FORMATS_HELP)(f)
     f = click.option(
         "--workload",
         "-w",
@@ -463,25 +470,23 @@ def trace_info(path: str, as_json: bool) -> None:
         _out().print(_render.key_values(info, title=path))
 
 
-_LACKEY_SUFFIXES = (".txt", ".lackey", ".txt.gz", ".txt.zst", ".lackey.gz", ".lackey.zst")
-
-
 @trace.command("convert")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("dst", type=click.Path(dir_okay=False))
 @click.option(
     "--to",
-    type=click.Choice(["vtrace", "lackey"]),
-    help="Output format (default: lackey for .txt/.lackey names, else vtrace).",
+    type=click.Choice(["vtrace", "lackey", "champsim"]),
+    help="Output format. Default: the one DST's name says: .vtrace; .txt or .lackey; "
+    ".champsim or .champsimtrace (the last two optionally .gz, .zst or .xz). A --to that "
+    "disagrees with the name is an error.",
 )
 def trace_convert(src: str, dst: str, to: str | None) -> None:
-    """Convert trace SRC to DST."""
+    """Convert trace SRC (any format `vmmu run --trace` reads) to DST."""
     if not os.path.exists(src):
         _fail(f"{src}: no such trace file")
-    fmt = to or ("lackey" if dst.endswith(_LACKEY_SUFFIXES) else "vtrace")
     with ProgressBars() as bars:
-        info = api.trace_convert(src, dst, fmt, progress=bars.callback("converting"))
-    _out().print(_render.key_values(info, title=f"wrote {dst} ({fmt})"))
+        info = api.trace_convert(src, dst, to, progress=bars.callback("converting"))
+    _out().print(_render.key_values(info, title=f"wrote {dst} ({info['format']})"))
 
 
 @trace.command("check")
@@ -506,7 +511,9 @@ def trace_check(path: str, as_json: bool) -> None:
 @click.option("-o", "--output", metavar="FILE", help="Trace to write (default: CMD.vtrace).")
 @click.option("--no-instr", is_flag=True, help="Leave out instruction fetches.")
 @click.option(
-    "--follow-children", is_flag=True, help="Record forked children and the images they exec."
+    "--follow-children",
+    is_flag=True,
+    help="Record forked children too (the command's own execs are always followed).",
 )
 @click.option(
     "--native-layout",
@@ -533,7 +540,10 @@ def record(
         click.echo(json.dumps(summary, indent=2))
     else:
         # stderr: the recorded program's own output keeps stdout.
-        _err().print(_render.key_values(summary, title=f"wrote {out}"))
+        shown = {k: v for k, v in summary.items() if k != "warnings"}
+        _err().print(_render.key_values(shown, title=f"wrote {out}"))
+    for w in summary.get("warnings", []):
+        click.secho(f"warning: {w}", fg="yellow", err=True)
 
 
 cli.add_command(repro)

@@ -26,7 +26,6 @@ pub mod interval;
 pub mod mem;
 pub mod mmu;
 pub mod paging;
-pub mod record;
 pub mod result;
 pub mod shadow;
 pub mod sim;
