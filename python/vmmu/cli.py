@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from vmmu import _render, api
+from vmmu import _render, api, cli_results
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
@@ -282,15 +282,21 @@ def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None
 )
 @click.option("--serial", is_flag=True, help="Run the modes one after another, not in parallel.")
 @click.option("--json", "as_json", is_flag=True, help="Print {mode: result JSON}.")
-def compare(modes: list[str], serial: bool, as_json: bool, **kw: Any) -> None:
+@click.option("--report", metavar="FILE.html", help="Also write an HTML report of the results.")
+def compare(modes: list[str], serial: bool, as_json: bool, report: str | None, **kw: Any) -> None:
     """Run each paging mode on the same workload and print them side by side."""
     source = _source(kw)
     with ProgressBars() as bars:
         results = api.run_modes(modes, parallel=not serial, progress=bars, **source, **_options(kw))
     if as_json:
         click.echo(json.dumps({m: r.to_dict() for m, r in results.items()}, indent=2))
-        return
-    _out().print(_render.compare_table(results, api.overhead(results)))
+    else:
+        _out().print(_render.compare_table(results, api.overhead(results)))
+    if report is not None:
+        from vmmu.report import write_report
+
+        title = f"vmmu compare — {source['workload'] or source['trace']}"
+        _err().print(f"report: {write_report(report, results, title=title)}")
 
 
 @cli.group(invoke_without_command=True)
@@ -448,6 +454,9 @@ def record(
 
 
 cli.add_command(repro)
+cli.add_command(cli_results.sweep)
+cli.add_command(cli_results.plot)
+cli.add_command(cli_results.report)
 
 
 @functools.wraps(cli.main)
