@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vmmu._progress import human
-from vmmu.results import ResultSet, text
+from vmmu.results import ResultSet, missing, text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -242,7 +242,7 @@ def line(
             ticks = sorted(set(xs))
             ax.set_xticks(ticks, [text(t) for t in ticks])
             ax.minorticks_off()
-        ylabel = f"{y}: improvement over smallest {x} (%)" if relative else y
+        ylabel = f"{y}: improvement over the smallest (%)" if relative else y
         _style(ax, x, ylabel)
         if relative:
             ax.yaxis.set_major_formatter("{x:.0f}%")
@@ -399,7 +399,7 @@ def step_counts(row: Mapping[str, Any], prefix: str = "walk_refs_by_step.") -> d
         return {k: float(v) for k, v in nested.items() if v}
     out = {}
     for k, v in row.items():
-        if isinstance(k, str) and k.startswith(prefix) and v is not None and v == v and v:
+        if isinstance(k, str) and k.startswith(prefix) and not missing(v) and v:
             out[k[len(prefix) :]] = float(v)
     return out
 

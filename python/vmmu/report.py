@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vmmu import figures
-from vmmu.results import ResultSet, coerce, determined_by, text
+from vmmu.results import ResultSet, coerce, determined_by, missing, text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,7 +83,7 @@ class Section:
 
 def fmt(v: Any) -> str:
     """A cell: integers with separators, floats to 4 significant digits, missing as ``–``."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    if missing(v):
         return "–"
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -274,7 +273,7 @@ def _compare(rs: ResultSet) -> Section | None:
                     vals = [fmt(v) for v in df[c]]
                     if c.startswith("cycles_by_cause.") and "cycles" in df.columns:
                         vals = [
-                            f"{fmt(v)} ({100 * v / t:.1f}%)" if t and v == v else fmt(v)
+                            f"{fmt(v)} ({100 * v / t:.1f}%)" if t and not missing(v) else fmt(v)
                             for v, t in zip(df[c], df["cycles"], strict=True)
                         ]
                 rows.append([label or c, *vals])
@@ -367,7 +366,7 @@ def _speedup(rs: ResultSet) -> Section | None:
 def _numeric_keys(rs: ResultSet, df: pd.DataFrame) -> list[str]:
     out = []
     for k in rs.label_keys():
-        vals = [v for v in df[k] if v is not None and v == v]
+        vals = [v for v in df[k] if not missing(v)]
         if len(set(vals)) >= 3 and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals
         ):

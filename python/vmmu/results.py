@@ -125,8 +125,24 @@ class ResultSet:
         return sorted(values, key=key)
 
 
+def missing(v: Any) -> bool:
+    """True for a cell without a value: None, NaN, pandas' NA."""
+    if v is None:
+        return True
+    try:
+        return bool(v != v) or v is _NA
+    except TypeError:  # pandas.NA compares to NA, whose truth is ambiguous
+        return True
+
+
+try:
+    from pandas import NA as _NA
+except ImportError:  # pragma: no cover - pandas is a dependency
+    _NA = None
+
+
 def _text(v: Any) -> str:
-    if v is None or (isinstance(v, float) and v != v):
+    if missing(v):
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"

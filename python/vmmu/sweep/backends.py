@@ -90,8 +90,12 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(
+        self, workers: int | None = None, fn: Callable[[Task], Outcome] = run_point
+    ) -> None:
         self.workers = max(1, workers or default_workers())
+        # What a worker calls for a point; a module-level function (workers import it).
+        self.fn = fn
 
     def describe(self) -> str:
         return f"{self.workers} local worker process{'es' if self.workers != 1 else ''}"
@@ -118,7 +122,7 @@ class LocalBackend:
         executor = pool()
         try:
             while pending or suspects or inflight:
-                self._fill(executor, pending, suspects, inflight, 2 * workers)
+                self._fill(executor, self.fn, pending, suspects, inflight, 2 * workers)
                 finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 broken = False
                 for f in finished:
@@ -156,6 +160,7 @@ class LocalBackend:
     @staticmethod
     def _fill(
         executor: ProcessPoolExecutor,
+        fn: Callable[[Task], Outcome],
         pending: deque[Task],
         suspects: deque[Task],
         inflight: dict[Future[Outcome], Task],
@@ -168,12 +173,12 @@ class LocalBackend:
                 if inflight:
                     return
                 task = suspects.popleft()
-                inflight[executor.submit(run_point, task)] = task
+                inflight[executor.submit(fn, task)] = task
                 return
             if not pending:
                 return
             task = pending.popleft()
-            inflight[executor.submit(run_point, task)] = task
+            inflight[executor.submit(fn, task)] = task
 
 
 class RayBackend:
