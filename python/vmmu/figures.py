@@ -108,7 +108,7 @@ def series(
             rs.require(k)
     if agg is not None and agg not in AGGREGATES:
         raise ValueError(f"unknown aggregate `{agg}` ({', '.join(AGGREGATES)})")
-    df = rs.ok
+    df = rs.in_order(rs.ok)
     if df.empty:
         raise ValueError(f"{rs.source or 'the results'} have no completed point to plot")
     values = pd.to_numeric(df[y], errors="coerce")
@@ -370,9 +370,11 @@ def speedup(
         orders=rs.orders,
     )
     if hue is None:
-        hue = [k for k in rs.label_keys() if k not in (x, facet, baseline[0])] or None
-        if hue is None and baseline[0] in table.columns:
-            hue = baseline[0]
+        # Every key that tells the compared points apart, the baseline key among them when
+        # they differ in it (nested and shadow against native).
+        hue = [
+            k for k in rs.label_keys() if k not in (x, facet) and table[k].map(text).nunique() > 1
+        ] or None
     data = series(sub, x, "speedup", hue, facet, agg)
     return bars(
         sub,

@@ -129,13 +129,7 @@ def _labels(df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
 
 
 def _sorted(rs: ResultSet, df: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the order of the varying keys' natural orders."""
-    keys = [k for k in rs.varying_keys if k in df.columns]
-    if not keys or df.empty:
-        return df
-    ranks = {k: {text(v): i for i, v in enumerate(rs.order(k, df[k]))} for k in keys}
-    order = sorted(df.index, key=lambda i: tuple(ranks[k].get(text(df.at[i, k]), 0) for k in keys))
-    return df.loc[order]
+    return rs.in_order(df)
 
 
 def _overview(rs: ResultSet, title: str) -> Section:
@@ -350,15 +344,12 @@ def _speedup(rs: ResultSet) -> Section | None:
         return None
     s = Section("Speedup against native", anchor="speedup")
     others = [k for k in rs.label_keys() if k != "mode"]
-    x = "workload" if "workload" in others else None
-    hue = [k for k in others if k != x] or ["mode"]
-    if x is None and len(hue) > 1:
-        x, hue = hue[0], hue[1:]
+    x = "workload" if "workload" in others else (others[0] if len(others) > 1 else None)
     _try_chart(
         s.charts,
         s.notes,
         "native cycles / cycles: 1.0 is native speed (seed 002 Figure 6)",
-        lambda: figures.speedup(rs, x=x, hue=hue),
+        lambda: figures.speedup(rs, x=x),
     )
     return s
 

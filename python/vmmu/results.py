@@ -79,6 +79,18 @@ class ResultSet:
                 keys.append(k)
         return keys
 
+    def in_order(self, df: pd.DataFrame | None = None) -> pd.DataFrame:
+        """The rows of ``df`` (default: all) in the natural order of the varying keys."""
+        df = self.frame if df is None else df
+        keys = [k for k in self.varying_keys if k in df.columns]
+        if not keys or df.empty:
+            return df
+        ranks = {k: {_text(v): i for i, v in enumerate(self.order(k, df[k]))} for k in keys}
+        order = sorted(
+            df.index, key=lambda i: tuple(ranks[k].get(_text(df.at[i, k]), 0) for k in keys)
+        )
+        return df.loc[order]
+
     def __len__(self) -> int:
         return len(self.frame)
 
@@ -200,7 +212,7 @@ def from_results(
             varying.append(k)
     for c in config:
         if df[c].map(_text).nunique(dropna=False) > 1 and not any(
-            determined_by(df, c, k) for k in varying
+            follows(df, c, k) for k in varying
         ):
             varying.append(c)
     return ResultSet(frame=df, source=source, option_keys=options, varying_keys=varying)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -481,6 +482,7 @@ def test_ray_backend_on_a_loopback_head_gives_the_local_rows(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait()
+        shutil.rmtree(temp, ignore_errors=True)
     local = tmp_path / "local.duckdb"
     run_sweep(spec, local, workers=2)
     a, b = rows(on_ray), rows(local)
