@@ -387,6 +387,29 @@ def test_kill_9_loses_no_completed_point_and_a_rerun_gives_the_uninterrupted_row
         assert a[key] == b[key], key
 
 
+def test_ctrl_c_stops_the_sweep_keeping_every_completed_point(tmp_path):
+    spec = write(tmp_path, KILL_SPEC)
+    db = tmp_path / "r.duckdb"
+    proc = subprocess.Popen(
+        [VMMU, "sweep", str(spec), "-o", str(db), "-j", "1"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("[1/8]"):
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=60) == 130
+    assert f"interrupted: every completed point is in {db}" in rest
+    assert "error: interrupted" in rest
+    stored = rows(db)
+    assert 1 <= len(stored) < 8
+    assert all(r["status"] == "ok" for r in stored.values())
+
+
 # --- backends -----------------------------------------------------------------------------
 
 
