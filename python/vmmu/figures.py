@@ -444,6 +444,8 @@ def walk_heatmaps(rows: Sequence[Mapping[str, Any]], titles: Sequence[str]) -> F
                 fontsize="x-small",
                 color="white" if grid[i, j] > 0.6 * top else "black",
             )
+        # Square cells: a native walk is a strip, a 2D walk a square.
+        ax.set_box_aspect(len(grow) / max(1, len(gcol)))
         ax.set_xticks(range(len(gcol)), gcol)
         ax.set_yticks(range(len(grow)), grow)
         ax.set_title(title, fontsize="small")
