@@ -402,7 +402,7 @@ def test_ctrl_c_stops_the_sweep_keeping_every_completed_point(tmp_path):
             break
     proc.send_signal(signal.SIGINT)
     rest = proc.stderr.read()
-    assert proc.wait(timeout=60) == 130
+    assert proc.wait(timeout=60) == 130, rest
     assert f"interrupted: every completed point is in {db}" in rest
     assert "error: interrupted" in rest
     stored = rows(db)

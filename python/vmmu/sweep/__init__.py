@@ -21,7 +21,7 @@ from typing import Any
 
 from vmmu.sweep.backends import BackendError, backend, default_workers, run_point
 from vmmu.sweep.spec import Point, Spec, SpecError, load_spec, parse_spec
-from vmmu.sweep.store import SCHEMA, ResultsDB, ResultsDBError, row_of
+from vmmu.sweep.store import SCHEMA, ResultsDB, ResultsDBError, is_interrupt, row_of
 
 __all__ = [
     "SCHEMA",
@@ -114,6 +114,25 @@ def run_sweep(
     t0 = time.monotonic()
     spec = _spec(spec)
     runner = backend(backend_name, workers, address)
+    try:
+        summary = _sweep(spec, output, runner, retry_failed, parquet, on_start, on_point)
+    except Exception as e:
+        if is_interrupt(e):
+            raise KeyboardInterrupt from None
+        raise
+    summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _sweep(
+    spec: Spec,
+    output: str | os.PathLike[str],
+    runner: Any,
+    retry_failed: bool,
+    parquet: str | os.PathLike[str] | None,
+    on_start: Callable[[Summary, int], None] | None,
+    on_point: OnPoint | None,
+) -> Summary:
     with ResultsDB(output, write=True) as db:
         todo, reused = plan(spec, db, retry_failed)
         summary = Summary(
@@ -138,7 +157,6 @@ def run_sweep(
         summary.failed = _failures(db, spec)
         if parquet is not None:
             summary.parquet = db.export_parquet(parquet)
-    summary.seconds = time.monotonic() - t0
     return summary
 
 

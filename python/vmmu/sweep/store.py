@@ -23,7 +23,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +143,15 @@ def _connect(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
         ) from None
 
 
+def is_interrupt(e: BaseException) -> bool:
+    """True for DuckDB's error for a query stopped by Ctrl-C (it takes the KeyboardInterrupt)."""
+    import duckdb
+
+    if isinstance(e, getattr(duckdb, "InterruptException", ())):
+        return True
+    return isinstance(e, (RuntimeError, duckdb.Error)) and "interrupted" in str(e).lower()
+
+
 def _check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     """True when ``con`` is a vmmu results database of :data:`SCHEMA`, False when it holds no
     table at all (a new database); raises for anything else."""
@@ -206,11 +216,15 @@ class ResultsDB:
         from vmmu import __version__
 
         con = self.con
-        con.execute("BEGIN")
+        with self._transaction():
+            self._create_tables(con, __version__)
+
+    @staticmethod
+    def _create_tables(con: duckdb.DuckDBPyConnection, version: str) -> None:
         con.execute("CREATE TABLE vmmu_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         con.execute(
             "INSERT INTO vmmu_meta VALUES ('schema', ?), ('created_by', ?)",
-            [SCHEMA, f"vmmu {__version__}"],
+            [SCHEMA, f"vmmu {version}"],
         )
         con.execute(
             "CREATE TABLE results (point_key VARCHAR PRIMARY KEY, status VARCHAR NOT NULL, "
@@ -221,7 +235,25 @@ class ResultsDB:
             "spec VARCHAR, name VARCHAR, spec_text VARCHAR, option_keys VARCHAR, "
             "varying_keys VARCHAR, orders VARCHAR, points INTEGER, vmmu_version VARCHAR)"
         )
-        con.execute("COMMIT")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One transaction: committed whole, or rolled back whole. DuckDB turns a Ctrl-C that
+        arrives during a statement into its own error; it leaves here as KeyboardInterrupt."""
+        import duckdb
+
+        self.con.execute("BEGIN")
+        try:
+            yield
+            self.con.execute("COMMIT")
+        except BaseException as e:
+            with suppress(duckdb.Error, RuntimeError):
+                self.con.execute("ROLLBACK")
+            with suppress(duckdb.Error, RuntimeError):
+                self._types = self._column_types()
+            if is_interrupt(e):
+                raise KeyboardInterrupt from None
+            raise
 
     def _column_types(self) -> dict[str, str]:
         rows = self.con.execute(
@@ -258,8 +290,7 @@ class ResultsDB:
         from vmmu import __version__
 
         con = self.con
-        con.execute("BEGIN")
-        try:
+        with self._transaction():
             (n,) = con.execute("SELECT coalesce(max(id), 0) + 1 FROM sweeps").fetchone()
             con.execute(
                 "INSERT INTO sweeps VALUES (?, current_timestamp, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -275,17 +306,12 @@ class ResultsDB:
                     __version__,
                 ],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         return int(n)
 
     def record(self, row: Mapping[str, Any]) -> None:
         """Writes one point's row (replacing any row of the same key) in one transaction."""
         con = self.con
-        con.execute("BEGIN")
-        try:
+        with self._transaction():
             types = self._ensure_columns(row)
             names = list(row)
             con.execute("DELETE FROM results WHERE point_key = ?", [row["point_key"]])
@@ -294,11 +320,6 @@ class ResultsDB:
                 f"VALUES ({', '.join('?' * len(names))})",
                 [_sql_value(row[n], types[n]) for n in names],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            self._types = self._column_types()
-            raise
 
     def restamp(self, key: str, options: Mapping[str, Any]) -> bool:
         """Gives a stored point the option columns of the current spec (a point reused under
@@ -317,20 +338,13 @@ class ResultsDB:
         }
         if not changed:
             return False
-        con = self.con
-        con.execute("BEGIN")
-        try:
+        with self._transaction():
             types = self._ensure_columns(changed)
             sets = ", ".join(f"{_quote(k)} = ?" for k in changed)
-            con.execute(
+            self.con.execute(
                 f"UPDATE results SET {sets} WHERE point_key = ?",
                 [*(_sql_value(v, types[k]) for k, v in changed.items()), key],
             )
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            self._types = self._column_types()
-            raise
         return True
 
     def _ensure_columns(self, row: Mapping[str, Any]) -> dict[str, str]:
