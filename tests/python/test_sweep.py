@@ -352,6 +352,15 @@ seed = [1, 2]
 """
 
 
+def _children(pid: int) -> list[int]:
+    """The PIDs of ``pid``'s child processes (Linux /proc)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out += [int(c) for c in text]
+    return out
+
+
 def test_kill_9_loses_no_completed_point_and_a_rerun_gives_the_uninterrupted_rows(tmp_path):
     spec = write(tmp_path, KILL_SPEC)
     killed = tmp_path / "killed.duckdb"
@@ -368,9 +377,16 @@ def test_kill_9_loses_no_completed_point_and_a_rerun_gives_the_uninterrupted_row
         seen.append(line)
         if line.startswith("[2/8]") or time.monotonic() > deadline:
             break
+    workers = _children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert any(line.startswith("[2/8]") for line in seen), "".join(seen)
+    # The workers of a killed sweep end by themselves.
+    assert workers
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{w}").exists() for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()]
     partial = rows(killed)
     assert 2 <= len(partial) < 8
     assert all(r["status"] == "ok" and r["cycles"] > 0 for r in partial.values())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -75,6 +76,15 @@ def _init_worker(stop: Any, driver: int) -> None:
     _STOP, _DRIVER_PID = stop, driver
     # Ctrl-C goes to the driver, which asks the workers to stop through `stop`.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_driver, args=(driver,), daemon=True).start()
+
+
+def _exit_with_driver(driver: int) -> None:
+    """Ends this worker once its driver is gone (killed with -9, say): an idle worker waits on
+    a queue whose other end it holds itself, so it would never see the driver leave."""
+    while os.getppid() == driver:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def default_workers() -> int:
