@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from vmmu import _render, api
+from vmmu import _render, api, cli_results
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
@@ -359,11 +359,13 @@ def _parse_sensitivity(
     "modes still rank alike (repeatable), e.g. machine.kernel.page_fault=1500:4000.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {mode: result JSON}.")
+@click.option("--report", metavar="FILE.html", help="Also write an HTML report of the results.")
 def compare(
     modes: list[str],
     serial: bool,
     sensitivity: list[tuple[str, list[str]]],
     as_json: bool,
+    report: str | None,
     **kw: Any,
 ) -> None:
     """Run each paging mode on the same workload and print them side by side."""
@@ -383,10 +385,15 @@ def compare(
         if studies:
             out = {"results": out, "sensitivity": {k: rows for k, rows in studies}}
         click.echo(json.dumps(out, indent=2))
-        return
-    _out().print(_render.compare_table(results, api.overhead(results)))
-    for key, rows in studies:
-        _out().print(_render.sensitivity_table(key, api.ranking(results), rows))
+    else:
+        _out().print(_render.compare_table(results, api.overhead(results)))
+        for key, rows in studies:
+            _out().print(_render.sensitivity_table(key, api.ranking(results), rows))
+    if report is not None:
+        from vmmu.report import write_report
+
+        title = f"vmmu compare — {source['workload'] or source['trace']}"
+        _err().print(f"report: {write_report(report, results, title=title)}")
 
 
 @cli.group(invoke_without_command=True)
@@ -547,6 +554,9 @@ def record(
 
 
 cli.add_command(repro)
+cli.add_command(cli_results.sweep)
+cli.add_command(cli_results.plot)
+cli.add_command(cli_results.report)
 
 
 @functools.wraps(cli.main)

@@ -299,6 +299,7 @@ class Report:
             "seed": self.seed,
             "title": self.title,
             "seconds": self.seconds,
+            "findings": summary_text(self.counts()),
             **self.setup,
         }
 

@@ -121,8 +121,7 @@ PARAMETERS = (
         "MiscServer.footprint",
         "1G",
         "8G",
-        "a database buffer pool of 1–8 GiB on the servers of 2008 (the preset's guest has "
-        "16 GiB)",
+        "a database buffer pool of 1–8 GiB on the servers of 2008 (the preset's guest has 16 GiB)",
     ),
     Param(
         "MiscServer.alpha",

@@ -71,6 +71,19 @@ def intro() -> str:
     return resources.files("vmmu.repro").joinpath("intro.md").read_text(encoding="utf-8")
 
 
+def _write_reports(path: str, reports: list[Report]) -> None:
+    """One HTML report per paper: ``path`` itself for one paper, ``STEM-NAME.html`` for more."""
+    from vmmu.report import write_report
+
+    p = Path(path)
+    err = Console(stderr=True, highlight=False)
+    for rep in reports:
+        dest = p if len(reports) == 1 else p.with_name(f"{p.stem}-{rep.name}{p.suffix or '.html'}")
+        title = f"vmmu repro {rep.name} — {rep.title}"
+        written = write_report(dest, tables={rep.name: rep.frame()}, title=title)
+        err.print(f"report: {written}")
+
+
 @click.command("repro")
 @click.argument("name", required=False, metavar="NAME|all")
 @click.option("--list", "list_", is_flag=True, help="List the reproductions and their parameters.")
@@ -82,6 +95,12 @@ def intro() -> str:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the reports as Markdown to this file (docs/repro.md: `vmmu repro all "
     "--markdown docs/repro.md`), with the quick-scale table the tests check.",
+)
+@click.option(
+    "--report",
+    metavar="FILE.html",
+    help="Also write an HTML report: FILE itself for one paper, FILE-NAME.html for each paper "
+    "of `all`.",
 )
 @click.option(
     "--sensitivity",
@@ -106,6 +125,7 @@ def repro(
     as_json: bool,
     as_csv: bool,
     markdown: Path | None,
+    report: str | None,
     sensitivity: tuple[str, ...],
     workers: int,
 ) -> None:
@@ -151,6 +171,8 @@ def repro(
             t1 = time.monotonic()
             quick_reports = [execute(p, quick=True, bar=bar, workers=workers) for p in selected]
             quick_total = time.monotonic() - t1
+    if report is not None:
+        _write_reports(report, reports)
     if markdown is not None:
         text = _render.markdown(intro(), reports, quick_reports, studies, total, quick_total)
         markdown.write_text(text, encoding="utf-8")
