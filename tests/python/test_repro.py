@@ -150,6 +150,37 @@ def test_every_report_has_its_columns_verdicts_and_explanations(
             assert isinstance(r.vmmu, (int, float)), (name, r.key)
 
 
+@pytest.mark.parametrize("name", list(repro.PAPERS))
+def test_every_report_lists_its_seeds_tables_and_names_only_rows_it_has(
+    name: str, quick: dict[str, Report]
+) -> None:
+    rep = quick[name]
+    views = {v.key: v for v in rep.views}
+    assert "coverage" in views, name
+    keys = set(rep.row_keys())
+    for figure, _, where in views["coverage"].rows:
+        assert where, (name, figure)
+        for token in re.findall(r"`([^`]+)`", where):
+            if token.startswith("--"):
+                continue
+            if token.endswith("/*"):
+                assert any(k.startswith(token[:-1]) for k in keys), (name, token)
+            else:
+                assert token in keys, (name, token)
+
+
+def test_bhargava08_figure8_hit_rates_come_from_the_per_cell_counts(
+    quick: dict[str, Report],
+) -> None:
+    rep = quick["bhargava08"]
+    for key in ("f8/nL1_gPA_hits", "f8/G_gL2_hits", "f8/nL2_gPA_hits", "f8/no_nl1_gpa"):
+        assert rep.verdict(key) in COUNTED, key
+    for key in ("f8/nL1_gPA_hits", "f8/G_gL2_hits", "f8/nL2_gPA_hits"):
+        assert 0.0 <= rep.value(key) <= 100.0, key
+    # {G,gL1} entries are never written into the PWC, so none of their lookups can hit.
+    assert rep.value("f8/G_gL1_hits") == 0.0
+
+
 def test_a_row_is_the_same_in_terminal_csv_and_json(quick: dict[str, Report]) -> None:
     rep = quick["kloster07"]
     row = rep.row("fork_test")

@@ -185,6 +185,18 @@ class View:
     note: str = ""
 
 
+def coverage(seed: str, items: Iterable[tuple[str, str, str]]) -> View:
+    """The view listing every table and figure of a seed: ``(name, what it shows, where this
+    reproduction has it or why it cannot, with what would be needed)``, so nothing a paper
+    publishes is left out silently."""
+    return View(
+        "coverage",
+        f"Every table and figure of seed {seed}",
+        ["table or figure", "what it shows", "in this reproduction"],
+        [list(i) for i in items],
+    )
+
+
 class Claims:
     """The rows of one reproduction, judged as they are added."""
 
