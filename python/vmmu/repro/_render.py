@@ -306,9 +306,11 @@ def markdown(
     studies: Mapping[str, Study] | None,
     total: float,
     quick_total: float,
+    quick_studies: Mapping[str, Study] | None = None,
 ) -> str:
-    """docs/repro.md: the intro, a summary, every report, the sensitivity studies, and the
-    quick-scale verdicts a test compares against a fresh ``vmmu repro all --quick``."""
+    """docs/repro.md: the intro, a summary, every report, the sensitivity studies (of the
+    reports' scale, and ``quick_studies`` at the quick scale), and the quick-scale verdicts a
+    test compares against a fresh ``vmmu repro all --quick``."""
     lines = [intro.rstrip(), "", "## Summary", ""]
     rows = []
     totals = dict.fromkeys(VERDICTS, 0)
@@ -329,6 +331,18 @@ def markdown(
         lines += markdown_report(r)
         if studies and r.name in studies:
             lines += markdown_sensitivity(studies[r.name])
+    if quick_studies:
+        lines += [
+            "## Sensitivity (quick scale)",
+            "",
+            "Each paper rerun at `--quick` scale with each estimated parameter at both ends of "
+            "its plausible range (`vmmu repro NAME --quick --sensitivity`), its verdicts "
+            "compared with the quick run's: a verdict that changes within the range rests on "
+            "that estimate, and is read with it. No parameter is moved to change a verdict.",
+            "",
+        ]
+        for st in quick_studies.values():
+            lines += markdown_sensitivity(st)
     lines += [
         QUICK_HEADING,
         "",
