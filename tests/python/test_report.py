@@ -281,6 +281,7 @@ def test_repro_report_option_writes_one_page_per_paper(invoke, tmp_path):
     assert r.exit_code == 0, r.stderr
     page = out.read_text()
     assert "vmmu repro bhargava08" in page and "f6/nt_gain/MiscServer" in page
+    assert "Every table and figure of seed 002" in page  # the views come along
     assert re.search(r"\d+ reproduced, \d+ same direction, \d+ differs \(\d+ findings\)", page)
 
 

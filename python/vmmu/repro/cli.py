@@ -7,6 +7,7 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -71,6 +72,19 @@ def intro() -> str:
     return resources.files("vmmu.repro").joinpath("intro.md").read_text(encoding="utf-8")
 
 
+def _tables(rep: Report) -> dict[str, Any]:
+    """A report's rows and each of its views as DataFrames, for the HTML report."""
+    import pandas as pd
+
+    out: dict[str, Any] = {rep.name: rep.frame()}
+    for v in rep.views:
+        df = pd.DataFrame([list(r) for r in v.rows], columns=v.columns)
+        df = df.set_index(v.columns[0])
+        df.attrs["title"] = v.title + (f" — {v.note}" if v.note else "")
+        out[f"{rep.name}/{v.key}"] = df
+    return out
+
+
 def _write_reports(path: str, reports: list[Report]) -> None:
     """One HTML report per paper: ``path`` itself for one paper, ``STEM-NAME.html`` for more."""
     from vmmu.report import write_report
@@ -80,7 +94,7 @@ def _write_reports(path: str, reports: list[Report]) -> None:
     for rep in reports:
         dest = p if len(reports) == 1 else p.with_name(f"{p.stem}-{rep.name}{p.suffix or '.html'}")
         title = f"vmmu repro {rep.name} — {rep.title}"
-        written = write_report(dest, tables={rep.name: rep.frame()}, title=title)
+        written = write_report(dest, tables=_tables(rep), title=title)
         err.print(f"report: {written}")
 
 
