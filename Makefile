@@ -13,7 +13,7 @@ STAMP   := $(VENV)/.vmmu-installed
 # The default job of `make run`: native vs nested paging on uniform random references over 1 GiB.
 RUN_ARGS ?= --machine bhargava08 --workload random:footprint=1G,refs=2M
 
-.PHONY: install tool run test test-rust test-python bench lint fmt traces clean
+.PHONY: install tool run test test-rust test-python test-tools bench bench-sweep lint fmt traces clean
 
 install: $(STAMP) tool
 
@@ -31,7 +31,8 @@ $(STAMP): pyproject.toml $(RUST_SOURCES) | $(PY)
 	@touch $@
 
 run: install
-	$(BIN)/vmmu compare $(RUN_ARGS)
+	@mkdir -p results
+	$(BIN)/vmmu compare $(RUN_ARGS) --report results/report.html
 
 test: test-rust test-python
 
@@ -44,15 +45,36 @@ TEST_PROFILE := --config 'profile.quicktest.inherits="dev"' \
 	--profile quicktest
 
 # Property tests draw from a fixed seed in `make test`, so CI is deterministic; run
-# `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases.
-test-rust:
+# `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases. The recording tests
+# need Valgrind and the vg-memtrace tool, so `tool` comes first; without them they fail unless
+# VMMU_SKIP_VALGRIND=REASON is set (docs/recording.md, "Testing").
+test-rust: tool
 	PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-20261122} $(CARGO) test --workspace $(TEST_PROFILE)
 
-test-python: install
+test-python: install test-tools
 	$(BIN)/pytest tests/python
 
-bench: tool
-	$(CARGO) run --release -p vmmu-core --bin vmmu-bench
+# Tools some Python tests need beyond the package: Ray (the sweep's cluster backend) in the
+# venv and headless Chromium (the report test; Debian's package, installed when root). A
+# failed install is logged to $(VENV)/*-install.log, and the test that needs the tool is
+# reported skipped with that log's last lines.
+RAY_REQ := ray>=2.9
+test-tools: install
+	@$(PY) -c 'import ray' 2>/dev/null || $(BIN)/pip install --quiet '$(RAY_REQ)' \
+		> $(VENV)/ray-install.log 2>&1 || echo "note: Ray did not install, see $(VENV)/ray-install.log"
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+			> $(VENV)/chromium-install.log 2>&1 || echo "note: chromium did not install, see $(VENV)/chromium-install.log"; \
+	else echo "not root: cannot apt-get install chromium" > $(VENV)/chromium-install.log; fi
+
+bench: tool bench-sweep
+	$(CARGO) run --release -p vmmu-record --bin vmmu-bench
+
+# Sweep overhead per point and the speed-up from 1 to N workers; writes results/bench-sweep.json.
+bench-sweep: install
+	@mkdir -p results
+	$(PY) tools/bench/sweep.py --json results/bench-sweep.json
 
 lint: install
 	$(CARGO) fmt --all --check

@@ -411,9 +411,13 @@ def trace_info(path: str, progress: bool | Progress = False) -> dict[str, Any]:
 
 
 def trace_convert(
-    src: str, dst: str, to: str = "vtrace", progress: bool | Progress = False
+    src: str, dst: str, to: str | None = None, progress: bool | Progress = False
 ) -> dict[str, Any]:
-    """Converts trace ``src`` to ``dst`` in format ``to`` (``vtrace`` or ``lackey``)."""
+    """Converts trace ``src`` to ``dst`` in format ``to`` (``vtrace``, ``lackey`` or
+    ``champsim``); without ``to``, the format ``dst``'s name says (``.vtrace``; ``.txt`` or
+    ``.lackey``; ``.champsim`` or ``.champsimtrace``; the last two optionally ``.gz``, ``.zst``
+    or ``.xz``). A ``to`` that disagrees with the name, or a name that says no format, raises
+    :class:`vmmu.exceptions.VmmuIOError` naming both (docs/traces.md)."""
     bars, cb = _progress_arg(progress)
     if bars is not None:
         with bars:

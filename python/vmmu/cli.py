@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from vmmu import _render, api
+from vmmu import _render, api, cli_results
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
@@ -219,10 +219,17 @@ def machine_options(f: Callable) -> Callable:
     return f
 
 
+#: What ``--trace`` reads (docs/traces.md): every format, told apart by the file's first bytes.
+TRACE_FORMATS_HELP = (
+    "Trace file to replay, in any format vmmu reads, recognised by its first bytes: "
+    "vtrace (vmmu's binary format, `vmmu record`); Valgrind lackey text, plain or "
+    "compressed with gzip, zstd or xz (.gz, .zst, .xz); ChampSim instruction records, "
+    "plain, .xz, .gz or .zst (no OS events: pages are mapped on first touch)."
+)
+
+
 def source_options(f: Callable) -> Callable:
-    f = click.option(
-        "--trace", "-t", metavar="FILE", help="Trace file to replay (lackey text or vtrace)."
-    )(f)
+    f = click.option("--trace", "-t", metavar="FILE", help=TRACE_FORMATS_HELP)(f)
     f = click.option(
         "--workload",
         "-w",
@@ -352,11 +359,13 @@ def _parse_sensitivity(
     "modes still rank alike (repeatable), e.g. machine.kernel.page_fault=1500:4000.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {mode: result JSON}.")
+@click.option("--report", metavar="FILE.html", help="Also write an HTML report of the results.")
 def compare(
     modes: list[str],
     serial: bool,
     sensitivity: list[tuple[str, list[str]]],
     as_json: bool,
+    report: str | None,
     **kw: Any,
 ) -> None:
     """Run each paging mode on the same workload and print them side by side."""
@@ -376,10 +385,15 @@ def compare(
         if studies:
             out = {"results": out, "sensitivity": {k: rows for k, rows in studies}}
         click.echo(json.dumps(out, indent=2))
-        return
-    _out().print(_render.compare_table(results, api.overhead(results)))
-    for key, rows in studies:
-        _out().print(_render.sensitivity_table(key, api.ranking(results), rows))
+    else:
+        _out().print(_render.compare_table(results, api.overhead(results)))
+        for key, rows in studies:
+            _out().print(_render.sensitivity_table(key, api.ranking(results), rows))
+    if report is not None:
+        from vmmu.report import write_report
+
+        title = f"vmmu compare — {source['workload'] or source['trace']}"
+        _err().print(f"report: {write_report(report, results, title=title)}")
 
 
 @cli.group(invoke_without_command=True)
@@ -463,25 +477,23 @@ def trace_info(path: str, as_json: bool) -> None:
         _out().print(_render.key_values(info, title=path))
 
 
-_LACKEY_SUFFIXES = (".txt", ".lackey", ".txt.gz", ".txt.zst", ".lackey.gz", ".lackey.zst")
-
-
 @trace.command("convert")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("dst", type=click.Path(dir_okay=False))
 @click.option(
     "--to",
-    type=click.Choice(["vtrace", "lackey"]),
-    help="Output format (default: lackey for .txt/.lackey names, else vtrace).",
+    type=click.Choice(["vtrace", "lackey", "champsim"]),
+    help="Output format. Default: the one DST's name says: .vtrace; .txt or .lackey; "
+    ".champsim or .champsimtrace (the last two optionally .gz, .zst or .xz). A --to that "
+    "disagrees with the name is an error.",
 )
 def trace_convert(src: str, dst: str, to: str | None) -> None:
-    """Convert trace SRC to DST."""
+    """Convert trace SRC (any format `vmmu run --trace` reads) to DST."""
     if not os.path.exists(src):
         _fail(f"{src}: no such trace file")
-    fmt = to or ("lackey" if dst.endswith(_LACKEY_SUFFIXES) else "vtrace")
     with ProgressBars() as bars:
-        info = api.trace_convert(src, dst, fmt, progress=bars.callback("converting"))
-    _out().print(_render.key_values(info, title=f"wrote {dst} ({fmt})"))
+        info = api.trace_convert(src, dst, to, progress=bars.callback("converting"))
+    _out().print(_render.key_values(info, title=f"wrote {dst} ({info['format']})"))
 
 
 @trace.command("check")
@@ -506,7 +518,9 @@ def trace_check(path: str, as_json: bool) -> None:
 @click.option("-o", "--output", metavar="FILE", help="Trace to write (default: CMD.vtrace).")
 @click.option("--no-instr", is_flag=True, help="Leave out instruction fetches.")
 @click.option(
-    "--follow-children", is_flag=True, help="Record forked children and the images they exec."
+    "--follow-children",
+    is_flag=True,
+    help="Record forked children too (the command's own execs are always followed).",
 )
 @click.option(
     "--native-layout",
@@ -533,10 +547,16 @@ def record(
         click.echo(json.dumps(summary, indent=2))
     else:
         # stderr: the recorded program's own output keeps stdout.
-        _err().print(_render.key_values(summary, title=f"wrote {out}"))
+        shown = {k: v for k, v in summary.items() if k != "warnings"}
+        _err().print(_render.key_values(shown, title=f"wrote {out}"))
+    for w in summary.get("warnings", []):
+        click.secho(f"warning: {w}", fg="yellow", err=True)
 
 
 cli.add_command(repro)
+cli.add_command(cli_results.sweep)
+cli.add_command(cli_results.plot)
+cli.add_command(cli_results.report)
 
 
 @functools.wraps(cli.main)

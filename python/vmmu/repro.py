@@ -1016,6 +1016,20 @@ def _print_json(dfs: Mapping[str, pd.DataFrame]) -> None:
     click.echo(json.dumps(out, indent=2, default=str))
 
 
+def _write_reports(path: str, dfs: Mapping[str, pd.DataFrame]) -> None:
+    """One HTML report per paper: ``path`` itself for one paper, ``STEM-NAME.html`` for more."""
+    from pathlib import Path
+
+    from vmmu.report import write_report
+
+    p = Path(path)
+    for name, df in dfs.items():
+        dest = p if len(dfs) == 1 else p.with_name(f"{p.stem}-{name}{p.suffix or '.html'}")
+        title = f"vmmu repro {name} — {df.attrs.get('title', '')}"
+        written = write_report(dest, tables={name: df}, title=title)
+        Console(stderr=True, highlight=False).print(f"report: {written}")
+
+
 def _console() -> Console:
     # Piped or captured output gets a width that fits the table instead of 80 columns.
     wide = None if sys.stdout.isatty() else 180
@@ -1026,12 +1040,15 @@ def _command(paper: Paper) -> click.Command:
     @click.command(paper.name, help=f"seed {paper.seed}: {paper.title}.")
     @click.option("--quick", is_flag=True, help="Small workload scales (seconds; for tests).")
     @click.option("--json", "as_json", is_flag=True, help="Print the table and setup as JSON.")
-    def cmd(quick: bool, as_json: bool) -> None:
+    @click.option("--report", metavar="FILE.html", help="Also write the table as an HTML report.")
+    def cmd(quick: bool, as_json: bool, report: str | None) -> None:
         df = paper.run(quick=quick, progress=not as_json)
         if as_json:
             _print_json({paper.name: df})
         else:
             _console().print(render(df))
+        if report is not None:
+            _write_reports(report, {paper.name: df})
 
     return cmd
 
@@ -1060,7 +1077,12 @@ for _paper in PAPERS.values():
 @repro.command("all")
 @click.option("--quick", is_flag=True, help="Small workload scales (seconds; for tests).")
 @click.option("--json", "as_json", is_flag=True, help="Print every table and setup as JSON.")
-def repro_all(quick: bool, as_json: bool) -> None:
+@click.option(
+    "--report",
+    metavar="FILE.html",
+    help="Also write one HTML report per paper: FILE-NAME.html (FILE-kloster07.html, ...).",
+)
+def repro_all(quick: bool, as_json: bool, report: str | None) -> None:
     """Run every reproduction and print a summary with the total wall time."""
     t0 = time.monotonic()
     dfs: dict[str, pd.DataFrame] = {}
@@ -1069,6 +1091,8 @@ def repro_all(quick: bool, as_json: bool) -> None:
         dfs[p.name] = df = p.run(quick=quick, progress=not as_json)
         if not as_json:
             out.print(render(df))
+    if report is not None:
+        _write_reports(report, dfs)
     if as_json:
         _print_json(dfs)
         return

@@ -48,6 +48,21 @@ impl<V: Copy + PartialEq> RangeMap<V> {
         self.ranges.get(i).filter(|r| r.start <= addr)
     }
 
+    /// The range holding `addr`, trying the range at `*hint` first (the last one found: streams
+    /// of addresses stay in one range for long stretches); `*hint` follows the search.
+    #[inline(always)]
+    pub fn get_near(&self, addr: u64, hint: &mut usize) -> Option<&Range<V>> {
+        if let Some(r) = self.ranges.get(*hint) {
+            if r.start <= addr && addr < r.end {
+                return Some(r);
+            }
+        }
+        let i = self.ranges.partition_point(|r| r.end <= addr);
+        let r = self.ranges.get(i).filter(|r| r.start <= addr)?;
+        *hint = i;
+        Some(r)
+    }
+
     /// Whether any range overlaps `[start, end)`.
     pub fn overlaps(&self, start: u64, end: u64) -> bool {
         let i = self.ranges.partition_point(|r| r.end <= start);
@@ -148,6 +163,10 @@ mod tests {
         );
         assert!(!m.overlaps(3, 5));
         assert!(m.overlaps(4, 6));
+        let mut hint = 1;
+        assert_eq!(m.get_near(1, &mut hint).map(|r| r.end), Some(3));
+        assert_eq!(hint, 0, "the hint follows the search");
+        assert!(m.get_near(4, &mut hint).is_none());
         m.modify(0, 10, |_| 1);
         m.merge();
         assert_eq!(m.ranges().len(), 2, "modify changes only what exists");

@@ -27,7 +27,6 @@ pub mod mem;
 pub mod mmu;
 pub mod paging;
 pub mod policy;
-pub mod record;
 pub mod result;
 pub mod shadow;
 pub mod sim;

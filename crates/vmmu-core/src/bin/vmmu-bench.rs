@@ -194,11 +194,7 @@ fn main() {
         "-k".to_string(),
         input.to_str().expect("utf-8 path").to_string(),
     ];
-    match vmmu_core::record::record(
-        &cmd,
-        &vmmu_core::record::RecordOptions::new(&rp),
-        &mut |_| true,
-    ) {
+    match vmmu_record::record(&cmd, &vmmu_record::RecordOptions::new(&rp), &mut |_| true) {
         Ok(sum) => {
             let bytes = std::fs::metadata(&rec_path).map(|m| m.len()).unwrap_or(0);
             line(

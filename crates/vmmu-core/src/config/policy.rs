@@ -211,9 +211,9 @@ impl PolicyConfig {
         match self {
             PolicyConfig::Dav2m(c) => (c.time_scale, c.window_inst),
             PolicyConfig::Costmodel(c) => (c.time_scale, c.window_inst),
-            PolicyConfig::Oracle(c) | PolicyConfig::StaticShadow(c) | PolicyConfig::StaticNested(c) => {
-                (c.time_scale, c.window_inst)
-            }
+            PolicyConfig::Oracle(c)
+            | PolicyConfig::StaticShadow(c)
+            | PolicyConfig::StaticNested(c) => (c.time_scale, c.window_inst),
         }
     }
 

@@ -284,9 +284,9 @@ impl SimConfig {
                 }
                 Ok(())
             }
-            PolicyConfig::Oracle(c) | PolicyConfig::StaticShadow(c) | PolicyConfig::StaticNested(c) => {
-                check_scale(c.time_scale, c.window_inst)
-            }
+            PolicyConfig::Oracle(c)
+            | PolicyConfig::StaticShadow(c)
+            | PolicyConfig::StaticNested(c) => check_scale(c.time_scale, c.window_inst),
         }
     }
 }
@@ -358,9 +358,21 @@ fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
         }
     }
     let order = [
-        ("policy.window_vexit", c.window_inst <= c.window_vexit, "window_inst ≤ window_vexit"),
-        ("policy.window_tmiss", c.window_vexit < c.window_tmiss, "window_vexit < window_tmiss"),
-        ("policy.window_trans", c.window_tmiss < c.window_trans, "window_tmiss < window_trans"),
+        (
+            "policy.window_vexit",
+            c.window_inst <= c.window_vexit,
+            "window_inst ≤ window_vexit",
+        ),
+        (
+            "policy.window_tmiss",
+            c.window_vexit < c.window_tmiss,
+            "window_vexit < window_tmiss",
+        ),
+        (
+            "policy.window_trans",
+            c.window_tmiss < c.window_trans,
+            "window_tmiss < window_trans",
+        ),
         (
             "policy.window_prepaging",
             c.window_vexit < c.window_prepaging,
@@ -375,7 +387,11 @@ fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
                     "windows out of order: seed 001 §7 requires window_inst ≤ window_vexit < \
                      window_tmiss < window_trans; {rule} fails (window_inst {}, window_vexit {}, \
                      window_tmiss {}, window_trans {}, window_prepaging {})",
-                    c.window_inst, c.window_vexit, c.window_tmiss, c.window_trans, c.window_prepaging
+                    c.window_inst,
+                    c.window_vexit,
+                    c.window_tmiss,
+                    c.window_trans,
+                    c.window_prepaging
                 ),
             ));
         }
@@ -412,7 +428,10 @@ fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
     }
     at_least_one("policy.cpi_average", c.cpi_average)?;
     if c.cpi_average > 1024 {
-        return Err(Error::config("policy.cpi_average", "must be at most 1024 windows"));
+        return Err(Error::config(
+            "policy.cpi_average",
+            "must be at most 1024 windows",
+        ));
     }
     Ok(())
 }

@@ -183,10 +183,16 @@ impl CostModel {
             wake: u64::MAX,
         };
         m.exit_cost = (p.exit_round_trip
-            + [p.hidden_fault, p.reflect_fault, p.emulate_write, p.cr3_write, p.invlpg]
-                .into_iter()
-                .min()
-                .unwrap_or(0)) as f64;
+            + [
+                p.hidden_fault,
+                p.reflect_fault,
+                p.emulate_write,
+                p.cr3_write,
+                p.invlpg,
+            ]
+            .into_iter()
+            .min()
+            .unwrap_or(0)) as f64;
         if c.start == crate::config::StartMode::Shadow {
             m.wake = m.exits_needed(0.0, 0);
         }
@@ -230,7 +236,8 @@ impl CostModel {
     pub fn on_exits(&mut self, exits: u64) -> Action {
         let cycles = (exits - self.exits_at_window) as f64 * self.exit_cost;
         let nested = self.last.1 * self.window as f64;
-        if self.regret + cycles - nested > (1.0 + self.hysteresis) * self.switch_cost(Mode::Nested) {
+        if self.regret + cycles - nested > (1.0 + self.hysteresis) * self.switch_cost(Mode::Nested)
+        {
             return self.switch(Mode::Nested, self.last.1);
         }
         self.wake = u64::MAX;
@@ -421,12 +428,18 @@ mod tests {
         // The start settles; then 100 misses × 20 cycles and no exits: nested would cost
         // 100 × 20 × 6 = 12 cycles per instruction against 2.
         for _ in 0..3 {
-            assert_eq!(m.on_window(&w(100, 2000, 0, 0), 0, Mode::Shadow), Action::Stay);
+            assert_eq!(
+                m.on_window(&w(100, 2000, 0, 0), 0, Mode::Shadow),
+                Action::Stay
+            );
         }
         assert_eq!(m.prediction(), (2.0, 12.0));
         assert_eq!(m.regret(), 0.0);
         // 11,000 exit cycles: shadow costs 13 against 12, a gain of 1,000 per window.
-        assert_eq!(m.on_window(&w(100, 2000, 11_000, 0), 0, Mode::Shadow), Action::Stay);
+        assert_eq!(
+            m.on_window(&w(100, 2000, 11_000, 0), 0, Mode::Shadow),
+            Action::Stay
+        );
         assert_eq!(m.regret(), 1000.0);
         // The sum passes the 1,750-cycle switch in the second such window.
         assert_eq!(
@@ -465,9 +478,15 @@ mod tests {
         first.switch_cycles = 1200;
         assert_eq!(m.on_window(&first, 0, Mode::Nested), Action::Stay);
         assert_eq!(m.state(), "settle");
-        assert_eq!(m.on_window(&w(100, 5000, 0, 3000), 0, Mode::Nested), Action::Stay);
+        assert_eq!(
+            m.on_window(&w(100, 5000, 0, 3000), 0, Mode::Nested),
+            Action::Stay
+        );
         assert_eq!(m.switch_cost(Mode::Nested), 1750.0, "still the prior");
-        assert_eq!(m.on_window(&w(100, 5000, 0, 3000), 0, Mode::Nested), Action::Stay);
+        assert_eq!(
+            m.on_window(&w(100, 5000, 0, 3000), 0, Mode::Nested),
+            Action::Stay
+        );
         assert_eq!(m.switch_cost(Mode::Nested), 1200.0);
         // Shadow predicted from the kernel cycles: 10 × 3,000 exit cycles plus 100 misses ×
         // 20 cycles, 32 per instruction against nested's 5.
@@ -493,7 +512,10 @@ mod tests {
         let windows = (cost / gain).floor() as usize + 1;
         assert!(windows > 1);
         for _ in 1..windows {
-            assert_eq!(m.on_window(&w(100, 4000, 0, 0), 0, Mode::Nested), Action::Stay);
+            assert_eq!(
+                m.on_window(&w(100, 4000, 0, 0), 0, Mode::Nested),
+                Action::Stay
+            );
         }
         assert_eq!(
             m.on_window(&w(100, 4000, 0, 0), 0, Mode::Nested),

@@ -500,9 +500,17 @@ mod tests {
         assert_eq!(r.exits(5), Action::Stay);
         assert_eq!(r.exits(1), NESTED, "exit 6 > threshold 5");
         r.at(State::PreNested, 5.0, 50.0);
-        assert_eq!(r.d.cpis().0, 2.5, "cpi_shadow is the moving average at the switch");
+        assert_eq!(
+            r.d.cpis().0,
+            2.5,
+            "cpi_shadow is the moving average at the switch"
+        );
         assert_eq!(r.d.count_punit(), 0);
-        assert_eq!(r.d.exit_wake(), u64::MAX, "nested states do not watch exits");
+        assert_eq!(
+            r.d.exit_wake(),
+            u64::MAX,
+            "nested states do not watch exits"
+        );
         // Both transition counters started at window_trans (R5): no damping.
         assert_eq!(r.d.trans_counts(), (0, 12));
     }
@@ -535,7 +543,11 @@ mod tests {
         assert_eq!(r.window(6.0, 0, 0), SHADOW);
         r.at(State::Shadow, 10.0, 50.0);
         assert_eq!(r.d.cpis(), (2.0, 4.0));
-        assert_eq!(r.d.count_vexit(r.exits), 0, "a switch into shadow restarts count_vexit");
+        assert_eq!(
+            r.d.count_vexit(r.exits),
+            0,
+            "a switch into shadow restarts count_vexit"
+        );
         assert_eq!(r.d.exit_wake(), r.exits + 11);
     }
 
@@ -586,7 +598,11 @@ mod tests {
         assert_eq!(r.window(3.0, 20, 0), SHADOW);
         r.at(State::PreShadow, 5.0, 50.0);
         assert_eq!(r.d.cpis().1, 2.5, "cpi_nested stored on leaving Nested");
-        assert_eq!(r.d.count_punit(), 0, "the probe lasts window_tmiss from the switch (R1)");
+        assert_eq!(
+            r.d.count_punit(),
+            0,
+            "the probe lasts window_tmiss from the switch (R1)"
+        );
         assert_eq!(r.d.exit_wake(), 6);
     }
 
@@ -625,7 +641,11 @@ mod tests {
             r.window(2.0, 20, 0);
         }
         assert_eq!(r.window(2.0, 0, 4), Action::Stay);
-        assert_eq!(r.d.count_vexit(r.exits), 0, "R2: restarted at a multiple of window_vexit");
+        assert_eq!(
+            r.d.count_vexit(r.exits),
+            0,
+            "R2: restarted at a multiple of window_vexit"
+        );
         assert_eq!(r.exits(6), NESTED);
         r.at(State::PreNested, 5.0, 50.0);
     }

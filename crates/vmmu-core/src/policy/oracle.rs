@@ -87,10 +87,7 @@ mod tests {
     #[test]
     fn one_mode_best_throughout_is_chosen_throughout() {
         let ws = [w(10, 20), w(11, 30), w(12, 13)];
-        assert_eq!(
-            schedule(&ws, &flat(3, 0, 0)),
-            (vec![Mode::Shadow; 3], 33)
-        );
+        assert_eq!(schedule(&ws, &flat(3, 0, 0)), (vec![Mode::Shadow; 3], 33));
     }
 
     #[test]

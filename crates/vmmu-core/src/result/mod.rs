@@ -156,6 +156,8 @@ pub struct RunResult {
     pub walk_refs_per_walk: f64,
     /// References by `{column,row}` cell.
     pub walk_refs_by_step: BTreeMap<String, u64>,
+    /// References the page-walk cache served, by `{column,row}` cell (seed 002 Figure 8).
+    pub pwc_hits_by_step: BTreeMap<String, u64>,
     /// References by the structure that served them.
     pub walk_refs_served_by: BTreeMap<String, u64>,
     /// Hits and misses of the page-walk caching structures.
@@ -217,14 +219,17 @@ impl RunResult {
         let in_mode = vmm.instructions_in_mode(c.instructions);
         let two_d = in_mode[mode_index(Mode::Nested)] > 0
             || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0));
-        let mut by_step = BTreeMap::new();
-        for (col, rows) in w.refs.iter().enumerate() {
-            for (row, &n) in rows.iter().enumerate() {
-                if n > 0 && (two_d || col == COL_G) {
-                    by_step.insert(step_name(col, row, !two_d), n);
+        let cells = |grid: &crate::walk::step::Grid| {
+            let mut by_step = BTreeMap::new();
+            for (col, rows) in grid.iter().enumerate() {
+                for (row, &n) in rows.iter().enumerate() {
+                    if n > 0 && (two_d || col == COL_G) {
+                        by_step.insert(step_name(col, row, !two_d), n);
+                    }
                 }
             }
-        }
+            by_step
+        };
         let cache_stats = m.hw.caches.stats();
         let mut served = BTreeMap::new();
         served.insert("pwc".to_string(), w.served_pwc);
@@ -273,7 +278,8 @@ impl RunResult {
             ad_updates: w.ad_updates,
             walk_refs: w.total_refs(),
             walk_refs_per_walk: ratio(w.total_refs(), w.walks),
-            walk_refs_by_step: by_step,
+            walk_refs_by_step: cells(&w.refs),
+            pwc_hits_by_step: cells(&w.pwc_hits),
             walk_refs_served_by: served,
             walk_caches: WalkCaches {
                 pwc: m.hw.pwc.stats(),

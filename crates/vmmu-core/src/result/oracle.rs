@@ -301,7 +301,14 @@ fn stitch(
     acc["cpi"] = json!(ratio(cycles, instructions));
     acc["walk_refs_per_walk"] = json!(ratio(u(&acc, &["walk_refs"]), u(&acc, &["walks"])));
     let id = fin(Mode::Shadow);
-    for key in ["schema", "machine", "pwc_design", "seed", "profile", "warmup"] {
+    for key in [
+        "schema",
+        "machine",
+        "pwc_design",
+        "seed",
+        "profile",
+        "warmup",
+    ] {
         acc[key] = id[key].clone();
     }
     acc["mode"] = json!(Mode::Adaptive.name());

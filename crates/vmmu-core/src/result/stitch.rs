@@ -91,7 +91,9 @@ fn int(n: &serde_json::Number) -> i64 {
 /// A tree shaped like `v` with every integer zero.
 fn zero_like(v: &Value) -> Value {
     match v {
-        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), zero_like(x))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, x)| (k.clone(), zero_like(x))).collect())
+        }
         Value::Number(n) if is_int(n) => Value::from(0),
         other => other.clone(),
     }
@@ -120,6 +122,9 @@ mod tests {
 
     #[test]
     fn a_level_that_falls_gives_a_negative_change() {
-        assert_eq!(delta(&json!({"live": 7}), &json!({"live": 3})), json!({"live": -4}));
+        assert_eq!(
+            delta(&json!({"live": 7}), &json!({"live": 3})),
+            json!({"live": -4})
+        );
     }
 }

@@ -69,7 +69,9 @@ pub const fn mode_index(mode: Mode) -> usize {
         Mode::Native => 0,
         Mode::Nested => 1,
         Mode::Shadow => 2,
-        Mode::Adaptive => panic!("adaptive is a policy over nested and shadow paging, never the paging state"),
+        Mode::Adaptive => {
+            panic!("adaptive is a policy over nested and shadow paging, never the paging state")
+        }
     }
 }
 
@@ -154,7 +156,10 @@ impl Vmm {
             }
             (Mode::Shadow, t @ (Technique::Pv | Technique::Previrt)) => Paging::Direct(t),
             (Mode::Adaptive, _) => {
-                return Err(Error::config("policy", "a policy starts in nested or shadow paging"))
+                return Err(Error::config(
+                    "policy",
+                    "a policy starts in nested or shadow paging",
+                ))
             }
         };
         Ok(Vmm {

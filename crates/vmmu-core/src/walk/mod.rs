@@ -46,6 +46,8 @@ pub struct WalkStats {
     pub refs: Grid,
     /// References served by the page-walk cache.
     pub served_pwc: u64,
+    /// References served by the page-walk cache, by `{column,row}` cell.
+    pub pwc_hits: Grid,
     /// References served per cache level; index `levels` is DRAM.
     pub served_level: [u64; 8],
 }
@@ -176,6 +178,7 @@ impl WalkHw {
             cycles += self.pwc_latency as u64;
             if self.pwc.lookup(entry) {
                 self.stats.served_pwc += 1;
+                self.stats.pwc_hits[col][row] += 1;
                 return cycles;
             }
         }

@@ -8,8 +8,7 @@ use super::aim9::{exec_child, exec_child_events, parent_resumes, place, setup, s
 use super::cpu::SWIM_IMAGE;
 use super::memorymotion::{PROGRAM, SHELL};
 use super::script::{
-    compute, count_in, fetch, instrs, load, mmap, rng, store, Image, Layout, Placed, Script,
-    PAGE,
+    compute, count_in, fetch, instrs, load, mmap, rng, store, Image, Layout, Placed, Script, PAGE,
 };
 use super::{p, PaperDef};
 use crate::addr::Gva;
@@ -125,7 +124,7 @@ impl Mixed {
     }
 
     fn solver_phase(&self, k: u64) -> bool {
-        k % 2 == 0
+        k.is_multiple_of(2)
     }
 
     /// Up to [`POINTS_PER_STEP`] solver points.
@@ -173,10 +172,7 @@ impl Script for Mixed {
         let start = setup_events(&SHELL) + 2 + exec_child_events(&SWIM_IMAGE) + 1;
         let solver = self.phases.div_ceil(2);
         let shell = self.phases / 2;
-        start
-            + 2 * self.phases
-            + solver * 5 * self.points
-            + shell * self.jobs * self.job_events()
+        start + 2 * self.phases + solver * 5 * self.points + shell * self.jobs * self.job_events()
     }
 
     fn step(&mut self, out: &mut Vec<Event>) -> bool {
@@ -279,7 +275,10 @@ fn build_gzip(v: &Values) -> Result<Box<dyn Script>> {
     let pages = buffer.div_ceil(PAGE);
     let out_pages = pages.div_ceil(3);
     if (pages + out_pages) * PAGE > l.anon_room() {
-        return Err(v.error("buffer", "the input and output buffers do not fit the layout"));
+        return Err(v.error(
+            "buffer",
+            "the input and output buffers do not fit the layout",
+        ));
     }
     Ok(Box::new(Gzip {
         shell: place(v, SHELL, l, "bits")?,
@@ -333,12 +332,13 @@ impl Gzip {
             let pg = self.page;
             self.page += 1;
             out.push(fetch(self.gz.text + (pg & 7) * 64));
-            let gap = if self.reads == 0 { 0 } else { PAGE / self.reads / 8 * 8 };
+            let gap = PAGE.checked_div(self.reads).unwrap_or(0) / 8 * 8;
             for r in 0..self.reads {
                 out.push(load(self.inbuf + pg * PAGE + r * gap, 4));
             }
             for _ in 0..self.hash {
-                let at = self.gz.heap + below(&mut self.rng, heap) * PAGE
+                let at = self.gz.heap
+                    + below(&mut self.rng, heap) * PAGE
                     + below(&mut self.rng, PAGE / 8) * 8;
                 out.push(load(at, 4));
             }
