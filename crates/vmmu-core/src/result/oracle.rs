@@ -156,17 +156,10 @@ fn bump(v: &mut Value, path: &[&str], n: u64) {
     *x = json!(x.as_u64().unwrap_or(0) + n);
 }
 
-const PAGING: [ExitReason; 5] = [
-    ExitReason::HiddenFault,
-    ExitReason::GuestFault,
-    ExitReason::PtWrite,
-    ExitReason::Cr3Write,
-    ExitReason::Invlpg,
-];
-
 fn paging_exits(d: &Value) -> i64 {
-    PAGING
+    ExitReason::ALL
         .iter()
+        .filter(|r| r.is_paging())
         .map(|r| i(d, &["exits", r.name(), "count"]))
         .sum()
 }
@@ -258,22 +251,34 @@ fn stitch(
                 1000.0 * x.max(0) as f64 / instr as f64
             }
         };
+        let l2 = i(&dk, &["tlb", "l2", "misses"]);
+        let exits = paging_exits(&dk);
+        let decision = match modes.get(k + 1) {
+            None => "end",
+            Some(&next) if next == m => "stay",
+            Some(&next) => next.name(),
+        };
         timeline.push(WindowRecord {
             window: k as u64,
             instructions: u(&snaps[0][k + 1], &["instructions"]),
+            window_instructions: instr,
             cycles,
+            l1_dtlb_misses: i(&dk, &["tlb", "l1d", "misses"]).max(0) as u64,
+            l2_dtlb_misses: l2.max(0) as u64,
+            paging_exits: exits.max(0) as u64,
             cpi: if instr == 0 {
                 0.0
             } else {
                 cycles as f64 / instr as f64
             },
-            tlb_misses_per_kinstr: per_k(i(&dk, &["tlb", "l2", "misses"])),
-            paging_exits_per_kinstr: per_k(paging_exits(&dk)),
+            tlb_misses_per_kinstr: per_k(l2),
+            paging_exits_per_kinstr: per_k(exits),
             threshold_vexit: None,
             threshold_tmiss: None,
             state: m.name().to_string(),
             mode: m.name().to_string(),
             switches: u64::from(k > 0 && modes[k - 1] != m),
+            decision: decision.to_string(),
         });
     }
     let last = modes.last().copied().unwrap_or(Mode::Shadow);

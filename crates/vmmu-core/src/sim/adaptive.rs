@@ -23,8 +23,16 @@ pub struct WindowRecord {
     pub window: u64,
     /// Instructions retired by the window's end (cumulative).
     pub instructions: u64,
+    /// Instructions retired in the window (the PMU's retired-instruction counter).
+    pub window_instructions: u64,
     /// Cycles of the window, everything included.
     pub cycles: u64,
+    /// L1 DTLB misses in the window (the PMU's counter).
+    pub l1_dtlb_misses: u64,
+    /// L2 DTLB misses in the window: lookups that walked (the PMU's counter).
+    pub l2_dtlb_misses: u64,
+    /// Paging-related exits in the window (the hypervisor's own count).
+    pub paging_exits: u64,
     /// `cycles / instructions of the window`.
     pub cpi: f64,
     /// L2 DTLB misses (lookups that walked) per 1,000 instructions of the window.
@@ -42,6 +50,17 @@ pub struct WindowRecord {
     /// Mode switches carried out during the window (a switch at a window's end belongs to
     /// the next window, which pays for it).
     pub switches: u64,
+    /// What the policy decided at the window's end: `stay`, `nested` or `shadow` (the mode
+    /// it switched to); `end` for the last, partial window, which no policy sees.
+    pub decision: String,
+}
+
+/// The timeline's name of a decision.
+pub(crate) fn decision_name(a: Action) -> &'static str {
+    match a {
+        Action::Stay => "stay",
+        Action::Switch(m) => m.name(),
+    }
 }
 
 /// Cumulative counters at a window boundary.
@@ -139,7 +158,11 @@ impl Adaptive {
         self.timeline.push(WindowRecord {
             window: self.timeline.len() as u64,
             instructions: cumulative,
+            window_instructions: c.instructions,
             cycles: c.cycles,
+            l1_dtlb_misses: c.l1_dtlb_misses,
+            l2_dtlb_misses: c.l2_dtlb_misses,
+            paging_exits: c.paging_exits,
             cpi: c.cpi(),
             tlb_misses_per_kinstr: per_k(c.l2_dtlb_misses),
             paging_exits_per_kinstr: per_k(c.paging_exits),
@@ -148,6 +171,7 @@ impl Adaptive {
             state: self.now.state.to_string(),
             mode: self.now.mode.name().to_string(),
             switches: 0,
+            decision: "end".to_string(),
         });
     }
 }
@@ -207,6 +231,13 @@ impl Simulator {
         let act = a
             .policy
             .on_window(&c, self.vmm.paging_exits(), self.vmm.mode());
+        let effective = match act {
+            Action::Switch(to) if to == self.vmm.mode() => Action::Stay,
+            other => other,
+        };
+        if let Some(r) = a.timeline.last_mut() {
+            r.decision = decision_name(effective).to_string();
+        }
         self.act(act)?;
         a.now = InForce {
             state: a.policy.state(),
