@@ -133,7 +133,10 @@ fn dav2m_one_window(threshold_vexit: u64) -> Vec<(String, String)> {
 #[test]
 fn dav2m_probes_nested_paging_on_the_exit_that_exceeds_threshold_vexit_and_not_before() {
     let ev = churn_then_quiet(30, 50);
-    let shadow = run(&adaptive("static-shadow", &[("window_inst", "1e6")]), ev.clone());
+    let shadow = run(
+        &adaptive("static-shadow", &[("window_inst", "1e6")]),
+        ev.clone(),
+    );
     let exits = sum(&shadow, "paging_exits");
     assert!(exits > 30, "the churn exits under shadow paging: {exits}");
     // Exactly `exits` exits never exceed a threshold of `exits`.
@@ -172,7 +175,10 @@ fn dav2m_tmiss(threshold_tmiss: u64) -> Vec<(String, String)> {
 #[test]
 fn dav2m_probes_shadow_paging_when_the_misses_of_window_tmiss_exceed_threshold_tmiss() {
     let ev = tlb_bound(4096, 3000);
-    let nested = run(&adaptive("static-nested", &[("window_inst", "500")]), ev.clone());
+    let nested = run(
+        &adaptive("static-nested", &[("window_inst", "500")]),
+        ev.clone(),
+    );
     let t = timeline(&nested);
     // The misses of the first window_tmiss (two PMU windows).
     let misses = u(&t[0], "l2_dtlb_misses") + u(&t[1], "l2_dtlb_misses");
@@ -193,7 +199,11 @@ fn dav2m_probes_shadow_paging_when_the_misses_of_window_tmiss_exceed_threshold_t
     assert_eq!(pt[1]["decision"], "shadow");
     assert_eq!(pt[2]["state"], "PreShadow");
     assert_eq!(pt[2]["mode"], "shadow");
-    assert_eq!(u(&pt[2], "switches"), 1, "the next window pays for the switch");
+    assert_eq!(
+        u(&pt[2], "switches"),
+        1,
+        "the next window pays for the switch"
+    );
     // Each window the policy saw paid a PMU-overflow exit.
     let seen = pt.iter().filter(|r| r["decision"] != "end").count() as u64;
     assert_eq!(u(&probe["exits"]["pmu_overflow"], "count"), seen);

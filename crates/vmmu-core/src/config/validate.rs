@@ -345,17 +345,6 @@ fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
     ];
     for (f, w) in windows {
         positive(f, w)?;
-        let units = w / c.window_inst;
-        if (units - units.round()).abs() > 1e-9 * units.max(1.0) {
-            return Err(Error::config(
-                f,
-                format!(
-                    "{w} is not a whole number of PMU windows (window_inst = {}): the policy \
-                     counts time in PMU overflows",
-                    c.window_inst
-                ),
-            ));
-        }
     }
     let order = [
         (
@@ -392,6 +381,19 @@ fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
                     c.window_tmiss,
                     c.window_trans,
                     c.window_prepaging
+                ),
+            ));
+        }
+    }
+    for (f, w) in windows {
+        let units = w / c.window_inst;
+        if (units - units.round()).abs() > 1e-9 * units.max(1.0) {
+            return Err(Error::config(
+                f,
+                format!(
+                    "{w} is not a whole number of PMU windows (window_inst = {}): the policy \
+                     counts time in PMU overflows",
+                    c.window_inst
                 ),
             ));
         }
