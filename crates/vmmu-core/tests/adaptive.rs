@@ -289,9 +289,16 @@ fn adaptive_runs_are_deterministic() {
     }
 }
 
+/// Overrides, the key the error must name, the rule it must state.
+type BadCase = (
+    &'static [(&'static str, &'static str)],
+    &'static str,
+    &'static str,
+);
+
 #[test]
 fn policies_that_make_no_sense_are_rejected_with_the_rule() {
-    let cases: &[(&[(&str, &str)], &str, &str)] = &[
+    let cases: &[BadCase] = &[
         (
             &[("mode", "native"), ("policy.kind", "dav2m")],
             "policy",
