@@ -260,8 +260,8 @@ fn stitch(
         };
         timeline.push(WindowRecord {
             window: k as u64,
-            instructions: u(&snaps[0][k + 1], &["instructions"]),
-            window_instructions: instr,
+            instructions: instr,
+            instructions_end: u(&snaps[0][k + 1], &["instructions"]),
             cycles,
             l1_dtlb_misses: i(&dk, &["tlb", "l1d", "misses"]).max(0) as u64,
             l2_dtlb_misses: l2.max(0) as u64,

@@ -21,10 +21,10 @@ use serde::{Deserialize, Serialize};
 pub struct WindowRecord {
     /// The window's number, from 0.
     pub window: u64,
-    /// Instructions retired by the window's end (cumulative).
-    pub instructions: u64,
     /// Instructions retired in the window (the PMU's retired-instruction counter).
-    pub window_instructions: u64,
+    pub instructions: u64,
+    /// Instructions retired from the start of counting to the window's end.
+    pub instructions_end: u64,
     /// Cycles of the window, everything included.
     pub cycles: u64,
     /// L1 DTLB misses in the window (the PMU's counter).
@@ -157,8 +157,8 @@ impl Adaptive {
         };
         self.timeline.push(WindowRecord {
             window: self.timeline.len() as u64,
-            instructions: cumulative,
-            window_instructions: c.instructions,
+            instructions: c.instructions,
+            instructions_end: cumulative,
             cycles: c.cycles,
             l1_dtlb_misses: c.l1_dtlb_misses,
             l2_dtlb_misses: c.l2_dtlb_misses,
