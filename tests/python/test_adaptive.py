@@ -43,7 +43,7 @@ def test_a_policy_outside_adaptive_mode_is_an_error_naming_it():
 
 
 def test_nonsense_policy_parameters_are_rejected_with_the_rule():
-    with pytest.raises(exceptions.ConfigError, match="policy.p_factor: must be at least 1"):
+    with pytest.raises(exceptions.ConfigError, match=r"policy\.p_factor: must be at least 1"):
         vmmu.run(mode="adaptive", set={"policy.p_factor": 0.5}, workload=MIXED)
     with pytest.raises(exceptions.ConfigError, match="window_vexit < window_tmiss"):
         vmmu.run(mode="adaptive", set={"policy.window_tmiss": 1e8}, workload=MIXED)
