@@ -21,7 +21,7 @@
 //! simulation of the last window's mode, `shadow.pages_live` from the shadow simulation when
 //! the schedule ends in shadow paging, else 0 (a switch to nested paging drops the cache).
 
-use super::stitch::{add, delta, rename_keys, snapshot};
+use super::stitch::{add, delta, rename_keys, snapshot, tree};
 use super::RunResult;
 use crate::config::{Mode, SimConfig};
 use crate::error::{Error, Result};
@@ -86,7 +86,7 @@ pub fn run(
         c.policy = None;
         sims.push(Simulator::new(&c)?);
     }
-    let mut snaps: [Vec<Value>; 2] = [Vec::new(), Vec::new()];
+    let mut snaps: [Vec<RunResult>; 2] = [Vec::new(), Vec::new()];
     let mut next = [0u64; 2];
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let total = source.len_hint();
@@ -169,7 +169,7 @@ fn stitch(
     cfg: &SimConfig,
     workload: &str,
     window: u64,
-    snaps: &[Vec<Value>; 2],
+    snaps: &[Vec<RunResult>; 2],
     seconds: f64,
 ) -> Result<RunResult> {
     if snaps[0].len() != snaps[1].len() {
@@ -183,19 +183,16 @@ fn stitch(
         });
     }
     let n = snaps[0].len() - 1;
-    let d: Vec<Vec<Value>> = snaps
-        .iter()
-        .map(|s| (0..n).map(|k| delta(&s[k], &s[k + 1])).collect())
-        .collect();
+    let cycles = |s: &[RunResult], k: usize| s[k + 1].cycles.saturating_sub(s[k].cycles);
     let costs: Vec<WindowCost> = (0..n)
         .map(|k| WindowCost {
-            shadow: i(&d[0][k], &["cycles"]).max(0) as u64,
-            nested: i(&d[1][k], &["cycles"]).max(0) as u64,
+            shadow: cycles(&snaps[0], k),
+            nested: cycles(&snaps[1], k),
         })
         .collect();
     let p = &cfg.hypervisor.costs;
     let direct = p.exit_round_trip + p.mode_switch;
-    let live = |k: usize| u(&snaps[0][k], &["shadow", "pages_live"]);
+    let live = |k: usize| snaps[0][k].shadow.as_ref().map_or(0, |s| s.pages_live);
     let prices: Vec<SwitchCost> = (0..n)
         .map(|k| SwitchCost {
             to_shadow: direct + p.make_shadow,
@@ -204,13 +201,30 @@ fn stitch(
         .collect();
     let (modes, bound) = schedule(&costs, &prices);
     let side = |m: Mode| usize::from(m == Mode::Nested);
+    // JSON trees only of the snapshots the stitching reads: the ends of the chosen windows
+    // and the last of each simulation.
+    let mut trees: [Vec<Option<Value>>; 2] = [vec![None; n + 1], vec![None; n + 1]];
+    for (k, &m) in modes.iter().enumerate() {
+        for j in [k, k + 1] {
+            let t = &mut trees[side(m)][j];
+            if t.is_none() {
+                *t = Some(tree(&snaps[side(m)][j]));
+            }
+        }
+    }
+    for (i, t) in trees.iter_mut().enumerate() {
+        if t[n].is_none() {
+            t[n] = Some(tree(&snaps[i][n]));
+        }
+    }
+    let snap = |i: usize, k: usize| trees[i][k].as_ref().expect("made above");
     let any_nested = modes.contains(&Mode::Nested);
     let mut acc = Value::Object(Map::new());
     let mut timeline = Vec::with_capacity(n);
     let mut stretches: Vec<Stretch> = Vec::new();
     let (mut switches, mut switch_cycles, mut unshadowed) = (0u64, 0u64, 0u64);
     for (k, &m) in modes.iter().enumerate() {
-        let mut dk = d[side(m)][k].clone();
+        let mut dk = delta(snap(side(m), k), snap(side(m), k + 1));
         if m == Mode::Shadow && any_nested {
             // A run that used nested paging names the guest column of its 1D walks too.
             rename_keys(&mut dk, "walk_refs_by_step", |s| {
@@ -237,7 +251,7 @@ fn stitch(
             }
             stretches.push(Stretch {
                 window: k as u64,
-                instructions: u(&snaps[0][k], &["instructions"]),
+                instructions: snaps[0][k].instructions,
                 mode: m.name().to_string(),
                 switch_cycles: cost,
             });
@@ -261,7 +275,7 @@ fn stitch(
         timeline.push(WindowRecord {
             window: k as u64,
             instructions: instr,
-            instructions_end: u(&snaps[0][k + 1], &["instructions"]),
+            instructions_end: snaps[0][k + 1].instructions,
             cycles,
             l1_dtlb_misses: i(&dk, &["tlb", "l1d", "misses"]).max(0) as u64,
             l2_dtlb_misses: l2.max(0) as u64,
@@ -282,7 +296,7 @@ fn stitch(
         });
     }
     let last = modes.last().copied().unwrap_or(Mode::Shadow);
-    let fin = |m: Mode| &snaps[side(m)][n];
+    let fin = |m: Mode| snap(side(m), n);
     bump(&mut acc, &["cycles"], switch_cycles);
     bump(&mut acc, &["cycles_by_cause", "mode_switch"], switch_cycles);
     if switches > 0 {

@@ -9,9 +9,15 @@ use super::RunResult;
 use crate::sim::Simulator;
 use serde_json::{Map, Value};
 
-/// The result of `sim` so far, without its configuration and timeline.
-pub(super) fn snapshot(sim: &Simulator) -> Value {
-    let mut v = RunResult::of(sim, "", 0.0).to_json();
+/// The result of `sim` so far (typed: a JSON tree is made only of the snapshots used, by
+/// [`tree`]).
+pub(super) fn snapshot(sim: &Simulator) -> RunResult {
+    RunResult::of(sim, "", 0.0)
+}
+
+/// A snapshot as a JSON tree, without its configuration and timeline.
+pub(super) fn tree(r: &RunResult) -> Value {
+    let mut v = r.to_json();
     if let Value::Object(m) = &mut v {
         m.remove("config");
         m.remove("timeline");
