@@ -3,9 +3,9 @@ modes, the oracle bound and vmmu's cost model (docs/policies.md), as rows of ``v
 
 :func:`bae11_adaptive` returns the same DataFrame shape as every reproduction of
 :mod:`vmmu.repro` (``claim``, ``paper``, ``vmmu``, ``unit``, ``holds``, ``note``), so it can be
-shown beside :func:`vmmu.repro.bae11` or on its own.
+shown beside :mod:`vmmu.repro.bae11` or on its own.
 
-**Setup.** The machine and hypervisor of :func:`vmmu.repro.bae11` (Opteron 2350, the Palacios
+**Setup.** The machine and hypervisor of :mod:`vmmu.repro.bae11` (Opteron 2350, the Palacios
 profile, a 32-bit guest, Palacios' shadow pager and 2 MiB nested pages), the same settings for
 every virtualized column, so the adaptive runs and the static ones differ only in who picks
 the mode. Every run is whole (start-up included): a policy decides over the whole run, and the
@@ -103,7 +103,7 @@ PAPER_WINDOW = 1e9
 MACHINE, PROFILE = "opteron2350", "palacios-opteron2350"
 
 #: The settings of every virtualized run: seed 001's guest, Palacios' shadow pager and its
-#: large nested pages (all of :func:`vmmu.repro.bae11`'s, in one set).
+#: large nested pages (all of :mod:`vmmu.repro.bae11`'s, in one set).
 SETTINGS: dict[str, Any] = {**PALACIOS_GUEST, **PALACIOS_SHADOW, **PALACIOS_NESTED}
 
 #: The columns: native, the static modes, the policies.
