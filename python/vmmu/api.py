@@ -94,6 +94,8 @@ def overrides(
     switch_at: Iterable[int] | None = None,
     warmup: int | None = None,
     warmup_instructions: int | None = None,
+    vcpus: int | None = None,
+    overcommit: bool = False,
 ) -> list[tuple[str, str]]:
     """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
     pairs: list[tuple[str, str]] = []
@@ -134,6 +136,10 @@ def overrides(
         pairs.append(("warmup.refs", str(int(warmup))))
     if warmup_instructions is not None:
         pairs.append(("warmup.instructions", str(int(warmup_instructions))))
+    if vcpus is not None:
+        pairs.append(("guest.vcpus", str(int(vcpus))))
+    if overcommit:
+        pairs.append(("guest.overcommit", "true"))
     pairs.extend(_set_pairs(set))
     return pairs
 
@@ -241,7 +247,8 @@ def run(
     ``vpid`` / ``pcid`` turn TLB tags on or off; ``switch_at`` lists the instruction counts at
     which the VM switches between shadow and nested paging; ``warmup`` references (or
     ``warmup_instructions`` instructions) are simulated first and left out of every count;
-    ``set`` overrides any field by its dotted path. ``progress`` is ``True`` for a progress
+    ``vcpus`` gives the guest that many vCPUs (``overcommit`` allows more than the machine's
+    cores); ``set`` overrides any field by its dotted path. ``progress`` is ``True`` for a progress
     bar on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
     events (return ``False`` to stop).
     """

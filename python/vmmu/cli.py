@@ -205,6 +205,18 @@ def machine_options(f: Callable) -> Callable:
             help="Like --warmup, counted in instructions (warmup.instructions).",
         ),
         click.option(
+            "--vcpus",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Virtual processors of the guest (guest.vcpus; at most machine.core.cores "
+            "unless --overcommit).",
+        ),
+        click.option(
+            "--overcommit",
+            is_flag=True,
+            help="Allow more vCPUs than the machine has cores (guest.overcommit).",
+        ),
+        click.option(
             "--set",
             "set_",
             multiple=True,
@@ -261,6 +273,8 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "switch_at": kw["switch_at"],
         "warmup": kw["warmup"],
         "warmup_instructions": kw["warmup_instructions"],
+        "vcpus": kw["vcpus"],
+        "overcommit": kw["overcommit"],
         "set": kw["set_"],
     }
 

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::event::EventSource;
 use crate::hw::HitMiss;
 use crate::shadow::ShadowStats;
-use crate::sim::{Progress, Simulator, Warmup};
+use crate::sim::{Progress, ShootdownCounts, Simulator, VcpuCounts, Warmup};
 use crate::vmm::exits::{ExitCount, ExitReason};
 use crate::vmm::mode_index;
 use crate::walk::step::{step_name, COL_G, GRID};
@@ -52,6 +52,9 @@ pub struct CyclesByCause {
     pub hypervisor: u64,
     /// The exits that changed the paging mode, with their handlers.
     pub mode_switch: u64,
+    /// Time vCPUs waited for other vCPUs to acknowledge their TLB shootdowns (0 with one
+    /// vCPU).
+    pub shootdown_wait: u64,
 }
 
 /// The guest kernel's counters.
@@ -203,6 +206,16 @@ pub struct RunResult {
     pub config: SimConfig,
     /// The simulation's own figures.
     pub sim: SimInfo,
+    /// Multi-vCPU runs: the time the run took, the largest vCPU clock (`cycles` sums every
+    /// vCPU's time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_cycles: Option<u64>,
+    /// Multi-vCPU runs: each vCPU's counters.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vcpus: Vec<VcpuCounts>,
+    /// Multi-vCPU runs: TLB shootdowns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shootdowns: Option<ShootdownCounts>,
 }
 
 impl RunResult {
@@ -223,13 +236,15 @@ impl RunResult {
             guest_kernel: os.kernel_cycles,
             hypervisor: exits.total_cycles() - mode_switch,
             mode_switch,
+            shootdown_wait: sim.shootdowns.wait_cycles,
         };
         let cycles = by_cause.base
             + by_cause.translation
             + by_cause.data
             + by_cause.guest_kernel
             + by_cause.hypervisor
-            + by_cause.mode_switch;
+            + by_cause.mode_switch
+            + by_cause.shootdown_wait;
         let in_mode = vmm.stats.instructions_in_mode;
         let two_d = in_mode[mode_index(Mode::Nested)] > 0
             || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0));
@@ -340,6 +355,9 @@ impl RunResult {
             checked_translations: c.checked,
             warmup: sim.warmed,
             config: cfg.clone(),
+            elapsed_cycles: sim.vcpus.iter().map(|v| v.cycles).max(),
+            vcpus: sim.vcpus.clone(),
+            shootdowns: (!sim.vcpus.is_empty()).then(|| sim.shootdowns.clone()),
             sim: SimInfo {
                 events: c.events + sim.warmed.events,
                 seconds,

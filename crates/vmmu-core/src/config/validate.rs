@@ -67,6 +67,19 @@ impl SimConfig {
                     format!("gives {sets} sets; the set count must be a power of two"),
                 ));
             }
+            if !c.shared && i > 0 && m.caches.levels[i - 1].shared {
+                return Err(Error::config(
+                    format!("{f}.shared"),
+                    format!(
+                        "a private level below the shared level {:?}: the levels shared by \
+                         all cores must be the last ones",
+                        m.caches.levels[i - 1].name
+                    ),
+                ));
+            }
+        }
+        if m.core.cores == 0 {
+            return Err(Error::config("machine.core.cores", "must be at least 1"));
         }
         if !m
             .caches
@@ -86,6 +99,26 @@ impl SimConfig {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
+            ));
+        }
+        let g = &self.guest;
+        if g.vcpus == 0 {
+            return Err(Error::config("guest.vcpus", "must be at least 1"));
+        }
+        if g.vcpus > self.machine.core.cores && !g.overcommit {
+            return Err(Error::config(
+                "guest.vcpus",
+                format!(
+                    "{} vCPUs on the {}-core machine {:?}: vCPUs would time-share cores, which \
+                     vmmu does not model; use at most {} or set guest.overcommit = true",
+                    g.vcpus, self.machine.core.cores, self.machine.name, self.machine.core.cores
+                ),
+            ));
+        }
+        if g.time_slice == 0 {
+            return Err(Error::config(
+                "guest.time_slice",
+                "must be at least 1 cycle",
             ));
         }
         let gmem = self.guest.memory.0;

@@ -10,6 +10,9 @@
 
 mod boundary;
 mod check;
+mod smp;
+
+pub use smp::{ShootdownCounts, VcpuCounts};
 
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
@@ -76,7 +79,14 @@ pub struct Simulator {
     pub counters: Counters,
     /// What the warm-up left out (zero while it lasts, or without one).
     pub warmed: Warmup,
+    /// Per-vCPU counters of a multi-vCPU run (empty with one vCPU).
+    pub vcpus: Vec<VcpuCounts>,
+    /// TLB shootdowns of a multi-vCPU run.
+    pub shootdowns: ShootdownCounts,
     fx: OsEffects,
+    /// Counts the OS actions whose effects `fx` holds (a multi-vCPU run sends shootdowns for
+    /// each new one).
+    fx_serial: u64,
     geo: Geometry,
     /// The current address space's TLB tag.
     tag: Tag,
@@ -117,7 +127,10 @@ impl Simulator {
             mmu,
             counters: Counters::default(),
             warmed: Warmup::default(),
+            vcpus: Vec::new(),
+            shootdowns: ShootdownCounts::default(),
             fx: OsEffects::default(),
+            fx_serial: 0,
             geo: Geometry::of(cfg.guest.format),
             switches,
             warming: cfg.warmup.refs > 0 || cfg.warmup.instructions > 0,
@@ -135,6 +148,9 @@ impl Simulator {
         source: &mut dyn EventSource,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<()> {
+        if self.cfg.guest.vcpus > 1 {
+            return smp::run(self, source, progress);
+        }
         let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
         let total = source.len_hint();
         let mut next_report = PROGRESS_EVERY;
@@ -169,13 +185,19 @@ impl Simulator {
     /// Simulates one event.
     #[inline]
     pub fn step(&mut self, e: &Event) -> Result<()> {
+        let idx = self.warmed.events + self.counters.events;
+        self.step_at(e, idx)
+    }
+
+    /// Simulates one event, the `idx`-th of its stream (for error messages).
+    #[inline]
+    fn step_at(&mut self, e: &Event, idx: u64) -> Result<()> {
         if self.warmed.instructions + self.counters.instructions >= self.next_instr
             || self.warmed.refs + self.counters.memory_refs + self.counters.fetches
                 >= self.next_refs
         {
             self.boundary()?;
         }
-        let idx = self.warmed.events + self.counters.events;
         self.counters.events += 1;
         match e {
             Event::Ref(r) => self.reference(r, idx),
@@ -249,6 +271,7 @@ impl Simulator {
     fn implicit_process(&mut self, r: &MemRef, idx: u64) -> Result<u32> {
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
+        self.fx_serial += 1;
         let res = self
             .os
             .ensure_implicit_process(&mut fx)
@@ -296,6 +319,7 @@ impl Simulator {
             Resolution::Guest => {
                 let mut fx = std::mem::take(&mut self.fx);
                 fx.clear();
+                self.fx_serial += 1;
                 let res = self
                     .os
                     .fault(r.va, access.write, access.fetch, &mut fx)
@@ -314,6 +338,7 @@ impl Simulator {
     fn os_event(&mut self, e: &Event, idx: u64) -> Result<()> {
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
+        self.fx_serial += 1;
         let res = self
             .os
             .event(e, &mut fx)

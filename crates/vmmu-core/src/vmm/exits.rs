@@ -34,11 +34,20 @@ pub enum ExitReason {
     InPlaceCall,
     /// An exit taken to change the paging mode (seed 001 §5).
     ModeSwitch,
+    /// A guest IPI (its interrupt-command-register write), intercepted.
+    IpiSend,
+    /// An interrupt delivered to a running vCPU: forced out by a host IPI, injected at entry.
+    IpiDeliver,
+    /// The guest's end-of-interrupt write, intercepted.
+    Eoi,
+    /// A vCPU forced out so its TLB is flushed after the hypervisor removed shadow tables
+    /// another vCPU may cache translations or paging-structure entries from.
+    RemoteFlush,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 10] = [
+    pub const ALL: [ExitReason; 14] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -49,6 +58,10 @@ impl ExitReason {
         ExitReason::FaultBounce,
         ExitReason::InPlaceCall,
         ExitReason::ModeSwitch,
+        ExitReason::IpiSend,
+        ExitReason::IpiDeliver,
+        ExitReason::Eoi,
+        ExitReason::RemoteFlush,
     ];
 
     /// The name used in results.
@@ -64,6 +77,10 @@ impl ExitReason {
             ExitReason::FaultBounce => "fault_bounce",
             ExitReason::InPlaceCall => "inplace_vmm_call",
             ExitReason::ModeSwitch => "mode_switch",
+            ExitReason::IpiSend => "ipi_send",
+            ExitReason::IpiDeliver => "ipi_deliver",
+            ExitReason::Eoi => "eoi",
+            ExitReason::RemoteFlush => "remote_flush",
         }
     }
 
@@ -80,8 +97,8 @@ impl ExitReason {
 /// Counts and cycles per reason.
 #[derive(Clone, Debug, Default)]
 pub struct ExitStats {
-    count: [u64; 10],
-    cycles: [u64; 10],
+    count: [u64; ExitReason::ALL.len()],
+    cycles: [u64; ExitReason::ALL.len()],
 }
 
 impl ExitStats {

@@ -20,6 +20,7 @@ mod cpu;
 mod kernel;
 mod memorymotion;
 mod script;
+mod server;
 
 use super::spec::{ParamDef, Spec, Values};
 use super::{GeneratorInfo, ParamInfo};
@@ -65,6 +66,8 @@ const PAPERS: &[PaperDef] = &[
     kernel::NPS,
     kernel::FW,
     compile::COMPILE,
+    server::DATABASE,
+    server::XENAPP,
     cpu::SWIM,
     cpu::GCC,
 ];
