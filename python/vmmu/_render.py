@@ -31,6 +31,7 @@ CAUSE_ORDER = (
     "hypervisor",
     "mode_switch",
     "shootdown_wait",
+    "pager_lock_wait",
 )
 WALK_CACHE_ORDER = ("pwc", "ntlb", "psc")
 
@@ -260,7 +261,9 @@ def _vcpus(r: Mapping[str, Any]) -> list[Table]:
     tables = [t]
     sd = r.get("shootdowns") or {}
     if sd:
-        tables.append(key_values({label: sd.get(k) for k, label in SHOOTDOWN_ROWS}, "TLB shootdowns"))
+        tables.append(
+            key_values({label: sd.get(k) for k, label in SHOOTDOWN_ROWS}, "TLB shootdowns")
+        )
     return tables
 
 

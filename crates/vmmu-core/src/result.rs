@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::event::EventSource;
 use crate::hw::HitMiss;
 use crate::shadow::ShadowStats;
-use crate::sim::{Progress, ShootdownCounts, Simulator, VcpuCounts, Warmup};
+use crate::sim::{PagerLockCounts, Progress, ShootdownCounts, Simulator, VcpuCounts, Warmup};
 use crate::vmm::exits::{ExitCount, ExitReason};
 use crate::vmm::mode_index;
 use crate::walk::step::{step_name, COL_G, GRID};
@@ -55,6 +55,8 @@ pub struct CyclesByCause {
     /// Time vCPUs waited for other vCPUs to acknowledge their TLB shootdowns (0 with one
     /// vCPU).
     pub shootdown_wait: u64,
+    /// Time vCPUs waited for the shadow pager's lock (0 with one vCPU).
+    pub pager_lock_wait: u64,
 }
 
 /// The guest kernel's counters.
@@ -216,6 +218,9 @@ pub struct RunResult {
     /// Multi-vCPU runs: TLB shootdowns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shootdowns: Option<ShootdownCounts>,
+    /// Multi-vCPU runs: the shadow pager's lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pager_lock: Option<PagerLockCounts>,
 }
 
 impl RunResult {
@@ -237,6 +242,7 @@ impl RunResult {
             hypervisor: exits.total_cycles() - mode_switch,
             mode_switch,
             shootdown_wait: sim.shootdowns.wait_cycles,
+            pager_lock_wait: sim.pager_lock.wait_cycles,
         };
         let cycles = by_cause.base
             + by_cause.translation
@@ -244,7 +250,8 @@ impl RunResult {
             + by_cause.guest_kernel
             + by_cause.hypervisor
             + by_cause.mode_switch
-            + by_cause.shootdown_wait;
+            + by_cause.shootdown_wait
+            + by_cause.pager_lock_wait;
         let in_mode = vmm.stats.instructions_in_mode;
         let two_d = in_mode[mode_index(Mode::Nested)] > 0
             || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0));
@@ -358,6 +365,7 @@ impl RunResult {
             elapsed_cycles: sim.vcpus.iter().map(|v| v.cycles).max(),
             vcpus: sim.vcpus.clone(),
             shootdowns: (!sim.vcpus.is_empty()).then(|| sim.shootdowns.clone()),
+            pager_lock: (!sim.vcpus.is_empty()).then(|| sim.pager_lock.clone()),
             sim: SimInfo {
                 events: c.events + sim.warmed.events,
                 seconds,

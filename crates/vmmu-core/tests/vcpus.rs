@@ -317,3 +317,34 @@ fn the_multi_vcpu_workloads_run_checked_on_every_vcpu_in_every_mode() {
         }
     }
 }
+
+/// Two processes demand-fault their own regions at once: under shadow paging their hidden
+/// faults take the shadow pager's lock and one vCPU waits for the other; nested paging takes
+/// no lock.
+#[test]
+fn concurrent_shadow_faults_wait_for_the_pager_lock() {
+    let mut ev = vec![
+        Event::ProcessCreate { pid: 1 },
+        mmap(BASE, 256 * PAGE, false),
+        Event::Fork {
+            parent: 1,
+            child: 2,
+        },
+    ];
+    for k in 0..8u64 {
+        ev.push(Event::Switch {
+            pid: 1 + (k % 2) as u32,
+        });
+        ev.extend((0..32).map(|p| store(BASE + (k / 2 * 32 + p) * PAGE)));
+    }
+    let shadow = try_run(&[MODES[2], ("guest.vcpus", "2")], ev.clone()).unwrap();
+    let l = &shadow["pager_lock"];
+    assert!(u(l, "holds") > 0 && u(l, "contended") > 0, "{l}");
+    assert_eq!(
+        u(l, "wait_cycles"),
+        u(&shadow["cycles_by_cause"], "pager_lock_wait")
+    );
+    let nested = try_run(&[MODES[1], ("guest.vcpus", "2")], ev).unwrap();
+    assert_eq!(u(&nested["pager_lock"], "holds"), 0);
+    assert_eq!(u(&nested["cycles_by_cause"], "pager_lock_wait"), 0);
+}

@@ -12,7 +12,7 @@ mod boundary;
 mod check;
 mod smp;
 
-pub use smp::{ShootdownCounts, VcpuCounts};
+pub use smp::{PagerLockCounts, ShootdownCounts, VcpuCounts};
 
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
@@ -83,6 +83,8 @@ pub struct Simulator {
     pub vcpus: Vec<VcpuCounts>,
     /// TLB shootdowns of a multi-vCPU run.
     pub shootdowns: ShootdownCounts,
+    /// The shadow pager's lock in a multi-vCPU run.
+    pub pager_lock: PagerLockCounts,
     fx: OsEffects,
     /// Counts the OS actions whose effects `fx` holds (a multi-vCPU run sends shootdowns for
     /// each new one).
@@ -129,6 +131,7 @@ impl Simulator {
             warmed: Warmup::default(),
             vcpus: Vec::new(),
             shootdowns: ShootdownCounts::default(),
+            pager_lock: PagerLockCounts::default(),
             fx: OsEffects::default(),
             fx_serial: 0,
             geo: Geometry::of(cfg.guest.format),

@@ -6,10 +6,12 @@
 //! **Interleaving.** The event stream is one sequence (a trace records its threads one after
 //! another, a generator writes `Switch` / `Thread` markers); it is split into one queue per
 //! thread. The vCPU with the smallest clock runs next, for a quantum of simulated time, so the
-//! run is deterministic (law 7). References of different threads between two OS events may run
-//! in any order, but an OS event (mmap, munmap, fork, exit, ...) is a barrier: it runs after
-//! every event before it in the stream, and no event after it runs before it — so a program
-//! never touches memory that, in the recorded order, was not yet (or no longer) mapped.
+//! run is deterministic (law 7). Different processes run independently; within a process,
+//! references of different threads between two OS events may run in any order, but an OS
+//! event (mmap, munmap, fork, exit, ...) is a barrier for the processes whose address space it
+//! changes (a fork: parent and child): it runs after every earlier event of theirs in the
+//! stream, and none of their later events runs before it — so a thread never touches memory
+//! that, in the stream's order, was not yet (or no longer) mapped.
 //!
 //! **Scheduling.** A new thread goes to the vCPU with the fewest threads (the lowest index on
 //! a tie). Each vCPU runs its queue round robin, a thread for at most `guest.time_slice`
@@ -94,6 +96,21 @@ pub struct ShootdownCounts {
     pub remote_flush_cycles: u64,
 }
 
+/// The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): handlers that change or
+/// read the shared shadow tables hold it for their handler time (the exit's round trip is
+/// outside it); a vCPU that arrives while another holds it waits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PagerLockCounts {
+    /// Handlers that took the lock.
+    pub holds: u64,
+    /// Of them, those that found it held and waited.
+    pub contended: u64,
+    /// Cycles vCPUs waited for it (part of `cycles`, cause `pager_lock_wait`).
+    pub wait_cycles: u64,
+    /// Cycles it was held.
+    pub held_cycles: u64,
+}
+
 /// One guest thread's part of the stream.
 struct Thread {
     pid: u32,
@@ -129,8 +146,9 @@ struct Vcpu {
 struct Smp {
     vcpus: Vec<Vcpu>,
     threads: BTreeMap<u32, Thread>,
-    /// Stream positions of OS events read but not yet simulated, in stream order.
-    pending_os: VecDeque<u64>,
+    /// Stream positions of OS events read but not yet simulated, in stream order, by the
+    /// process whose address space they change.
+    pending_os: BTreeMap<u32, VecDeque<u64>>,
     /// Position of the next event read.
     seq: u64,
     /// The thread whose events the stream is giving now.
@@ -143,6 +161,8 @@ struct Smp {
     fx_seen: u64,
     /// Cycles charged on other vCPUs during the running vCPU's turn (not its time).
     moved: u64,
+    /// When the shadow pager's lock is next free, on the vCPU clocks.
+    lock_free: u64,
     pcid: bool,
 }
 
@@ -153,6 +173,20 @@ fn is_os(e: &Event) -> bool {
         e,
         Event::Ref(_) | Event::Compute { .. } | Event::Phase { .. }
     )
+}
+
+/// The processes whose address space OS event `e`, issued by a thread of `owner`, changes
+/// (a fork both the parent's and the child's; a creation the new process's).
+fn os_pids(e: &Event, owner: u32) -> [Option<u32>; 2] {
+    match *e {
+        Event::Fork { parent, child } => [Some(parent), Some(child)],
+        Event::ProcessCreate { pid }
+        | Event::Exec { pid }
+        | Event::Exit { pid }
+        | Event::ThreadCreate { pid, .. }
+        | Event::ThreadExit { pid, .. } => [Some(pid), None],
+        _ => [Some(owner), None],
+    }
 }
 
 /// Runs `source` on `sim.cfg.guest.vcpus` vCPUs.
@@ -182,7 +216,7 @@ pub(super) fn run(
     let mut smp = Smp {
         vcpus,
         threads: BTreeMap::new(),
-        pending_os: VecDeque::new(),
+        pending_os: BTreeMap::new(),
         seq: 0,
         stream_tid: None,
         buffered: 0,
@@ -191,6 +225,7 @@ pub(super) fn run(
         buf: Vec::with_capacity(super::BATCH),
         fx_seen: 0,
         moved: 0,
+        lock_free: 0,
         pcid: sim.mmu.pcid(),
     };
     let total = source.len_hint();
@@ -287,7 +322,9 @@ impl Smp {
             _ => {}
         }
         if is_os(&e) {
-            self.pending_os.push_back(seq);
+            for pid in os_pids(&e, owner_pid).into_iter().flatten() {
+                self.pending_os.entry(pid).or_default().push_back(seq);
+            }
         }
         self.threads
             .get_mut(&owner)
@@ -329,14 +366,20 @@ impl Smp {
         let Some(t) = self.threads.get(&tid) else {
             return false;
         };
+        let first_os = |pid: u32| self.pending_os.get(&pid).and_then(|q| q.front().copied());
         match t.queue.front() {
-            // An OS event waits for every earlier event of the stream.
-            Some((seq, e)) if is_os(e) => self
-                .threads
-                .values()
-                .all(|o| o.queue.front().is_none_or(|f| f.0 >= *seq)),
-            // A reference waits for the OS events before it.
-            Some(&(seq, _)) => self.pending_os.front().is_none_or(|&os| seq <= os),
+            // An OS event waits for every earlier event of the processes it changes.
+            Some((seq, e)) if is_os(e) => {
+                let pids = os_pids(e, t.pid);
+                pids.iter()
+                    .flatten()
+                    .all(|&p| first_os(p).is_none_or(|os| os >= *seq))
+                    && self.threads.values().all(|o| {
+                        !pids.contains(&Some(o.pid)) || o.queue.front().is_none_or(|f| f.0 >= *seq)
+                    })
+            }
+            // A reference waits for its process's OS events before it.
+            Some(&(seq, _)) => first_os(t.pid).is_none_or(|os| seq <= os),
             None => false,
         }
     }
@@ -464,6 +507,7 @@ impl Smp {
             + sim.os.stats.kernel_cycles
             + sim.vmm.exits().total_cycles()
             + sim.shootdowns.wait_cycles
+            + sim.pager_lock.wait_cycles
     }
 
     /// vCPU `v` runs thread `tid` until its clock passes `horizon`, the thread blocks, or its
@@ -491,9 +535,20 @@ impl Smp {
             self.buffered -= 1;
             let warming = sim.warming;
             let switches = sim.vmm.stats.mode_switches;
+            let locked = sim.vmm.exits().pager_locked();
+            let at = self.vcpus[v].clock + (Self::local_now(sim) - start - self.moved);
             sim.step_at(&e, seq)?;
+            self.pager_lock(sim, locked, at);
             if is_os(&e) {
-                self.pending_os.pop_front();
+                let pid = self.threads[&tid].pid;
+                for p in os_pids(&e, pid).into_iter().flatten() {
+                    if let Some(q) = self.pending_os.get_mut(&p) {
+                        q.pop_front();
+                        if q.is_empty() {
+                            self.pending_os.remove(&p);
+                        }
+                    }
+                }
             }
             self.born(sim, tid, &e);
             if warming && !sim.warming {
@@ -536,6 +591,29 @@ impl Smp {
         Ok(())
     }
 
+    /// The event that began at time `at` ran shadow-pager handlers (the lock-taking exits'
+    /// figures were `before`): it held the lock for their handler time, after waiting for it if
+    /// another vCPU held it then.
+    fn pager_lock(&mut self, sim: &mut Simulator, before: (u64, u64), at: u64) {
+        let (cycles, count) = sim.vmm.exits().pager_locked();
+        if count == before.1 {
+            return;
+        }
+        let rt = sim.vmm.costs().exit_round_trip;
+        let n = count - before.1;
+        let held = (cycles - before.0).saturating_sub(n * rt);
+        let arrive = at + rt;
+        let wait = self.lock_free.saturating_sub(arrive);
+        self.lock_free = arrive + wait + held;
+        let l = &mut sim.pager_lock;
+        l.holds += n;
+        l.held_cycles += held;
+        if wait > 0 {
+            l.contended += 1;
+            l.wait_cycles += wait;
+        }
+    }
+
     /// The warm-up ended during vCPU `running`'s turn: every vCPU's counters restart.
     fn end_warmup(&mut self, sim: &mut Simulator) {
         for vc in &mut self.vcpus {
@@ -546,6 +624,7 @@ impl Smp {
             };
         }
         sim.shootdowns = ShootdownCounts::default();
+        sim.pager_lock = PagerLockCounts::default();
     }
 
     /// vCPU `v` switches to thread `tid` (a CR3 write when the process changes).

@@ -84,6 +84,20 @@ impl ExitReason {
         }
     }
 
+    /// Whether the handler runs under the VM's shadow-pager lock (KVM's `mmu_lock` in its
+    /// page-fault, PTE-write, INVLPG and root-load paths; Xen's per-domain paging lock), which
+    /// serializes it against the same handlers on other vCPUs.
+    pub const fn takes_pager_lock(self) -> bool {
+        matches!(
+            self,
+            ExitReason::HiddenFault
+                | ExitReason::GuestFault
+                | ExitReason::PtWrite
+                | ExitReason::Cr3Write
+                | ExitReason::Invlpg
+        )
+    }
+
     /// Whether the operation switches from the guest to the hypervisor and back.
     pub const fn is_world_switch(self) -> bool {
         !matches!(self, ExitReason::InPlaceCall)
@@ -112,6 +126,15 @@ impl ExitStats {
     /// Operations of `reason`.
     pub fn count(&self, reason: ExitReason) -> u64 {
         self.count[reason.index()]
+    }
+
+    /// Cycles and count of the operations that take the shadow-pager lock.
+    #[inline]
+    pub fn pager_locked(&self) -> (u64, u64) {
+        ExitReason::ALL
+            .iter()
+            .filter(|r| r.takes_pager_lock())
+            .fold((0, 0), |(c, n), &r| (c + self.cycles(r), n + self.count(r)))
     }
 
     /// World switches of every reason.

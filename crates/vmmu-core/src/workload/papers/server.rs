@@ -29,7 +29,7 @@ const SERVER: Image = Image {
 /// `database`.
 pub(crate) const DATABASE: PaperDef = PaperDef {
     name: "database",
-    description: "a database server under a client load (seed 004's Database Hammer, where nested paging's advantage grows with vCPUs): `threads` worker threads of one process share a buffer pool of `pool` bytes (populated at start); each of their `queries` queries mmaps a work area of `temp` bytes, writes it (demand faults), reads and updates `rows` rows of the pool (a hot set of 1/16 of it takes `hot_prob` of them), computes, and munmaps the area — an unmap of memory the other threads' TLBs may cache; the threads take turns in slices of one query",
+    description: "a database server under a client load (seed 004's Database Hammer, where nested paging's advantage grows with vCPUs): `threads` worker threads of one process share a buffer pool of `pool` bytes (populated at start); each of their `queries` queries mmaps a work area of `temp` bytes, writes it (demand faults), reads and updates `rows` rows of the pool (a hot set of 1/16 of it takes `hot_prob` of them), computes, and munmaps the area — an unmap of memory the other threads' TLBs may cache; the threads run their queries side by side: in each round every thread maps its area, then every thread does its query's work, then every thread unmaps (mmap and munmap serialize on the process's memory-map lock, the work does not)",
     own: &[
         p("threads", "8", "worker threads"),
         p("queries", "200", "queries per thread"),
@@ -107,7 +107,7 @@ impl Database {
     }
 
     fn query_events(&self) -> u64 {
-        4 + self.temp_pages + self.rows
+        6 + self.temp_pages + self.rows
     }
 }
 
@@ -139,13 +139,22 @@ impl Script for Database {
         }
         self.q += 1;
         let hot_pages = (self.pool_pages / 16).max(1);
+        let switch = |k: u64| Event::Thread {
+            pid: 1,
+            tid: Self::tid(k),
+        };
         for k in 0..self.threads {
-            out.push(Event::Thread {
-                pid: 1,
-                tid: Self::tid(k),
-            });
+            out.push(switch(k));
+            out.push(mmap(
+                self.temp(k),
+                self.temp_pages * PAGE,
+                Prot::RW,
+                MapFlags(0),
+            ));
+        }
+        for k in 0..self.threads {
+            out.push(switch(k));
             let temp = self.temp(k);
-            out.push(mmap(temp, self.temp_pages * PAGE, Prot::RW, MapFlags(0)));
             for p in 0..self.temp_pages {
                 out.push(store(temp + p * PAGE + 8 * (p % 64), 10));
             }
@@ -163,8 +172,11 @@ impl Script for Database {
                 });
             }
             out.push(compute(self.instrs));
+        }
+        for k in 0..self.threads {
+            out.push(switch(k));
             out.push(Event::Munmap {
-                start: Gva(temp),
+                start: Gva(self.temp(k)),
                 len: self.temp_pages * PAGE,
             });
         }
