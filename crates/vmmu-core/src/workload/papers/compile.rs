@@ -267,12 +267,7 @@ impl Script for Compile {
             parent: 1,
             child: driver,
         });
-        out.push(Event::Switch { pid: driver });
-        exec_child(&self.make, &self.driver, driver, out);
-        out.push(compute(2_000_000));
-        self.run(true, driver, out);
-        self.run(false, driver, out);
-        out.push(Event::Exit { pid: driver });
+        self.life(driver, out);
         out.push(Event::Switch { pid: 1 });
         parent_resumes(&self.make, out, 2, self.instrs);
         true
