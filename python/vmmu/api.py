@@ -96,6 +96,7 @@ def overrides(
     warmup_instructions: int | None = None,
     vcpus: int | None = None,
     overcommit: bool = False,
+    pin: Mapping[int, int] | None = None,
 ) -> list[tuple[str, str]]:
     """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
     pairs: list[tuple[str, str]] = []
@@ -140,6 +141,9 @@ def overrides(
         pairs.append(("guest.vcpus", str(int(vcpus))))
     if overcommit:
         pairs.append(("guest.overcommit", "true"))
+    if pin:
+        table = ", ".join(f'"{int(t)}" = {int(v)}' for t, v in sorted(pin.items()))
+        pairs.append(("guest.affinity", "{ " + table + " }"))
     pairs.extend(_set_pairs(set))
     return pairs
 
@@ -248,8 +252,8 @@ def run(
     which the VM switches between shadow and nested paging; ``warmup`` references (or
     ``warmup_instructions`` instructions) are simulated first and left out of every count;
     ``vcpus`` gives the guest that many vCPUs (``overcommit`` allows more than the machine's
-    cores); ``set`` overrides any field by its dotted path. ``progress`` is ``True`` for a progress
-    bar on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
+    cores; ``pin`` maps thread ids to the vCPU each is pinned to); ``set`` overrides any
+    field by its dotted path. ``progress`` is ``True`` for a progress bar on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
     events (return ``False`` to stop).
     """
     pairs = overrides(mode=mode, **options)

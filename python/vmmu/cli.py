@@ -117,6 +117,18 @@ def _parse_switch_at(
     return [_parse_count(x, "--switch-at") for x in value.split(",") if x.strip()]
 
 
+def _parse_pin(
+    _ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> dict[int, int] | None:
+    pins: dict[int, int] = {}
+    for item in value:
+        tid, sep, vcpu = item.partition("=")
+        if not sep or not tid.strip().isdigit() or not vcpu.strip().isdigit():
+            raise click.BadParameter(f"{item!r}: expected TID=VCPU, e.g. 3=1", param=param)
+        pins[int(tid)] = int(vcpu)
+    return pins or None
+
+
 def _parse_warmup(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     return None if value is None else _parse_count(value, f"--{param.name.replace('_', '-')}")
 
@@ -217,6 +229,13 @@ def machine_options(f: Callable) -> Callable:
             help="Allow more vCPUs than the machine has cores (guest.overcommit).",
         ),
         click.option(
+            "--pin",
+            multiple=True,
+            metavar="TID=VCPU",
+            callback=_parse_pin,
+            help="Pin a guest thread to a vCPU (guest.affinity; repeatable).",
+        ),
+        click.option(
             "--set",
             "set_",
             multiple=True,
@@ -275,6 +294,7 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "warmup_instructions": kw["warmup_instructions"],
         "vcpus": kw["vcpus"],
         "overcommit": kw["overcommit"],
+        "pin": kw["pin"],
         "set": kw["set_"],
     }
 

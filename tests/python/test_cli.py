@@ -107,6 +107,11 @@ def test_workloads_lists_generators_with_parameters_and_defaults(invoke):
         (["run", "--workload", TINY, "--vcpus", "0"], ["guest.vcpus", "at least 1"]),
         (["run", "--workload", TINY, "--vcpus", "64"], ["guest.vcpus", "overcommit"]),
         (
+            ["run", "--workload", TINY, "--vcpus", "2", "--pin", "3=5"],
+            ["guest.affinity.3", "vCPU 5"],
+        ),
+        (["run", "--workload", TINY, "--pin", "x"], ["--pin", "TID=VCPU"]),
+        (
             ["compare", "--workload", TINY, "--sensitivity", "machine.bogus=1:2"],
             ["machine.bogus"],
         ),

@@ -348,3 +348,37 @@ fn concurrent_shadow_faults_wait_for_the_pager_lock() {
     assert_eq!(u(&nested["pager_lock"], "holds"), 0);
     assert_eq!(u(&nested["cycles_by_cause"], "pager_lock_wait"), 0);
 }
+
+#[test]
+fn pinned_threads_run_where_pinned_and_a_missing_vcpu_is_rejected() {
+    let spec = "database:threads=4,queries=4,pool=2M,rows=16,temp=16K,instrs=100";
+    // Threads 2..5 all on vCPU 2: vCPUs 0, 1 and 3 run only the main thread's set-up, if any.
+    let v = run_workload(
+        spec,
+        &[
+            ("guest.vcpus", "4"),
+            (
+                "guest.affinity",
+                "{ \"2\" = 2, \"3\" = 2, \"4\" = 2, \"5\" = 2 }",
+            ),
+        ],
+    );
+    let vc = v["vcpus"].as_array().unwrap();
+    assert_eq!(
+        u(&vc[1], "instructions") + u(&vc[3], "instructions"),
+        0,
+        "{vc:?}"
+    );
+    assert!(u(&vc[2], "instructions") > 0);
+    assert_eq!(u(&vc[2], "migrations"), 0);
+    let e = try_run(
+        &[("guest.vcpus", "2"), ("guest.affinity", "{ \"7\" = 2 }")],
+        munmap_while_shared(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("guest.affinity.7") && e.contains("vCPU 2") && e.contains("does not exist"),
+        "{e}"
+    );
+}

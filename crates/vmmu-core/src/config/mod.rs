@@ -185,6 +185,10 @@ pub struct GuestConfig {
     /// its vCPU to the next runnable thread on the vCPU's run queue.
     #[serde(default = "default_time_slice")]
     pub time_slice: u64,
+    /// Threads pinned to vCPUs (`sched_setaffinity` to one CPU): thread id → vCPU index. A
+    /// pinned thread is placed there and never migrates.
+    #[serde(default)]
+    pub affinity: BTreeMap<String, u32>,
 }
 
 fn one() -> u32 {
@@ -251,6 +255,7 @@ impl Default for GuestConfig {
             vcpus: 1,
             overcommit: false,
             time_slice: default_time_slice(),
+            affinity: BTreeMap::new(),
         }
     }
 }

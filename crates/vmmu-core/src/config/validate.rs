@@ -121,6 +121,25 @@ impl SimConfig {
                 "must be at least 1 cycle",
             ));
         }
+        for (tid, &v) in &g.affinity {
+            let field = format!("guest.affinity.{tid}");
+            if tid.parse::<u32>().is_err() {
+                return Err(Error::config(
+                    field,
+                    "the key must be a thread id (a number)",
+                ));
+            }
+            if v >= g.vcpus {
+                return Err(Error::config(
+                    field,
+                    format!(
+                        "pins thread {tid} to vCPU {v}, which does not exist: the guest has {} \
+                         vCPU(s), numbered from 0",
+                        g.vcpus
+                    ),
+                ));
+            }
+        }
         let gmem = self.guest.memory.0;
         if gmem < (16 << 20) || !gmem.is_multiple_of(2 << 20) {
             return Err(Error::config(

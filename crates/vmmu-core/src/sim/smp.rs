@@ -163,6 +163,8 @@ struct Smp {
     moved: u64,
     /// When the shadow pager's lock is next free, on the vCPU clocks.
     lock_free: u64,
+    /// Threads pinned to a vCPU (`guest.affinity`).
+    pinned: BTreeMap<u32, usize>,
     pcid: bool,
 }
 
@@ -226,6 +228,13 @@ pub(super) fn run(
         fx_seen: 0,
         moved: 0,
         lock_free: 0,
+        pinned: sim
+            .cfg
+            .guest
+            .affinity
+            .iter()
+            .filter_map(|(t, &v)| Some((t.parse().ok()?, v as usize)))
+            .collect(),
         pcid: sim.mmu.pcid(),
     };
     let total = source.len_hint();
@@ -343,11 +352,13 @@ impl Smp {
         }
     }
 
-    /// A new thread, placed on the vCPU with the fewest live threads.
+    /// A new thread, placed on its pinned vCPU or the vCPU with the fewest live threads.
     fn spawn(&mut self, pid: u32, tid: u32) -> u32 {
-        let v = (0..self.vcpus.len())
-            .min_by_key(|&v| (self.vcpus[v].queue.len(), v))
-            .unwrap_or(0);
+        let v = self.pinned.get(&tid).copied().unwrap_or_else(|| {
+            (0..self.vcpus.len())
+                .min_by_key(|&v| (self.vcpus[v].queue.len(), v))
+                .unwrap_or(0)
+        });
         self.vcpus[v].queue.push_back(tid);
         self.threads.insert(
             tid,
@@ -418,7 +429,7 @@ impl Smp {
             if let Some(i) = self.vcpus[w]
                 .queue
                 .iter()
-                .position(|&t| Some(t) != cur && self.runnable(t))
+                .position(|&t| Some(t) != cur && !self.pinned.contains_key(&t) && self.runnable(t))
             {
                 let t = self.vcpus[w].queue.remove(i).expect("position found");
                 self.vcpus[v].queue.push_back(t);
