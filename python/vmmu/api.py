@@ -253,8 +253,9 @@ def run(
     ``warmup_instructions`` instructions) are simulated first and left out of every count;
     ``vcpus`` gives the guest that many vCPUs (``overcommit`` allows more than the machine's
     cores; ``pin`` maps thread ids to the vCPU each is pinned to); ``set`` overrides any
-    field by its dotted path. ``progress`` is ``True`` for a progress bar on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
-    events (return ``False`` to stop).
+    field by its dotted path. ``progress`` is ``True`` for a progress bar on stderr, or a
+    callable ``(done, total) -> bool | None`` called about once per million events (return
+    ``False`` to stop).
     """
     pairs = overrides(mode=mode, **options)
     bars, cb = _progress_arg(progress)
