@@ -382,3 +382,36 @@ fn pinned_threads_run_where_pinned_and_a_missing_vcpu_is_rejected() {
         "{e}"
     );
 }
+
+/// Three busy threads pinned to one vCPU take turns by the time slice: a shorter slice makes
+/// more context switches, and a slice longer than the run none beyond the first dispatches.
+#[test]
+fn the_time_slice_bounds_a_threads_turn() {
+    let mut ev = vec![Event::ProcessCreate { pid: 1 }, mmap(BASE, 16 * PAGE, true)];
+    for t in 2..5 {
+        ev.push(Event::ThreadCreate { pid: 1, tid: t });
+    }
+    for t in 2..5u32 {
+        ev.push(thread(1, t));
+        for k in 0..50 {
+            ev.push(load(BASE + (k % 16) * PAGE));
+            ev.push(Event::Compute { instrs: 10_000 });
+        }
+    }
+    let pins = "{ \"2\" = 1, \"3\" = 1, \"4\" = 1 }";
+    let switches = |slice: &str| {
+        let v = try_run(
+            &[
+                ("guest.vcpus", "2"),
+                ("guest.affinity", pins),
+                ("guest.time_slice", slice),
+            ],
+            ev.clone(),
+        )
+        .unwrap();
+        u(&v["vcpus"][1], "context_switches")
+    };
+    let (short, long) = (switches("20000"), switches("1000000000"));
+    assert_eq!(long, 3, "each thread dispatched once");
+    assert!(short > 3 * 10, "{short}");
+}
