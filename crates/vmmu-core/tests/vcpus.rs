@@ -415,3 +415,18 @@ fn the_time_slice_bounds_a_threads_turn() {
     assert_eq!(long, 3, "each thread dispatched once");
     assert!(short > 3 * 10, "{short}");
 }
+
+#[test]
+fn adaptive_runs_have_one_vcpu() {
+    let e = try_run(
+        &[
+            ("mode", "\"adaptive\""),
+            ("policy.kind", "\"dav2m\""),
+            ("guest.vcpus", "2"),
+        ],
+        munmap_while_shared(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("guest.vcpus") && e.contains("one vCPU"), "{e}");
+}

@@ -8,7 +8,7 @@ use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event};
 use vmmu_core::workload;
 
-const NAMES: [&str; 14] = [
+const NAMES: [&str; 17] = [
     "memorymotion",
     "aim9-page_test",
     "aim9-brk_test",
@@ -23,6 +23,9 @@ const NAMES: [&str; 14] = [
     "gcc",
     "database",
     "xenapp",
+    "zeusmp",
+    "gzip",
+    "mixed-phases",
 ];
 
 /// A small version of each workload (a fraction of a second under every mode, debug build).
@@ -42,6 +45,9 @@ fn small(name: &str) -> String {
         "gcc" => "inputs=2,phases=3,arena=16,heap=32,text=40,blocks=30",
         "database" => "threads=3,queries=4,pool=2M,rows=16,temp=16K,instrs=100",
         "xenapp" => "sessions=3,apps=2,heap=16,work=50,instrs=100",
+        "zeusmp" => "footprint=4M,points=2000",
+        "gzip" => "inputs=2,buffer=64K,reads=8,hash=4,instrs=200",
+        "mixed-phases" => "phases=3,footprint=1M,points=2000,jobs=2,pages=8,instrs=200",
         other => panic!("no small version of {other}"),
     };
     format!("{name}:{params}")

@@ -132,6 +132,47 @@ fn main() {
     }
     println!();
 
+    // Adaptive runs against the static modes' simulation time (docs/policies.md): a policy
+    // run at most 1.3x the slower static mode's, the oracle at most both static runs + 10%.
+    let spec = "mixed-phases";
+    let whole = |ov: &[(&str, &str)]| {
+        let ov: Vec<(String, String)> = ov
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        let cfg = config::build("bhargava08", &ov).expect("bench config");
+        let mut src = workload::open(spec).expect("bench workload");
+        let t = Instant::now();
+        vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true).expect("run");
+        t.elapsed().as_secs_f64()
+    };
+    let shadow = whole(&[("mode", "shadow")]);
+    let nested = whole(&[("mode", "nested")]);
+    let slower = shadow.max(nested);
+    for (policy, limit, base) in [
+        ("dav2m", 1.3, slower),
+        ("costmodel", 1.3, slower),
+        ("oracle", 1.1, shadow + nested),
+    ] {
+        let s = whole(&[
+            ("mode", "adaptive"),
+            ("policy.kind", policy),
+            ("policy.time_scale", "1e-4"),
+        ]);
+        let ratio = s / base;
+        let against = if policy == "oracle" {
+            "both static runs"
+        } else {
+            "the slower static mode"
+        };
+        let verdict = if ratio <= limit { "meets" } else { "ABOVE" };
+        println!(
+            "{:<58} {ratio:>8.2}x {against} ({s:.2} s; shadow {shadow:.2} s, nested {nested:.2} s; limit {limit}x: {verdict})",
+            format!("{spec}, adaptive {policy}"),
+        );
+    }
+    println!();
+
     // (c) decode alone.
     let dir = std::env::temp_dir().join(format!("vmmu-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");

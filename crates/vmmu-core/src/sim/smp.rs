@@ -30,7 +30,7 @@ use crate::event::{Event, EventSource};
 use crate::guest::OsEffects;
 use crate::mmu::Mmu;
 use crate::vmm::Vmm;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Events read ahead of the simulation at most (the stream is split into per-thread queues;
@@ -41,7 +41,7 @@ const LOOKAHEAD: usize = 1 << 20;
 const QUANTUM: u64 = 20_000;
 
 /// Counters of one vCPU.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VcpuCounts {
     /// Index.
     pub vcpu: u32,
@@ -75,7 +75,7 @@ pub struct VcpuCounts {
 }
 
 /// TLB shootdowns of a multi-vCPU run (docs/statistics.md).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShootdownCounts {
     /// Shootdowns: mapping changes that other vCPUs may cache.
     pub shootdowns: u64,
@@ -99,7 +99,7 @@ pub struct ShootdownCounts {
 /// The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): handlers that change or
 /// read the shared shadow tables hold it for their handler time (the exit's round trip is
 /// outside it); a vCPU that arrives while another holds it waits.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PagerLockCounts {
     /// Handlers that took the lock.
     pub holds: u64,
@@ -254,8 +254,7 @@ pub(super) fn run(
             }
         }
     }
-    sim.check_warmup_ended()?;
-    sim.vmm.finish(sim.counters.instructions);
+    sim.finish()?;
     smp.finish(sim);
     progress(&super::Progress {
         events: sim.counters.events + sim.warmed.events,
@@ -509,16 +508,10 @@ impl Smp {
         Ok(())
     }
 
-    /// The running vCPU's own cycles so far: everything that accrues while it runs.
+    /// The running vCPU's own cycles so far: everything that accrues while it runs (the
+    /// other vCPUs' MMUs are parked, so the running MMU's cycles are its own).
     fn local_now(sim: &Simulator) -> u64 {
-        let c = &sim.counters;
-        (c.instructions as f64 * sim.cfg.machine.core.base_cpi) as u64
-            + sim.mmu.stats.translation_cycles
-            + sim.mmu.stats.data_cycles
-            + sim.os.stats.kernel_cycles
-            + sim.vmm.exits().total_cycles()
-            + sim.shootdowns.wait_cycles
-            + sim.pager_lock.wait_cycles
+        sim.cycles_by_cause().total()
     }
 
     /// vCPU `v` runs thread `tid` until its clock passes `horizon`, the thread blocks, or its

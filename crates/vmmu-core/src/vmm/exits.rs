@@ -8,7 +8,7 @@
 //! switch flushes the TLB, and the simulation pays for the refills — that indirect cost is
 //! simulated, never folded into these constants.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Why the hypervisor ran.
@@ -43,11 +43,14 @@ pub enum ExitReason {
     /// A vCPU forced out so its TLB is flushed after the hypervisor removed shadow tables
     /// another vCPU may cache translations or paging-structure entries from.
     RemoteFlush,
+    /// A PMU-overflow interrupt that exits so a sampling policy can read the counters
+    /// (seed 001 §4–§6: every `window_inst` instructions).
+    PmuOverflow,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 14] = [
+    pub const ALL: [ExitReason; 15] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -62,6 +65,7 @@ impl ExitReason {
         ExitReason::IpiDeliver,
         ExitReason::Eoi,
         ExitReason::RemoteFlush,
+        ExitReason::PmuOverflow,
     ];
 
     /// The name used in results.
@@ -81,6 +85,29 @@ impl ExitReason {
             ExitReason::IpiDeliver => "ipi_deliver",
             ExitReason::Eoi => "eoi",
             ExitReason::RemoteFlush => "remote_flush",
+            ExitReason::PmuOverflow => "pmu_overflow",
+        }
+    }
+
+    /// Whether the exit is paging-related in seed 001's sense (the exits a shadow pager takes
+    /// for the guest's paging: the count a policy watches under shadow paging).
+    pub const fn is_paging(self) -> bool {
+        match self {
+            ExitReason::HiddenFault
+            | ExitReason::GuestFault
+            | ExitReason::PtWrite
+            | ExitReason::Cr3Write
+            | ExitReason::Invlpg => true,
+            ExitReason::NestedFault
+            | ExitReason::Hypercall
+            | ExitReason::FaultBounce
+            | ExitReason::InPlaceCall
+            | ExitReason::ModeSwitch
+            | ExitReason::IpiSend
+            | ExitReason::IpiDeliver
+            | ExitReason::Eoi
+            | ExitReason::RemoteFlush
+            | ExitReason::PmuOverflow => false,
         }
     }
 
@@ -157,13 +184,13 @@ impl ExitStats {
     }
 
     /// The reasons that occurred, in report order, with their counts and cycles.
-    pub fn table(&self) -> BTreeMap<&'static str, ExitCount> {
+    pub fn table(&self) -> BTreeMap<String, ExitCount> {
         ExitReason::ALL
             .iter()
             .filter(|r| self.count(**r) > 0)
             .map(|&r| {
                 (
-                    r.name(),
+                    r.name().to_string(),
                     ExitCount {
                         count: self.count(r),
                         cycles: self.cycles(r),
@@ -176,7 +203,7 @@ impl ExitStats {
 }
 
 /// One row of the exits table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitCount {
     /// Operations of this reason.
     pub count: u64,
