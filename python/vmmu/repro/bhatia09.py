@@ -124,12 +124,12 @@ COVERAGE = (
         "Figures 10–12",
         "Swingbench, Order-Entry, Database Hammer",
         "`databases`: Swingbench and Order-Entry not simulated (I/O); Database Hammer's vCPU "
-        "scaling as `vcpus_database` (the `database` proxy, guest large pages)",
+        "scaling as `vcpus_database` (the database proxy, guest large pages)",
     ),
     (
         "§5 (Citrix XenApp)",
         "desktop sessions: EPT about 30% better",
-        "`citrix`: not judged (the `xenapp` proxy exists; the VM's vCPU count is not given)",
+        "`citrix`: not judged (the xenapp proxy exists; the VM's vCPU count is not given)",
     ),
 )
 
@@ -350,7 +350,7 @@ def _not_simulated(c: Claims) -> None:
         "citrix",
         "Citrix XenApp (process creation and switching): EPT about 30% better",
         ref.claim("bhatia09_claims", "Citrix XenApp (process creation and switching)"),
-        "the `xenapp` proxy imitates its process creation and switching, but the paper gives "
+        "the xenapp proxy imitates its process creation and switching, but the paper gives "
         "neither the VM's vCPU count nor a per-session rate to compare with; a recorded session "
         "trace of a Windows Server 2003 guest would be needed for the figure itself",
     )
