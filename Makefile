@@ -13,7 +13,7 @@ STAMP   := $(VENV)/.vmmu-installed
 # The default job of `make run`: native vs nested paging on uniform random references over 1 GiB.
 RUN_ARGS ?= --machine bhargava08 --workload random:footprint=1G,refs=2M
 
-.PHONY: install tool run test test-rust test-python bench lint fmt traces clean
+.PHONY: install tool run test test-rust test-python bench bench-compare bench-micro lint fmt traces clean
 
 install: $(STAMP) tool
 
@@ -51,8 +51,23 @@ test-rust:
 test-python: install
 	$(BIN)/pytest tests/python
 
-bench: tool
-	$(CARGO) run --release -p vmmu-core --bin vmmu-bench
+# Speed on the figures of docs/performance.md, each beside its target with the ratio; writes
+# results/bench.json. BENCH_ARGS are the bench's own (`--runs 3`, `--only decode,replay-native`,
+# `--list`). Run on an idle machine: the figures are wall clock.
+BENCH_ARGS ?=
+bench: install
+	$(CARGO) build --release -p vmmu-bench --quiet
+	target/release/vmmu-bench --vmmu $(BIN)/vmmu --json results/bench.json $(BENCH_ARGS)
+
+# The same bench on BASE (a commit, branch or tag, built in a temporary worktree) and on the
+# working tree, figure by figure: `make bench-compare BASE=main`.
+bench-compare: install
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=rev"; exit 2; }
+	tools/bench/compare.sh $(BASE) $(BENCH_ARGS)
+
+# Criterion micro-benchmarks of the hardware structures and simulated memory.
+bench-micro:
+	$(CARGO) bench -p vmmu-core --bench engine
 
 lint: install
 	$(CARGO) fmt --all --check
