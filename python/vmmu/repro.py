@@ -23,6 +23,7 @@ iterations of the loop minus the cycles of the same run with none (``iterations=
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import sys
 import threading
@@ -46,8 +47,8 @@ if TYPE_CHECKING:
 
 COLUMNS = ("claim", "paper", "vmmu", "unit", "holds", "note")
 
-#: Simulations run at once (the engine releases the GIL; the project's machines have 2 cores).
-WORKERS = 2
+#: Simulations run at once: one per core (the engine releases the GIL while it simulates).
+WORKERS = os.cpu_count() or 1
 
 
 # ---------------------------------------------------------------------------------------------
