@@ -10,13 +10,21 @@
 //!
 //! Each set keeps its entries on a circular doubly linked list in recency order, with a
 //! sentinel node, so a hit, an eviction and a removal are O(1), branch-free, and the LRU order
-//! is exact and explicit. Every lookup first tries the set's most recently used entry (the memo
-//! of the last hit, kept for free by the recency list), so streams and repeated hits cost one
-//! compare. Sets of more than [`SCAN_WAYS`] ways also keep a 16-bit fingerprint of each key,
-//! side by side (a 32-way set's fingerprints are one 64-byte line): a lookup compares eight
-//! fingerprints per step (SSE2 `pcmpeqw` once compiled) and reads a full key only where a
-//! fingerprint matches, so a miss in a 32-way set costs four vector compares and touches no key.
-//! Smaller sets compare their keys directly.
+//! is exact and explicit. How a lookup finds its way depends on the shape:
+//! - fully-associative arrays of more than [`SCAN_WAYS`] ways (a 64-entry TLB, a 24-entry PWC)
+//!   keep an open-addressing hash index from key to way (linear probing, at most a quarter
+//!   full, backward-shift deletion): one or two probes;
+//! - sets of more than [`SCAN_WAYS`] ways of set-associative arrays (caches, L2 TLBs) keep a
+//!   16-bit fingerprint of each key side by side (a 32-way set's fingerprints are one 64-byte
+//!   line): a lookup compares eight fingerprints per step (SSE2 `pcmpeqw` once compiled) and
+//!   reads a full key only where a fingerprint matches, so a miss in a 32-way set costs four
+//!   vector compares and touches no key;
+//! - smaller sets compare their keys directly.
+//!
+//! (Measured with callgrind on random walks, docs/performance.md: the fingerprint search beats
+//! the key scans it replaced in caches, the hash index beats fingerprints in the 24- and
+//! 64-entry fully-associative arrays, and trying the most recently used way first costs more
+//! on random streams than it saves on repeated hits.)
 //!
 //! Simplifications: replacement is exact LRU (real designs often use pseudo-LRU, e.g. tree-PLRU
 //! in caches); the set index of a key is the caller's hash (`u64`) reduced modulo the set count
@@ -24,7 +32,8 @@
 //!
 //! Nothing allocates after [`SetAssoc::new`].
 
-/// Sets of more than this many ways are searched by fingerprint; smaller ones by key.
+/// Sets of more than this many ways are searched by hash index (fully associative) or by
+/// fingerprint; smaller ones by key.
 pub const SCAN_WAYS: usize = 4;
 
 /// Fingerprints compared per step (one 16-byte vector of `u16`).
@@ -58,6 +67,11 @@ pub struct SetAssoc<V> {
     fps: Vec<u16>,
     /// Fingerprint lanes per set (0 when `fps` is empty).
     fp_stride: usize,
+    /// Hash index of fully-associative arrays of more than [`SCAN_WAYS`] ways: slot + 1,
+    /// 0 = empty; otherwise empty.
+    index: Vec<u32>,
+    /// `64 - log2(index.len())`: the hash is the top bits of a Fibonacci product.
+    ishift: u32,
     /// Per set, `ways + 2` nodes of way numbers: the ways, then the sentinel of the circular
     /// recency list (its `next` is the MRU way, its `prev` the LRU way), then the head of the
     /// free list (chained through `next`, ended by `NIL`). The sentinel makes unlinking and
@@ -83,7 +97,13 @@ impl<V: Copy> SetAssoc<V> {
         );
         let sets = (entries / ways).max(1);
         let n = sets * ways;
-        let fp_stride = if ways > SCAN_WAYS {
+        let (index, ishift) = if sets == 1 && ways > SCAN_WAYS {
+            let size = (8 * n).next_power_of_two();
+            (vec![0u32; size], 64 - size.trailing_zeros())
+        } else {
+            (Vec::new(), 0)
+        };
+        let fp_stride = if sets > 1 && ways > SCAN_WAYS {
             ways.div_ceil(LANES) * LANES
         } else {
             0
@@ -100,6 +120,8 @@ impl<V: Copy> SetAssoc<V> {
             vals: vec![filler; n],
             fps: vec![0; sets * fp_stride],
             fp_stride,
+            index,
+            ishift,
             prev: vec![0; sets * (ways + 2)],
             next: vec![0; sets * (ways + 2)],
             lens: vec![0; sets],
@@ -165,6 +187,21 @@ impl<V: Copy> SetAssoc<V> {
         // then cost one compare and a predictable branch. An empty set's sentinel points to
         // itself, which this check excludes.
         let base = set * self.ways;
+        if !self.index.is_empty() {
+            // Fully associative: `set` is 0 and slots are ways.
+            let mask = self.index.len() - 1;
+            let mut b = self.bucket(key);
+            loop {
+                let e = self.index[b] as usize;
+                if e == 0 {
+                    return None;
+                }
+                if self.keys[e - 1] == key && pred(&self.vals[e - 1]) {
+                    return Some(e - 1);
+                }
+                b = (b + 1) & mask;
+            }
+        }
         if self.fp_stride == 0 {
             let keys = &self.keys[base..base + self.ways];
             return (0..keys.len()).find(|&w| keys[w] == key && pred(&self.vals[base + w]));
@@ -185,6 +222,48 @@ impl<V: Copy> SetAssoc<V> {
             }
         }
         None
+    }
+
+    #[inline(always)]
+    fn bucket(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.ishift) as usize
+    }
+
+    fn index_insert(&mut self, slot: usize) {
+        let mask = self.index.len() - 1;
+        let mut b = self.bucket(self.keys[slot]);
+        while self.index[b] != 0 {
+            b = (b + 1) & mask;
+        }
+        self.index[b] = slot as u32 + 1;
+    }
+
+    fn index_remove(&mut self, slot: usize) {
+        let mask = self.index.len() - 1;
+        let mut i = self.bucket(self.keys[slot]);
+        while self.index[i] as usize != slot + 1 {
+            i = (i + 1) & mask;
+        }
+        // Backward-shift deletion keeps every probe chain unbroken without tombstones.
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let e = self.index[j] as usize;
+            if e == 0 {
+                break;
+            }
+            let home = self.bucket(self.keys[e - 1]);
+            let stays = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
+            if !stays {
+                self.index[i] = e as u32;
+                i = j;
+            }
+        }
+        self.index[i] = 0;
     }
 
     /// The key and value at `way` of `set` (which must hold an entry).
@@ -263,6 +342,9 @@ impl<V: Copy> SetAssoc<V> {
         } else {
             let w = self.prev[lb + self.ways] as usize;
             let old = (self.keys[base + w], self.vals[base + w]);
+            if !self.index.is_empty() {
+                self.index_remove(base + w);
+            }
             self.unlink(lb, w);
             (w, Some(old))
         };
@@ -270,6 +352,9 @@ impl<V: Copy> SetAssoc<V> {
         self.vals[base + way] = val;
         if self.fp_stride != 0 {
             self.fps[set * self.fp_stride + way] = fingerprint(key);
+        }
+        if !self.index.is_empty() {
+            self.index_insert(base + way);
         }
         self.push_front(lb, way);
         evicted
@@ -281,6 +366,9 @@ impl<V: Copy> SetAssoc<V> {
         let lb = self.lbase(set);
         let out = (self.keys[base + way], self.vals[base + way]);
         debug_assert_ne!(out.0, EMPTY);
+        if !self.index.is_empty() {
+            self.index_remove(base + way);
+        }
         self.unlink(lb, way);
         self.keys[base + way] = EMPTY;
         if self.fp_stride != 0 {
@@ -318,6 +406,7 @@ impl<V: Copy> SetAssoc<V> {
     pub fn clear(&mut self) {
         self.keys.fill(EMPTY);
         self.fps.fill(0);
+        self.index.fill(0);
         let ways = self.ways;
         for set in 0..self.sets {
             let lb = set * (ways + 2);
@@ -411,36 +500,40 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_search_survives_colliding_keys_and_deletions() {
-        // Keys with one fingerprint (found by search) and duplicates told apart by the value
-        // predicate.
-        let mut a = SetAssoc::<u8>::new(8, 8, 0);
+    fn search_survives_colliding_keys_and_deletions() {
+        // Keys with one fingerprint, hence one hash-index home too (both are the top bits of the
+        // same product; found by search), and duplicates told apart by the value predicate: in a
+        // fully-associative array (hash index) and in a set of a set-associative one
+        // (fingerprints).
         let ks: Vec<u64> = (1u64..)
             .filter(|&k| fingerprint(k) == fingerprint(0))
             .take(6)
             .collect();
-        for (i, &k) in ks.iter().enumerate() {
-            a.insert(0, k, i as u8);
-        }
-        a.insert(0, ks[0], 9);
-        assert_eq!(
-            a.find(0, ks[0], |&v| v == 9).map(|w| *a.get(0, w).1),
-            Some(9)
-        );
-        for &k in &ks[1..4] {
-            let w = a.find(0, k, |_| true).unwrap();
-            a.remove(0, w);
-        }
-        for (i, &k) in ks.iter().enumerate() {
+        for entries in [8, 16] {
+            let mut a = SetAssoc::<u8>::new(entries, 8, 0);
+            for (i, &k) in ks.iter().enumerate() {
+                a.insert(0, k, i as u8);
+            }
+            a.insert(0, ks[0], 9);
             assert_eq!(
-                a.find(0, k, |_| true).is_some(),
-                !(1..4).contains(&i),
-                "key {i}"
+                a.find(0, ks[0], |&v| v == 9).map(|w| *a.get(0, w).1),
+                Some(9)
+            );
+            for &k in &ks[1..4] {
+                let w = a.find(0, k, |_| true).unwrap();
+                a.remove(0, w);
+            }
+            for (i, &k) in ks.iter().enumerate() {
+                assert_eq!(
+                    a.find(0, k, |_| true).is_some(),
+                    !(1..4).contains(&i),
+                    "{entries} entries, key {i}"
+                );
+            }
+            assert_eq!(
+                a.find(0, ks[0], |&v| v == 0).map(|w| *a.get(0, w).1),
+                Some(0)
             );
         }
-        assert_eq!(
-            a.find(0, ks[0], |&v| v == 0).map(|w| *a.get(0, w).1),
-            Some(0)
-        );
     }
 }
