@@ -13,11 +13,48 @@ STAMP   := $(VENV)/.vmmu-installed
 # The default job of `make run`: native vs nested paging on uniform random references over 1 GiB.
 RUN_ARGS ?= --machine bhargava08 --workload random:footprint=1G,refs=2M
 
-.PHONY: install tool run test test-rust test-python bench bench-compare bench-micro lint fmt traces clean
+# Tools some Python tests need beyond the package: Ray (the sweep's cluster backend) in the
+# venv and headless Chromium (the report test; Debian's package, installed when root). A
+# failed install is logged to $(VENV)/*-install.log, and the test that needs the tool is
+# reported skipped with that log's last lines.
+RAY_REQ := ray>=2.9
+test-tools: install
+	@$(PY) -c 'import ray' 2>/dev/null || $(BIN)/pip install --quiet '$(RAY_REQ)' \
+		> $(VENV)/ray-install.log 2>&1 || echo "note: Ray did not install, see $(VENV)/ray-install.log"
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+			> $(VENV)/chromium-install.log 2>&1 || echo "note: chromium did not install, see $(VENV)/chromium-install.log"; \
+	else echo "not root: cannot apt-get install chromium" > $(VENV)/chromium-install.log; fi
+
+# Speed on the figures of docs/performance.md, each beside its target with the ratio; writes
+# results/bench.json (and the sweep's figures to results/bench-sweep.json). BENCH_ARGS are the
+# engine bench's own (`--runs 3`, `--only decode,replay-native`, `--list`). The recording
+# figure needs the vg-memtrace tool, hence `tool`. Run on an idle machine: rates are wall
+# clock; CPU seconds are written beside them.
+BENCH_ARGS ?=
+bench: install bench-sweep
+	$(CARGO) build --release -p vmmu-bench --quiet
+	target/release/vmmu-bench --vmmu $(BIN)/vmmu --json results/bench.json $(BENCH_ARGS)
+
+# Sweep overhead per point and the speed-up from 1 to N workers; writes results/bench-sweep.json.
+bench-sweep: install
+	@mkdir -p results
+	$(PY) tools/bench/sweep.py --json results/bench-sweep.json
+
+# The same engine bench on BASE (a commit, branch or tag, built in a temporary worktree) and on
+# the working tree, figure by figure: `make bench-compare BASE=main`.
+bench-compare: install
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=rev"; exit 2; }
+	tools/bench/compare.sh $(BASE) $(BENCH_ARGS)
+
+# Criterion micro-benchmarks of the hardware structures and simulated memory.
+bench-micro:
+	$(CARGO) bench -p vmmu-core --bench engine
 
 install: $(STAMP) tool
 
-# The Valgrind tool behind `vmmu record` (issue 4); installs valgrind when missing and root,
+# The Valgrind tool behind `vmmu record`; installs valgrind when missing and root,
 # else says exactly what to install.
 tool:
 	$(MAKE) --no-print-directory -C tools/vg-memtrace
@@ -31,7 +68,8 @@ $(STAMP): pyproject.toml $(RUST_SOURCES) | $(PY)
 	@touch $@
 
 run: install
-	$(BIN)/vmmu compare $(RUN_ARGS)
+	@mkdir -p results
+	$(BIN)/vmmu compare $(RUN_ARGS) --report results/report.html
 
 test: test-rust test-python
 
@@ -44,23 +82,46 @@ TEST_PROFILE := --config 'profile.quicktest.inherits="dev"' \
 	--profile quicktest
 
 # Property tests draw from a fixed seed in `make test`, so CI is deterministic; run
-# `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases.
-test-rust:
+# `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases. The recording tests
+# need Valgrind and the vg-memtrace tool, so `tool` comes first; without them they fail unless
+# VMMU_SKIP_VALGRIND=REASON is set (docs/recording.md, "Testing").
+test-rust: tool
 	PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-20261122} $(CARGO) test --workspace $(TEST_PROFILE)
 
-test-python: install
+test-python: install test-tools
 	$(BIN)/pytest tests/python
 
+# Tools some Python tests need beyond the package: Ray (the sweep's cluster backend) in the
+# venv and headless Chromium (the report test; Debian's package, installed when root). A
+# failed install is logged to $(VENV)/*-install.log, and the test that needs the tool is
+# reported skipped with that log's last lines.
+RAY_REQ := ray>=2.9
+test-tools: install
+	@$(PY) -c 'import ray' 2>/dev/null || $(BIN)/pip install --quiet '$(RAY_REQ)' \
+		> $(VENV)/ray-install.log 2>&1 || echo "note: Ray did not install, see $(VENV)/ray-install.log"
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+			> $(VENV)/chromium-install.log 2>&1 || echo "note: chromium did not install, see $(VENV)/chromium-install.log"; \
+	else echo "not root: cannot apt-get install chromium" > $(VENV)/chromium-install.log; fi
+
 # Speed on the figures of docs/performance.md, each beside its target with the ratio; writes
-# results/bench.json. BENCH_ARGS are the bench's own (`--runs 3`, `--only decode,replay-native`,
-# `--list`). Run on an idle machine: the figures are wall clock.
+# results/bench.json (and the sweep's figures to results/bench-sweep.json). BENCH_ARGS are the
+# engine bench's own (`--runs 3`, `--only decode,replay-native`, `--list`). The recording
+# figure needs the vg-memtrace tool, hence `tool`. Run on an idle machine: rates are wall
+# clock; CPU seconds are written beside them.
 BENCH_ARGS ?=
-bench: install
+bench: install bench-sweep
 	$(CARGO) build --release -p vmmu-bench --quiet
 	target/release/vmmu-bench --vmmu $(BIN)/vmmu --json results/bench.json $(BENCH_ARGS)
 
-# The same bench on BASE (a commit, branch or tag, built in a temporary worktree) and on the
-# working tree, figure by figure: `make bench-compare BASE=main`.
+# Sweep overhead per point and the speed-up from 1 to N workers; writes results/bench-sweep.json.
+bench-sweep: install
+	@mkdir -p results
+	$(PY) tools/bench/sweep.py --json results/bench-sweep.json
+
+# The same engine bench on BASE (a commit, branch or tag, built in a temporary worktree) and on
+# the working tree, figure by figure: `make bench-compare BASE=main`.
 bench-compare: install
 	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=rev"; exit 2; }
 	tools/bench/compare.sh $(BASE) $(BENCH_ARGS)
@@ -80,7 +141,7 @@ fmt: install
 	$(BIN)/ruff check --fix python tests
 	$(BIN)/ruff format python tests
 
-# Records the real-program trace library (issue 4): builds the Valgrind tool, then records.
+# Records the real-program trace library: builds the Valgrind tool, then records.
 traces: install
 	tools/traces/record.sh
 

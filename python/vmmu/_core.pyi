@@ -18,7 +18,7 @@ def run(
     trace: str | None = None,
     progress: Progress | None = None,
 ) -> str:
-    """Run one simulation; returns the result JSON (schema ``vmmu.result/1``)."""
+    """Run one simulation; returns the result JSON (schema ``vmmu.result/2``)."""
 
 def presets() -> list[tuple[str, str]]:
     """The machine presets as ``(name, description)``."""

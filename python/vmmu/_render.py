@@ -1,6 +1,6 @@
 """Rich tables for results (``vmmu run``, ``vmmu compare``) and listings.
 
-Every figure shown is a field of the result schema ``vmmu.result/1`` (docs/statistics.md);
+Every figure shown is a field of the result schema ``vmmu.result/2`` (docs/statistics.md);
 missing fields are shown as ``–`` or their section is left out, so older or partial results
 still render.
 """
@@ -23,7 +23,8 @@ from vmmu._progress import human
 DASH = "–"
 TLB_ORDER = ("l1d", "l1i", "l2", "l2i")
 SERVED_ORDER = ("pwc", "l1", "l2", "l3", "dram")
-CAUSE_ORDER = ("base", "translation", "data", "guest_kernel", "hypervisor")
+CAUSE_ORDER = ("base", "translation", "data", "guest_kernel", "hypervisor", "mode_switch")
+WALK_CACHE_ORDER = ("pwc", "ntlb", "psc")
 
 
 def num(v: Any) -> str:
@@ -170,6 +171,7 @@ def _summary(r: Mapping[str, Any]) -> Table:
         ("walk refs", num(r.get("walk_refs"))),
         ("walk refs per walk", _refs_per_walk(r)),
         ("faulting walks", num(r.get("walk_faults"))),
+        ("D-assist walks", num(r.get("d_assists"))),
         ("A/D-bit updates", num(r.get("ad_updates"))),
         ("guest page faults", num(r.get("page_faults"))),
         ("mode switches", num(r.get("mode_switches"))),
@@ -197,14 +199,18 @@ def _shares(
     return t
 
 
-def _walk_caches(r: Mapping[str, Any]) -> list[Table]:
-    def used(x: Any) -> bool:
-        return isinstance(x, Mapping) and any(v for v in x.values() if isinstance(v, int))
+def _used_walk_caches(r: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The page-walk caching structures the run looked up (``walk_caches``)."""
+    caches = r.get("walk_caches") or {}
+    return {
+        name: hm
+        for name, hm in caches.items()
+        if isinstance(hm, Mapping) and (hm.get("hits") or hm.get("misses"))
+    }
 
-    caches = {name: r[name] for name in ("pwc", "ntlb") if used(r.get(name))}
-    if _get(r, "walk_cache_hits", "psc") or r.get("pwc_design") == "psc":
-        caches["psc"] = {"hits": _get(r, "walk_cache_hits", "psc"), "misses": None}
-    return _hit_miss_table("page-walk caches", caches, ("pwc", "ntlb", "psc"))
+
+def _walk_caches(r: Mapping[str, Any]) -> list[Table]:
+    return _hit_miss_table("page-walk caches", _used_walk_caches(r), WALK_CACHE_ORDER)
 
 
 def _exits(r: Mapping[str, Any]) -> list[Table]:
@@ -300,11 +306,20 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
     )
     for name in served:
         row(f"  served by {name}", lambda r, n=name: num(_get(r, "walk_refs_served_by", n)))
-    for name in sorted({k for r in results.values() for k in (r.get("walk_cache_hits") or {})}):
-        row(f"  {name} hits", lambda r, n=name: num(_get(r, "walk_cache_hits", n)))
+    for name in _ordered(
+        {k for r in results.values() for k in _used_walk_caches(r)}, WALK_CACHE_ORDER
+    ):
+        row(f"  {name} hits", lambda r, n=name: num(_get(r, "walk_caches", n, "hits")))
+    row("  D-assists", lambda r: num(r.get("d_assists")))
 
     causes = _ordered(
-        {k for r in results.values() for k in (r.get("cycles_by_cause") or {})}, CAUSE_ORDER
+        {
+            k
+            for r in results.values()
+            for k, v in (r.get("cycles_by_cause") or {}).items()
+            if v or k in CAUSE_ORDER[:5]
+        },
+        CAUSE_ORDER,
     )
     if causes:
         section("cycles by cause")
@@ -384,3 +399,24 @@ def workload_catalog(catalog: Iterable[Mapping[str, Any]]) -> RenderableType:
 def print_to(console: Console, *renderables: RenderableType) -> None:
     for x in renderables:
         console.print(x)
+
+
+def sensitivity_table(key: str, base: list[str], rows: list[Mapping[str, Any]]) -> Table:
+    """One table per ``--sensitivity``: each value's overheads and whether the modes still
+    rank as in the base comparison (``base``, fastest first)."""
+    modes = list(rows[0]["cycles"]) if rows else []
+    t = _table(f"overhead vs native at each {key}; base ranking {'<'.join(base)}")
+    t.add_column("value")
+    for m in modes:
+        t.add_column(m, justify="right")
+    t.add_column("ranking")
+    t.add_column("holds", justify="center")
+    for row in rows:
+        same = row["ranking"] == base
+        t.add_row(
+            str(row["value"]),
+            *(signed_pct(row["overhead"].get(m)) for m in modes),
+            "<".join(row["ranking"]),
+            Text("yes" if same else "no", style="green" if same else "red bold"),
+        )
+    return t

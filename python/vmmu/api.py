@@ -91,6 +91,9 @@ def overrides(
     vpid: bool | None = None,
     pcid: bool | None = None,
     backing: str | None = None,
+    switch_at: Iterable[int] | None = None,
+    warmup: int | None = None,
+    warmup_instructions: int | None = None,
 ) -> list[tuple[str, str]]:
     """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
     pairs: list[tuple[str, str]] = []
@@ -125,6 +128,12 @@ def overrides(
         pairs.append(("machine.tlb.pcid", _toml_literal(bool(pcid))))
     if backing is not None:
         pairs.append(("hypervisor.backing", f'"{backing}"'))
+    if switch_at is not None:
+        pairs.append(("hypervisor.switch.at", json.dumps([int(n) for n in switch_at])))
+    if warmup is not None:
+        pairs.append(("warmup.refs", str(int(warmup))))
+    if warmup_instructions is not None:
+        pairs.append(("warmup.instructions", str(int(warmup_instructions))))
     pairs.extend(_set_pairs(set))
     return pairs
 
@@ -141,7 +150,7 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 class Result(Mapping[str, Any]):
-    """One simulation's result (schema ``vmmu.result/1``, ``docs/statistics.md``).
+    """One simulation's result (schema ``vmmu.result/2``, ``docs/statistics.md``).
 
     A read-only mapping of the result JSON; top-level keys are also attributes
     (``r.cycles``, ``r.tlb["l2"]["misses"]``).
@@ -220,44 +229,23 @@ def run(
     mode: str = "nested",
     workload: str | None = None,
     trace: str | None = None,
-    pwc: str | None = None,
-    nested_page_size: str | None = None,
-    guest_page_size: str | None = None,
-    levels: int | None = None,
-    seed: int | None = None,
-    check: bool = False,
-    set: SetArg = None,
-    technique: str | None = None,
-    profile: str | None = None,
-    vpid: bool | None = None,
-    pcid: bool | None = None,
-    backing: str | None = None,
     progress: bool | Progress = False,
+    **options: Any,
 ) -> Result:
     """Runs one simulation and returns its :class:`Result`.
 
     ``machine`` is a preset name (:func:`presets`) or a ``.toml`` file; give exactly one of
-    ``workload`` (``"NAME:k=v,..."``, :func:`workloads`) and ``trace`` (a file).
-    ``technique``, ``profile`` and ``backing`` configure the hypervisor (shadow and nested
-    modes); ``vpid`` / ``pcid`` turn TLB tags on or off. ``progress``
-    is ``True`` for a progress bar on stderr, or a callable ``(done, total) -> bool | None``
-    called about once per million events (return ``False`` to stop).
+    ``workload`` (``"NAME:k=v,..."``, :func:`workloads`) and ``trace`` (a file). ``options``
+    are the keywords of :func:`overrides`: ``pwc``, page sizes, ``levels``, ``seed``,
+    ``check``; ``technique``, ``profile`` and ``backing`` configure the hypervisor;
+    ``vpid`` / ``pcid`` turn TLB tags on or off; ``switch_at`` lists the instruction counts at
+    which the VM switches between shadow and nested paging; ``warmup`` references (or
+    ``warmup_instructions`` instructions) are simulated first and left out of every count;
+    ``set`` overrides any field by its dotted path. ``progress`` is ``True`` for a progress
+    bar on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
+    events (return ``False`` to stop).
     """
-    pairs = overrides(
-        mode=mode,
-        pwc=pwc,
-        nested_page_size=nested_page_size,
-        guest_page_size=guest_page_size,
-        levels=levels,
-        seed=seed,
-        check=check,
-        set=set,
-        technique=technique,
-        profile=profile,
-        vpid=vpid,
-        pcid=pcid,
-        backing=backing,
-    )
+    pairs = overrides(mode=mode, **options)
     bars, cb = _progress_arg(progress)
     if bars is not None:
         with bars:
@@ -275,7 +263,8 @@ def run_modes(
     **options: Any,
 ) -> dict[str, Result]:
     """Runs the same simulation in each mode (in parallel threads; the engine releases the
-    GIL) and returns ``{mode: Result}`` in the order given."""
+    GIL) and returns ``{mode: Result}`` in the order given. A ``switch_at`` applies to the
+    virtualized modes only (a native run has no hypervisor to switch)."""
     modes = list(modes or MODES)
     if not modes:
         raise ValueError("no modes to run")
@@ -291,7 +280,10 @@ def run_modes(
                 return False
             return report(done, total) if report is not None else True
 
-        return run(mode=mode, progress=cb, **options)
+        opts = dict(options)
+        if mode == "native":
+            opts.pop("switch_at", None)
+        return run(mode=mode, progress=cb, **opts)
 
     try:
         if not parallel or len(modes) == 1:
@@ -318,6 +310,40 @@ def overhead(results: Mapping[str, Result]) -> dict[str, float | None]:
         cycles = r.get("cycles")
         out[mode] = cycles / base_cycles - 1 if base_cycles and cycles is not None else None
     return out
+
+
+def ranking(results: Mapping[str, Result]) -> list[str]:
+    """The modes from fastest to slowest (fewest cycles first; ties keep the given order)."""
+    return sorted(results, key=lambda m: results[m].get("cycles") or 0)
+
+
+def sensitivity(
+    key: str,
+    values: Iterable[Any],
+    modes: Iterable[str] | None = None,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """Whether a comparison's verdict survives a plausible range of one configuration value.
+
+    Runs :func:`run_modes` once per value of the dotted path ``key`` (set after every other
+    option) and returns one row per value: ``{"value", "cycles": {mode: n}, "overhead":
+    {mode: fraction}, "ranking": [modes, fastest first]}``. The verdict survives when every row
+    ranks the modes alike.
+    """
+    base_set = _set_pairs(options.pop("set", None))
+    rows = []
+    for value in values:
+        pairs = [*base_set, (key, _toml_literal(value))]
+        results = run_modes(modes, set=pairs, **options)
+        rows.append(
+            {
+                "value": value,
+                "cycles": {m: r.get("cycles") for m, r in results.items()},
+                "overhead": overhead(results),
+                "ranking": ranking(results),
+            }
+        )
+    return rows
 
 
 def compare(
@@ -362,38 +388,10 @@ def preset_toml(name: str) -> str:
     return _core.preset_toml(name)
 
 
-def config(
-    machine: str = DEFAULT_MACHINE,
-    mode: str | None = None,
-    pwc: str | None = None,
-    nested_page_size: str | None = None,
-    guest_page_size: str | None = None,
-    levels: int | None = None,
-    seed: int | None = None,
-    check: bool = False,
-    set: SetArg = None,
-    technique: str | None = None,
-    profile: str | None = None,
-    vpid: bool | None = None,
-    pcid: bool | None = None,
-    backing: str | None = None,
-) -> str:
-    """The fully resolved and validated configuration as TOML text."""
-    pairs = overrides(
-        mode=mode,
-        pwc=pwc,
-        nested_page_size=nested_page_size,
-        guest_page_size=guest_page_size,
-        levels=levels,
-        seed=seed,
-        check=check,
-        set=set,
-        technique=technique,
-        profile=profile,
-        vpid=vpid,
-        pcid=pcid,
-        backing=backing,
-    )
+def config(machine: str = DEFAULT_MACHINE, mode: str | None = None, **options: Any) -> str:
+    """The fully resolved and validated configuration as TOML text (``options`` as for
+    :func:`run`)."""
+    pairs = overrides(mode=mode, **options)
     return _core.config_toml(machine, pairs)
 
 
@@ -413,9 +411,13 @@ def trace_info(path: str, progress: bool | Progress = False) -> dict[str, Any]:
 
 
 def trace_convert(
-    src: str, dst: str, to: str = "vtrace", progress: bool | Progress = False
+    src: str, dst: str, to: str | None = None, progress: bool | Progress = False
 ) -> dict[str, Any]:
-    """Converts trace ``src`` to ``dst`` in format ``to`` (``vtrace`` or ``lackey``)."""
+    """Converts trace ``src`` to ``dst`` in format ``to`` (``vtrace``, ``lackey`` or
+    ``champsim``); without ``to``, the format ``dst``'s name says (``.vtrace``; ``.txt`` or
+    ``.lackey``; ``.champsim`` or ``.champsimtrace``; the last two optionally ``.gz``, ``.zst``
+    or ``.xz``). A ``to`` that disagrees with the name, or a name that says no format, raises
+    :class:`vmmu.exceptions.VmmuIOError` naming both (docs/traces.md)."""
     bars, cb = _progress_arg(progress)
     if bars is not None:
         with bars:

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from vmmu import _render, api
+from vmmu import _render, api, cli_results
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
@@ -95,6 +95,32 @@ def _parse_set(_ctx: click.Context, _param: click.Parameter, values: tuple[str, 
     return pairs
 
 
+def _parse_count(text: str, what: str) -> int:
+    """A count such as ``1000``, ``2.5M`` or ``1e6`` (decimal multiples)."""
+    t = text.strip().replace("_", "")
+    mult = {"K": 1e3, "M": 1e6, "G": 1e9}.get(t[-1:].upper(), 1.0)
+    body = t[:-1] if mult != 1.0 else t
+    try:
+        value = float(body) * mult
+    except ValueError:
+        raise click.BadParameter(f"{what}: `{text}` is not a count (e.g. 1000, 2.5M)") from None
+    if value < 0 or value != int(value):
+        raise click.BadParameter(f"{what}: `{text}` is not a whole non-negative count")
+    return int(value)
+
+
+def _parse_switch_at(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> list[int] | None:
+    if value is None:
+        return None
+    return [_parse_count(x, "--switch-at") for x in value.split(",") if x.strip()]
+
+
+def _parse_warmup(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    return None if value is None else _parse_count(value, f"--{param.name.replace('_', '-')}")
+
+
 def machine_options(f: Callable) -> Callable:
     """Options that select and change the configuration (all commands that build one)."""
     options = [
@@ -159,6 +185,26 @@ def machine_options(f: Callable) -> Callable:
             "(hypervisor.backing).",
         ),
         click.option(
+            "--switch-at",
+            metavar="N,M,...",
+            callback=_parse_switch_at,
+            help="Switch the VM between shadow and nested paging at these instruction counts "
+            "(hypervisor.switch.at; strictly increasing, e.g. 1M,5M).",
+        ),
+        click.option(
+            "--warmup",
+            metavar="REFS",
+            callback=_parse_warmup,
+            help="Simulate this many references first and leave them out of every count "
+            "(warmup.refs).",
+        ),
+        click.option(
+            "--warmup-instructions",
+            metavar="N",
+            callback=_parse_warmup,
+            help="Like --warmup, counted in instructions (warmup.instructions).",
+        ),
+        click.option(
             "--set",
             "set_",
             multiple=True,
@@ -173,10 +219,17 @@ def machine_options(f: Callable) -> Callable:
     return f
 
 
+#: What ``--trace`` reads (docs/traces.md): every format, told apart by the file's first bytes.
+TRACE_FORMATS_HELP = (
+    "Trace file to replay, in any format vmmu reads, recognised by its first bytes: "
+    "vtrace (vmmu's binary format, `vmmu record`); Valgrind lackey text, plain or "
+    "compressed with gzip, zstd or xz (.gz, .zst, .xz); ChampSim instruction records, "
+    "plain, .xz, .gz or .zst (no OS events: pages are mapped on first touch)."
+)
+
+
 def source_options(f: Callable) -> Callable:
-    f = click.option(
-        "--trace", "-t", metavar="FILE", help="Trace file to replay (lackey text or vtrace)."
-    )(f)
+    f = click.option("--trace", "-t", metavar="FILE", help=TRACE_FORMATS_HELP)(f)
     f = click.option(
         "--workload",
         "-w",
@@ -205,6 +258,9 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "vpid": _on_off(kw["vpid"]),
         "pcid": _on_off(kw["pcid"]),
         "backing": kw["backing"],
+        "switch_at": kw["switch_at"],
+        "warmup": kw["warmup"],
+        "warmup_instructions": kw["warmup_instructions"],
         "set": kw["set_"],
     }
 
@@ -247,7 +303,7 @@ def cli() -> None:
     show_default=True,
     help="Paging mode.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result JSON (vmmu.result/1).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result JSON (vmmu.result/2).")
 def run(as_json: bool, mode: str, **kw: Any) -> None:
     """Run one simulation and print its statistics."""
     source = _source(kw)
@@ -271,6 +327,19 @@ def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None
     return modes
 
 
+def _parse_sensitivity(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> list[tuple[str, list[str]]]:
+    out = []
+    for v in values:
+        path, eq, span = v.partition("=")
+        lo, colon, hi = span.partition(":")
+        if not eq or not path.strip() or not colon or not lo.strip() or not hi.strip():
+            raise click.BadParameter(f"expected PATH=LO:HI, got `{v}`")
+        out.append((path.strip(), [lo.strip(), hi.strip()]))
+    return out
+
+
 @cli.command()
 @machine_options
 @source_options
@@ -281,16 +350,50 @@ def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None
     help=f"Modes to compare (default: all, {','.join(api.MODES)}).",
 )
 @click.option("--serial", is_flag=True, help="Run the modes one after another, not in parallel.")
+@click.option(
+    "--sensitivity",
+    multiple=True,
+    metavar="PATH=LO:HI",
+    callback=_parse_sensitivity,
+    help="Also run with the configuration value PATH at LO and at HI and say whether the "
+    "modes still rank alike (repeatable), e.g. machine.kernel.page_fault=1500:4000.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print {mode: result JSON}.")
-def compare(modes: list[str], serial: bool, as_json: bool, **kw: Any) -> None:
+@click.option("--report", metavar="FILE.html", help="Also write an HTML report of the results.")
+def compare(
+    modes: list[str],
+    serial: bool,
+    sensitivity: list[tuple[str, list[str]]],
+    as_json: bool,
+    report: str | None,
+    **kw: Any,
+) -> None:
     """Run each paging mode on the same workload and print them side by side."""
     source = _source(kw)
+    opts = _options(kw)
     with ProgressBars() as bars:
-        results = api.run_modes(modes, parallel=not serial, progress=bars, **source, **_options(kw))
+        results = api.run_modes(modes, parallel=not serial, progress=bars, **source, **opts)
+    studies = []
+    for key, values in sensitivity:
+        with ProgressBars() as bars:
+            rows = api.sensitivity(
+                key, values, modes, parallel=not serial, progress=bars, **source, **opts
+            )
+        studies.append((key, rows))
     if as_json:
-        click.echo(json.dumps({m: r.to_dict() for m, r in results.items()}, indent=2))
-        return
-    _out().print(_render.compare_table(results, api.overhead(results)))
+        out: dict[str, Any] = {m: r.to_dict() for m, r in results.items()}
+        if studies:
+            out = {"results": out, "sensitivity": {k: rows for k, rows in studies}}
+        click.echo(json.dumps(out, indent=2))
+    else:
+        _out().print(_render.compare_table(results, api.overhead(results)))
+        for key, rows in studies:
+            _out().print(_render.sensitivity_table(key, api.ranking(results), rows))
+    if report is not None:
+        from vmmu.report import write_report
+
+        title = f"vmmu compare — {source['workload'] or source['trace']}"
+        _err().print(f"report: {write_report(report, results, title=title)}")
 
 
 @cli.group(invoke_without_command=True)
@@ -374,25 +477,23 @@ def trace_info(path: str, as_json: bool) -> None:
         _out().print(_render.key_values(info, title=path))
 
 
-_LACKEY_SUFFIXES = (".txt", ".lackey", ".txt.gz", ".txt.zst", ".lackey.gz", ".lackey.zst")
-
-
 @trace.command("convert")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("dst", type=click.Path(dir_okay=False))
 @click.option(
     "--to",
-    type=click.Choice(["vtrace", "lackey"]),
-    help="Output format (default: lackey for .txt/.lackey names, else vtrace).",
+    type=click.Choice(["vtrace", "lackey", "champsim"]),
+    help="Output format. Default: the one DST's name says: .vtrace; .txt or .lackey; "
+    ".champsim or .champsimtrace (the last two optionally .gz, .zst or .xz). A --to that "
+    "disagrees with the name is an error.",
 )
 def trace_convert(src: str, dst: str, to: str | None) -> None:
-    """Convert trace SRC to DST."""
+    """Convert trace SRC (any format `vmmu run --trace` reads) to DST."""
     if not os.path.exists(src):
         _fail(f"{src}: no such trace file")
-    fmt = to or ("lackey" if dst.endswith(_LACKEY_SUFFIXES) else "vtrace")
     with ProgressBars() as bars:
-        info = api.trace_convert(src, dst, fmt, progress=bars.callback("converting"))
-    _out().print(_render.key_values(info, title=f"wrote {dst} ({fmt})"))
+        info = api.trace_convert(src, dst, to, progress=bars.callback("converting"))
+    _out().print(_render.key_values(info, title=f"wrote {dst} ({info['format']})"))
 
 
 @trace.command("check")
@@ -417,7 +518,9 @@ def trace_check(path: str, as_json: bool) -> None:
 @click.option("-o", "--output", metavar="FILE", help="Trace to write (default: CMD.vtrace).")
 @click.option("--no-instr", is_flag=True, help="Leave out instruction fetches.")
 @click.option(
-    "--follow-children", is_flag=True, help="Record forked children and the images they exec."
+    "--follow-children",
+    is_flag=True,
+    help="Record forked children too (the command's own execs are always followed).",
 )
 @click.option(
     "--native-layout",
@@ -444,10 +547,16 @@ def record(
         click.echo(json.dumps(summary, indent=2))
     else:
         # stderr: the recorded program's own output keeps stdout.
-        _err().print(_render.key_values(summary, title=f"wrote {out}"))
+        shown = {k: v for k, v in summary.items() if k != "warnings"}
+        _err().print(_render.key_values(shown, title=f"wrote {out}"))
+    for w in summary.get("warnings", []):
+        click.secho(f"warning: {w}", fg="yellow", err=True)
 
 
 cli.add_command(repro)
+cli.add_command(cli_results.sweep)
+cli.add_command(cli_results.plot)
+cli.add_command(cli_results.report)
 
 
 @functools.wraps(cli.main)

@@ -92,7 +92,9 @@ def record(
 ) -> dict:
     """Records ``cmd`` into ``output`` and returns the summary (docs/recording.md,
     "Summary"): ``refs``, ``events``, ``processes``, ``trace_bytes``, ``bytes_per_ref``,
-    ``refs_per_s``, ``exit_code``, ``signal``, ``truncated``, ``interrupted``...
+    ``refs_per_s``, ``exit_code``, ``signal``, ``truncated``, ``interrupted``, and
+    ``warnings``: one sentence per child or exec that was not recorded, naming its pid and
+    program...
 
     ``progress`` shows a live line on stderr when it is a terminal. Ctrl-C stops the program
     and finishes the trace as truncated (``interrupted`` is then true). Errors (command not

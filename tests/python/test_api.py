@@ -73,7 +73,7 @@ def test_set_accepts_mapping_strings_and_pairs():
 def test_result_wraps_a_dict():
     r = vmmu.Result(
         {
-            "schema": "vmmu.result/1",
+            "schema": "vmmu.result/2",
             "mode": "native",
             "cycles": 10,
             "walks": 2,
@@ -93,17 +93,15 @@ def test_result_wraps_a_dict():
     assert r.tlb["l1d"]["hits"] == 3, "to_dict is a copy"
 
 
-@pytest.mark.engine
 def test_run_returns_a_result():
     r = vmmu.run(mode="native", workload=TINY)
-    assert r.schema == "vmmu.result/1"
+    assert r.schema == "vmmu.result/2"
     assert r.mode == "native"
     df = r.to_pandas()
     assert df.loc[0, "mode"] == "native"
     assert "tlb.l1d.misses" in df.columns
 
 
-@pytest.mark.engine
 def test_progress_callback_can_stop_the_run():
     calls = []
 
@@ -116,7 +114,6 @@ def test_progress_callback_can_stop_the_run():
     assert calls
 
 
-@pytest.mark.engine
 def test_progress_callback_exception_propagates():
     def boom(done, total):
         raise RuntimeError("boom")
@@ -125,7 +122,6 @@ def test_progress_callback_exception_propagates():
         vmmu.run(workload="random:footprint=64M,refs=5M", progress=boom)
 
 
-@pytest.mark.engine
 def test_compare_gives_one_row_per_mode_with_overhead():
     df = vmmu.compare(workload=TINY)
     assert isinstance(df, pd.DataFrame)

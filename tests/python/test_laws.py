@@ -13,7 +13,6 @@ import pytest
 WALKS_16 = "stride:stride=4096,footprint=64K,refs=64,prefault=1"
 
 
-@pytest.mark.engine
 @pytest.mark.parametrize(
     ("mode", "extra", "per_walk"),
     [
@@ -34,7 +33,6 @@ def test_walk_refs_per_walk_without_page_walk_caches(run_json, mode, extra, per_
     assert sum(res["walk_refs_served_by"].values()) == res["walk_refs"]
 
 
-@pytest.mark.engine
 def test_nested_walk_touches_every_cell_of_the_grid_once(run_json):
     res = run_json("--mode", "nested", "--pwc", "none", "--workload", WALKS_16)
     steps = {k: v for k, v in res["walk_refs_by_step"].items() if v}
@@ -45,7 +43,6 @@ def test_nested_walk_touches_every_cell_of_the_grid_once(run_json):
     assert set(steps.values()) == {16}
 
 
-@pytest.mark.engine
 def test_native_walk_steps(run_json):
     res = run_json("--mode", "native", "--pwc", "none", "--workload", WALKS_16)
     steps = {k: v for k, v in res["walk_refs_by_step"].items() if v}

@@ -17,8 +17,6 @@ import pytest
 
 from vmmu import repro
 
-pytestmark = pytest.mark.engine
-
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -28,8 +28,12 @@ fi
 
 # The working tree's bench, built against the base's engine.
 rm -rf "$wt/crates/vmmu-bench"
-# Before the bench had a crate of its own, it was a binary of the core of the same name.
-rm -f "$wt/crates/vmmu-core/src/bin/vmmu-bench.rs"
+# Before the bench had a crate of its own, it was a binary of the same name built from the
+# core's tree by vmmu-record; that binary is dropped so the names do not clash.
+if [ -f "$wt/crates/vmmu-core/src/bin/vmmu-bench.rs" ]; then
+    rm -f "$wt/crates/vmmu-core/src/bin/vmmu-bench.rs"
+    sed -i '/^# The engine.s speed bench/,$d' "$wt/crates/vmmu-record/Cargo.toml"
+fi
 cp -r "$ROOT/crates/vmmu-bench" "$wt/crates/vmmu-bench"
 if ! grep -q '"crates/vmmu-bench"' "$wt/Cargo.toml"; then
     sed -i 's|^members = \[\(.*\)\]|members = [\1, "crates/vmmu-bench"]|' "$wt/Cargo.toml"

@@ -4,7 +4,7 @@
    SPDX-License-Identifier: GPL-2.0-or-later
 
    The format is specified in docs/recording.md ("The raw record stream"); the
-   Rust decoder in crates/vmmu-core/src/record/raw.rs mirrors these constants.
+   Rust decoder in crates/vmmu-record/src/raw.rs mirrors these constants.
 
    A stream is one process image (from its start, fork or exec to its exit or
    exec): a 64-byte header, then little-endian 64-bit words.  The low 16 bits
@@ -43,7 +43,8 @@
 #define VGMT_E_MREMAP        0x04 /* old, old_len, new, new_len              */
 #define VGMT_E_BRK           0x05 /* end                                     */
 #define VGMT_E_FORK          0x06 /* inline child pid                        */
-#define VGMT_E_EXEC          0x07 /* execve about to run                     */
+#define VGMT_E_EXEC          0x07 /* execve about to run; inline byte length;
+                                     the program's path, NUL padded        */
 #define VGMT_E_EXEC_FAILED   0x08 /* the execve returned an error            */
 #define VGMT_E_EXIT          0x09 /* inline exit code (low 32 bits)          */
 #define VGMT_E_THREAD        0x0A /* inline thread id now running            */

@@ -25,8 +25,10 @@
    mappings, mmap, munmap, mprotect, brk) and from the syscall wrappers
    (mmap flags, mremap, fork, execve); they go into the same buffer in
    program order.  Each process image writes its own stream: at a fork the
-   child opens a new one, and after an execve (with --trace-children=yes)
-   the new image does.  Streams go to a Unix socket (--out=unix:PATH, one
+   child opens a new one (with --follow-forks=yes), and after an execve the
+   new image does: Valgrind runs it again (--trace-children=yes) and it opens
+   its stream with its own initial mappings.  A child that is not followed
+   clears --trace-children, so what it execs runs natively.  Streams go to a Unix socket (--out=unix:PATH, one
    connection per stream) or to files in a directory (--out=dir:PATH).
 
    The stream format is in vgmt_format.h and docs/recording.md.
@@ -56,6 +58,7 @@ extern Addr  VG_(clstk_end);
 extern Addr  VG_(clstk_start_base);
 extern Addr  VG_(brk_base);
 extern Int   VG_(safe_fd) ( Int oldfd );
+extern Bool  VG_(clo_trace_children);
 
 /*------------------------------------------------------------*/
 /*--- Options                                              ---*/
@@ -208,26 +211,49 @@ static void emit_event ( UInt type, ULong inline_val, UInt nwords,
       *vgmt_ptr++ = ws[i];
 }
 
-static void emit_exe_name ( void )
+/* An event whose payload is a string (at most 15 words, the tail kept):
+   the inline value is its byte length, the words hold it NUL padded. */
+static void emit_string_event ( UInt type, const HChar* str )
 {
-   const HChar* name = VG_(args_the_exename);
    UInt len, words, i;
    ULong w;
-   if (name == NULL)
-      return;
-   len = VG_(strlen)(name);
+   len = VG_(strlen)(str);
    if (len > 15 * 8)
-      name += len - 15 * 8, len = 15 * 8;   /* keep the tail */
+      str += len - 15 * 8, len = 15 * 8;   /* keep the tail */
    words = (len + 7) / 8;
    ensure_room(1 + words);
-   *vgmt_ptr++ = mk_event(VGMT_E_EXE_NAME, len, words);
+   *vgmt_ptr++ = mk_event(type, len, words);
    for (i = 0; i < words; i++) {
       UInt j;
       w = 0;
       for (j = 0; j < 8 && i * 8 + j < len; j++)
-         w |= (ULong)(UChar)name[i * 8 + j] << (8 * j);
+         w |= (ULong)(UChar)str[i * 8 + j] << (8 * j);
       *vgmt_ptr++ = w;
    }
+}
+
+static void emit_exe_name ( void )
+{
+   if (VG_(args_the_exename) != NULL)
+      emit_string_event(VGMT_E_EXE_NAME, VG_(args_the_exename));
+}
+
+/* Copies the NUL-terminated string at client address a into buf (size n),
+   reading only client memory that is mapped readable; "" if none is. */
+static void copy_client_string ( Addr a, HChar* buf, SizeT n )
+{
+   SizeT i = 0;
+   while (i + 1 < n) {
+      Addr p = a + i;
+      if ((i == 0 || VG_IS_PAGE_ALIGNED(p))
+          && !VG_(am_is_valid_for_client)(p, 1, VKI_PROT_READ))
+         break;
+      buf[i] = *(const HChar*)p;
+      if (buf[i] == 0)
+         return;
+      i++;
+   }
+   buf[i] = 0;
 }
 
 static void write_header ( Bool forked )
@@ -493,11 +519,17 @@ static void vgmt_pre_syscall ( ThreadId tid, UInt sysno, UWord* args,
       in_mremap = True;
       break;
    case __NR_execve:
-   case __NR_execveat:
-      /* A successful execve never returns to this image: flush now. */
-      emit_event(VGMT_E_EXEC, 0, 0, 0, 0, 0, 0);
+   case __NR_execveat: {
+      /* A successful execve never returns to this image: flush now.  The
+         record names the program, so that vmmu can say which one it did not
+         follow if no stream of the new image arrives. */
+      HChar path[15 * 8 + 1];
+      copy_client_string(sysno == __NR_execve ? args[0] : args[1],
+                         path, sizeof path);
+      emit_string_event(VGMT_E_EXEC, path);
       flush_buf();
       break;
+   }
    case __NR_clone:
    case __NR_fork:
    case __NR_vfork:
@@ -567,7 +599,12 @@ static void vgmt_atfork_child ( ThreadId tid )
       open_stream(True);
       emit_event(VGMT_E_THREAD, tid, 0, 0, 0, 0, 0);
    } else {
-      out_failed = True;   /* silently record nothing */
+      /* Not recorded: vmmu learns of the child from the parent's fork record
+         and says it was not followed.  Whatever the child execs runs without
+         Valgrind (--trace-children=yes is there for the recorded process's
+         own execs), so unrecorded children cost nothing more. */
+      out_failed = True;
+      VG_(clo_trace_children) = False;
    }
 }
 

@@ -511,8 +511,8 @@ fn record(env: &Env) -> Result<(Measured, PathBuf)> {
         "-k".to_string(),
         input.to_str().expect("utf-8 path").to_string(),
     ];
-    let opts = vmmu_core::record::RecordOptions::new(tmp.to_str().expect("utf-8 path"));
-    let sum = vmmu_core::record::record(&cmd, &opts, &mut |_| true)?;
+    let opts = vmmu_record::RecordOptions::new(tmp.to_str().expect("utf-8 path"));
+    let sum = vmmu_record::record(&cmd, &opts, &mut |_| true)?;
     std::fs::rename(&tmp, &out).map_err(|e| vmmu_core::Error::io("gzip.vtrace", e))?;
     let bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
     let m = Measured {

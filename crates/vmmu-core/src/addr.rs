@@ -12,6 +12,18 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// One of the three address spaces, as generic code (page tables, memory) handles them: a
+/// page table maps one space to another (guest tables `Gva` → `Gpa`, nested tables `Gpa` →
+/// `Hpa`, shadow tables `Gva` → `Hpa`), and its code stays generic over both.
+pub trait Space: Copy + Eq + fmt::Debug {
+    /// The short name printed with addresses (`gVA`, `gPA`, `hPA`).
+    const LABEL: &'static str;
+    /// The raw 64-bit value.
+    fn raw(self) -> u64;
+    /// Wraps a raw value.
+    fn from_raw(v: u64) -> Self;
+}
+
 macro_rules! address_space {
     ($(#[$doc:meta])* $name:ident, $label:literal) => {
         $(#[$doc])*
@@ -44,6 +56,18 @@ macro_rules! address_space {
             #[inline]
             pub const fn page_number(self, size: PageSize) -> u64 {
                 self.0 >> size.shift()
+            }
+        }
+
+        impl Space for $name {
+            const LABEL: &'static str = $label;
+            #[inline]
+            fn raw(self) -> u64 {
+                self.0
+            }
+            #[inline]
+            fn from_raw(v: u64) -> Self {
+                $name(v)
             }
         }
 
@@ -112,6 +136,18 @@ impl PageSize {
         PageSize::Size4M,
         PageSize::Size1G,
     ];
+
+    /// The position of this size in [`PageSize::ALL`]: the one index every per-size counter
+    /// and array uses.
+    #[inline]
+    pub const fn index(self) -> usize {
+        match self {
+            PageSize::Size4K => 0,
+            PageSize::Size2M => 1,
+            PageSize::Size4M => 2,
+            PageSize::Size1G => 3,
+        }
+    }
 
     /// log2 of the size in bytes.
     #[inline]

@@ -109,6 +109,25 @@ impl Error {
         }
     }
 
+    /// The error with its event index set to `event`, for errors raised below the event loop,
+    /// which does not know the index (the others are returned unchanged).
+    pub fn at(self, event: u64) -> Self {
+        match self {
+            Error::Check { detail, .. } => Error::Check { event, detail },
+            Error::Event { what, reason, .. } => Error::Event {
+                event,
+                what,
+                reason,
+            },
+            Error::Address { addr, reason, .. } => Error::Address {
+                addr,
+                event,
+                reason,
+            },
+            other => other,
+        }
+    }
+
     /// An I/O error on `path`.
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {

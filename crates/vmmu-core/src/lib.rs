@@ -6,9 +6,11 @@
 //! references, the native 1D walk and the 2D walk composed from a guest walker and a nested
 //! walker, and first-order timing that attributes every cycle to a cause.
 //!
-//! Layers, each knowing only the next: [`event`]s (from [`workload`] generators or [`trace`]
-//! files) drive [`sim`], which owns the guest's memory and page tables ([`mem`], [`paging`]),
-//! the hardware structures ([`hw`]) and the walkers ([`walk`]), and fills [`stats`].
+//! Layers, each knowing only the next (docs/architecture.md): [`event`]s (from [`workload`]
+//! generators or [`trace`] files) drive the event loop of [`sim`]; the guest OS ([`guest`])
+//! turns them into page-table writes and CR3 writes; the hypervisor ([`vmm`]), owner of the
+//! paging mode, hands them to the [`mmu`] (TLBs, walkers of [`walk`] over the one descent of
+//! [`paging`], the structures of [`hw`]); counters end in a typed [`result`].
 #![warn(missing_docs)]
 #![recursion_limit = "256"]
 
@@ -16,16 +18,17 @@ pub mod addr;
 pub mod config;
 pub mod error;
 pub mod event;
-pub mod exits;
 pub mod guest;
+pub mod host;
 pub mod hw;
 pub mod import;
+pub mod interval;
 pub mod mem;
+pub mod mmu;
 pub mod paging;
-pub mod record;
+pub mod result;
 pub mod shadow;
 pub mod sim;
-pub mod stats;
 pub mod trace;
 pub mod vmm;
 pub mod walk;

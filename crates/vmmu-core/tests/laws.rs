@@ -106,8 +106,8 @@ fn first_touch_faults_once_then_walks_again() {
     let r = run(
         &[
             ("machine.pwc.design", "none"),
-            ("guest.costs.fork", "0"),
-            ("guest.costs.syscall", "0"),
+            ("machine.kernel.fork", "0"),
+            ("machine.kernel.syscall", "0"),
         ],
         ev,
     );
@@ -214,10 +214,10 @@ fn the_guest_kernel_is_charged_for_os_events_in_every_mode() {
         Event::Exit { pid: 2 },
     ];
     let ov = [
-        ("guest.costs.fork", "1000"),
-        ("guest.costs.context_switch", "100"),
-        ("guest.costs.exit", "10"),
-        ("guest.costs.per_page", "0"),
+        ("machine.kernel.fork", "1000"),
+        ("machine.kernel.context_switch", "100"),
+        ("machine.kernel.exit", "10"),
+        ("machine.kernel.per_page", "0"),
     ];
     for mode in ["native", "nested", "shadow"] {
         let mut o = ov.to_vec();

@@ -1,5 +1,5 @@
 //! The shipped machine presets: each loads, validates, names itself, describes itself, and says
-//! where every number comes from (issue 2 item 9); and a bad machine file gets an error that
+//! where every number comes from; and a bad machine file gets an error that
 //! names the field.
 
 use vmmu_core::config::{self, load_machine, PRESETS};
@@ -48,7 +48,10 @@ fn config_field(e: &Error) -> Option<&str> {
 
 #[test]
 fn every_preset_loads_validates_and_names_itself() {
-    assert!(PRESETS.len() >= 6, "issue 2 item 9 asks for six presets");
+    assert!(
+        PRESETS.len() >= 6,
+        "the papers' four machines and two recent cores"
+    );
     for (name, _) in PRESETS {
         let m = load_machine(name).unwrap_or_else(|e| panic!("preset {name}: {e}"));
         assert_eq!(

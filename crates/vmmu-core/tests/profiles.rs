@@ -1,4 +1,4 @@
-//! The shipped exit cost profiles (issue 3 item 4): each loads, names itself, describes itself
+//! The shipped exit cost profiles: each loads, names itself, describes itself
 //! and says where every number comes from; `hypervisor.profile` loads a profile's numbers into
 //! `hypervisor.costs`; an unknown profile lists the known ones; a misspelt field is named.
 
@@ -51,7 +51,7 @@ fn profile_text(name: &str) -> &'static str {
 }
 
 #[test]
-fn the_four_profiles_of_issue_3_are_shipped() {
+fn the_four_profiles_are_shipped() {
     let names: BTreeSet<&str> = PROFILES.iter().map(|(n, _)| *n).collect();
     for want in [
         "xen-3.0.4-core2",

@@ -1,5 +1,5 @@
 //! Shadow paging, exits and techniques on crafted event sequences: exact exit counts
-//! (issue 3), DESIGN.md laws 3, 4 and 5 with the checked mode on.
+//! per operation, DESIGN.md laws 3, 4 and 5 with the checked mode on.
 
 mod common;
 

@@ -81,12 +81,20 @@ fn a_lackey_snippet_gives_exact_events() {
 
 #[test]
 fn valgrind_lines_comments_and_blank_lines_carry_no_event() {
-    let text = "==1== hello\n--1-- debug\n# comment\n\n   \n\t\n==1==\n";
-    assert_eq!(read_text("skip.lackey", text).unwrap(), []);
+    let skipped = "==1== hello\n--1-- debug\n# comment\n\n   \n\t\n==1==\n";
+    let text = format!("{skipped}I  00001000,4\n{skipped}");
+    assert_eq!(
+        read_text("skip.lackey", &text).unwrap(),
+        [r(AccessKind::Fetch, 0x1000, 4, 1)]
+    );
+    // With nothing else, the file holds no event at all: an error, not an empty run.
+    let (line, reason) = line_error(skipped);
+    assert_eq!(line, 7);
+    assert!(reason.contains("no event"), "{reason}");
 }
 
 #[test]
-fn gzip_and_zstd_text_are_detected_by_their_bytes() {
+fn gzip_zstd_and_xz_text_are_detected_by_their_bytes() {
     let want = read_text("plain.txt", SNIPPET).unwrap();
     // Names say nothing: the content decides.
     let gz = tmp("gz.trace");
@@ -95,8 +103,14 @@ fn gzip_and_zstd_text_are_detected_by_their_bytes() {
     std::fs::write(&gz, e.finish().unwrap()).unwrap();
     let zst = tmp("zst.trace");
     std::fs::write(&zst, zstd::encode_all(SNIPPET.as_bytes(), 3).unwrap()).unwrap();
+    let xz = tmp("xz.trace");
+    let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
+    e.write_all(SNIPPET.as_bytes()).unwrap();
+    std::fs::write(&xz, e.finish().unwrap()).unwrap();
     assert_eq!(read(&gz).unwrap(), want);
     assert_eq!(read(&zst).unwrap(), want);
+    assert_eq!(read(&xz).unwrap(), want);
+    assert_eq!(trace::info(&xz, &mut |_| true).unwrap().compression, "xz");
     assert_eq!(
         LackeyReader::open(&gz).unwrap().compression(),
         Compression::Gzip

@@ -188,7 +188,7 @@ fn lackey_text_to_vtrace_and_back_is_identical() {
     let txt = tmp("in.lackey");
     std::fs::write(&txt, LACKEY).unwrap();
     let bin = tmp("mid.vtrace");
-    let info = trace::convert(&txt, &bin, Format::Vtrace, &mut |_| true).unwrap();
+    let info = trace::convert(&txt, &bin, Some(Format::Vtrace), &mut |_| true).unwrap();
     assert_eq!(info.format, "vtrace");
     assert_eq!(info.refs, 9);
     let meta = info.meta.as_ref().unwrap();
@@ -202,7 +202,7 @@ fn lackey_text_to_vtrace_and_back_is_identical() {
     assert!(r.meta().has_os_events);
     assert_eq!(r.flags() & 1, 1);
     let out = tmp("out.lackey");
-    trace::convert(&bin, &out, Format::Lackey, &mut |_| true).unwrap();
+    trace::convert(&bin, &out, Some(Format::Lackey), &mut |_| true).unwrap();
     assert_eq!(std::fs::read_to_string(&out).unwrap(), LACKEY);
 }
 
@@ -210,14 +210,23 @@ fn lackey_text_to_vtrace_and_back_is_identical() {
 fn text_export_can_be_compressed_by_name() {
     let txt = tmp("plain.lackey");
     std::fs::write(&txt, LACKEY).unwrap();
-    for name in ["out.lackey.gz", "out.lackey.zst"] {
+    for (name, compression) in [
+        ("out.lackey.gz", "gzip"),
+        ("out.lackey.zst", "zstd"),
+        ("out.txt.xz", "xz"),
+    ] {
         let out = tmp(name);
-        trace::convert(&txt, &out, Format::Lackey, &mut |_| true).unwrap();
+        let info = trace::convert(&txt, &out, None, &mut |_| true).unwrap();
+        assert_eq!((info.format, info.compression), ("lackey", compression));
         let raw = std::fs::read(&out).unwrap();
         assert_ne!(raw, LACKEY.as_bytes(), "{name} is compressed");
         let back = drain(trace::open(&out).unwrap().as_mut());
         let want = drain(trace::open(&txt).unwrap().as_mut());
         assert_eq!(back, want, "{name}");
+        assert_eq!(
+            trace::info(&out, &mut |_| true).unwrap().compression,
+            compression
+        );
     }
 }
 
@@ -226,7 +235,7 @@ fn info_counts_what_the_trace_holds() {
     let txt = tmp("info.lackey");
     std::fs::write(&txt, LACKEY).unwrap();
     let bin = tmp("info.vtrace");
-    trace::convert(&txt, &bin, Format::Vtrace, &mut |_| true).unwrap();
+    trace::convert(&txt, &bin, Some(Format::Vtrace), &mut |_| true).unwrap();
     for path in [&txt, &bin] {
         let mut calls = 0;
         let i = trace::info(path, &mut |_| {
@@ -297,7 +306,9 @@ fn formats_parse_by_name() {
     assert_eq!("vtrace".parse::<Format>().unwrap(), Format::Vtrace);
     assert_eq!("text".parse::<Format>().unwrap(), Format::Lackey);
     assert_eq!("Lackey".parse::<Format>().unwrap(), Format::Lackey);
-    assert!("csv".parse::<Format>().is_err());
+    assert_eq!("champsim".parse::<Format>().unwrap(), Format::ChampSim);
+    let err = "csv".parse::<Format>().unwrap_err().to_string();
+    assert!(err.contains("unknown trace format `csv`"), "{err}");
     assert_eq!(Format::Lackey.name(), "lackey");
 }
 
@@ -305,6 +316,6 @@ fn formats_parse_by_name() {
 fn convert_refuses_to_overwrite_its_source() {
     let txt = tmp("self.lackey");
     std::fs::write(&txt, LACKEY).unwrap();
-    assert!(trace::convert(&txt, &txt, Format::Lackey, &mut |_| true).is_err());
+    assert!(trace::convert(&txt, &txt, Some(Format::Lackey), &mut |_| true).is_err());
     assert_eq!(std::fs::read_to_string(&txt).unwrap(), LACKEY);
 }

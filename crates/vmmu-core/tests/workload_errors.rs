@@ -70,10 +70,18 @@ fn unparsable_values_say_what_was_expected() {
 fn footprint_zero_or_beyond_47_bits_is_refused() {
     assert_mentions("random:footprint=0", &["`footprint`", "at least 8 bytes"]);
     assert_mentions("stream:footprint=128T", &["`footprint`", "47-bit"]);
-    // The largest footprint that fits is accepted.
-    let max = workload::MAX_FOOTPRINT;
+    // The largest footprint that fits above the default base is accepted.
+    let max = workload::USER_TOP - workload::BASE;
     assert!(workload::open(&format!("random:footprint={max},refs=1")).is_ok());
     assert_mentions(&format!("random:footprint={}", max + 1), &["47-bit"]);
+    // A lower base leaves more room.
+    assert!(workload::open(&format!("random:footprint={},base=1G,refs=1", max + 1)).is_ok());
+}
+
+#[test]
+fn a_base_off_page_or_beyond_47_bits_is_refused() {
+    assert_mentions("random:base=4097", &["`base`", "multiple of 4K"]);
+    assert_mentions("random:base=128T", &["`base`", "2^47"]);
 }
 
 #[test]

@@ -6,7 +6,6 @@
 use serde_json::Value;
 use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event};
-use vmmu_core::sim;
 use vmmu_core::workload;
 
 const NAMES: [&str; 12] = [
@@ -90,7 +89,9 @@ fn run_mode(spec: &str, mode: &str, extra: &[(&str, &str)]) -> Value {
     ov.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let cfg = config::build("nehalem-x5560", &ov).unwrap();
     let mut src = workload::open(spec).unwrap();
-    sim::run(&cfg, src.as_mut(), &mut |_| true).unwrap_or_else(|e| panic!("{spec} {mode}: {e}"))
+    vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true)
+        .unwrap_or_else(|e| panic!("{spec} {mode}: {e}"))
+        .to_json()
 }
 
 fn u(r: &Value, path: &str) -> u64 {

@@ -15,8 +15,8 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use vmmu_core::error::Error;
-use vmmu_core::record as rec;
-use vmmu_core::{config, sim, trace, workload};
+use vmmu_core::{config, result, sim, trace, workload};
+use vmmu_record as rec;
 
 create_exception!(
     _core,
@@ -158,7 +158,7 @@ impl<'a> Reporter<'a> {
     }
 }
 
-/// Runs one simulation and returns its result as JSON text (schema `vmmu.result/1`).
+/// Runs one simulation and returns its result as JSON text (schema `vmmu.result/2`).
 ///
 /// `machine` is a preset name or a `.toml` path; `overrides` are `(dotted.path, value)` pairs
 /// applied in order; exactly one of `workload` (`NAME:k=v,...`) and `trace` (a path) is given.
@@ -185,12 +185,12 @@ fn run(
                 ))
             }
         };
-        sim::run(&cfg, source.as_mut(), &mut |p: &sim::Progress| {
+        result::run(&cfg, source.as_mut(), &mut |p: &sim::Progress| {
             reporter.report(p.events, p.total)
         })
     });
     match out {
-        Ok(v) => Ok(v.to_string()),
+        Ok(r) => Ok(r.to_json().to_string()),
         Err(e) => Err(reporter.into_error(py, e)),
     }
 }
@@ -268,18 +268,18 @@ fn trace_info(py: Python<'_>, path: &str, progress: Option<Py<PyAny>>) -> PyResu
     }
 }
 
-/// Converts the trace `src` to `dst` in format `to` (`vtrace` or `lackey`); returns the
-/// summary of what was written as JSON text.
+/// Converts the trace `src` to `dst` in format `to` (`vtrace`, `lackey` or `champsim`; `None`:
+/// the format `dst`'s name says); returns the summary of what was written as JSON text.
 #[pyfunction]
-#[pyo3(signature = (src, dst, to, progress=None))]
+#[pyo3(signature = (src, dst, to=None, progress=None))]
 fn trace_convert(
     py: Python<'_>,
     src: &str,
     dst: &str,
-    to: &str,
+    to: Option<&str>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let format: trace::Format = to.parse().map_err(to_py)?;
+    let format: Option<trace::Format> = to.map(str::parse).transpose().map_err(to_py)?;
     let mut reporter = Reporter::new(progress.as_ref());
     let out =
         py.allow_threads(|| trace::convert(src, dst, format, &mut |n| reporter.report(n, None)));

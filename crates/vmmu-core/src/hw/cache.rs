@@ -132,6 +132,13 @@ impl MemoryHierarchy {
         self.last_l1 = u64::MAX;
     }
 
+    /// Zeroes every level's counters (the end of a warm-up); the contents stay.
+    pub fn reset_stats(&mut self) {
+        for l in &mut self.levels {
+            l.stats = HitMiss::default();
+        }
+    }
+
     /// Per-level counters: `("l1", HitMiss)`, ... in level order.
     pub fn stats(&self) -> Vec<(String, HitMiss)> {
         self.levels

@@ -74,6 +74,11 @@ impl Ntlb {
         self.arr.retain(|t, _| t != vpid as u32);
     }
 
+    /// Zeroes the counters (the end of a warm-up); the contents stay.
+    pub fn reset_stats(&mut self) {
+        self.stats = HitMiss::default();
+    }
+
     /// Hits and misses of [`lookup`](Self::lookup).
     pub fn stats(&self) -> HitMiss {
         self.stats

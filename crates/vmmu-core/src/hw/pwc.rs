@@ -110,6 +110,11 @@ impl Pwc {
         self.missed = NONE;
     }
 
+    /// Zeroes the counters (the end of a warm-up); the contents stay.
+    pub fn reset_stats(&mut self) {
+        self.stats = HitMiss::default();
+    }
+
     /// Hits and misses of [`lookup`](Self::lookup).
     pub fn stats(&self) -> HitMiss {
         self.stats

@@ -406,6 +406,13 @@ impl TlbHierarchy {
         l.arrays.iter().map(|a| a.len()).sum()
     }
 
+    /// Zeroes every level's counters (the end of a warm-up); the contents stay.
+    pub fn reset_stats(&mut self) {
+        for l in [&mut self.l1d, &mut self.l1i, &mut self.l2, &mut self.l2i] {
+            l.stats = HitMiss::default();
+        }
+    }
+
     /// Counters per structure: `l1d`, `l1i`, `l2`, and `l2i` only when l2i arrays exist.
     pub fn stats(&self) -> Vec<(&'static str, HitMiss)> {
         let mut v = vec![

@@ -27,8 +27,8 @@
 use crate::addr::Gva;
 use crate::error::{Error, Result};
 use crate::event::{AccessKind, Event, EventSource, MemRef};
-use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use crate::trace::{open_read, BackgroundWriter, CompressedWriter, Compression};
+use std::io::{BufRead, Read};
 
 /// Bytes of one `input_instr` record.
 pub const RECORD: usize = 64;
@@ -37,42 +37,11 @@ pub const FETCH_SIZE: u8 = 4;
 /// Size given to an imported load or store.
 pub const DATA_SIZE: u8 = 8;
 
-const XZ_MAGIC: &[u8] = &[0xFD, b'7', b'z', b'X', b'Z', 0x00];
-const GZ_MAGIC: &[u8] = &[0x1F, 0x8B];
-const ZSTD_MAGIC: &[u8] = &[0x28, 0xB5, 0x2F, 0xFD];
-
-/// The decompressed bytes of `path`, by its first bytes: xz, gzip, zstd or plain.
-fn open_bytes(path: &str) -> Result<(Box<dyn Read + Send>, &'static str)> {
-    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut head = [0u8; 6];
-    let mut n = 0;
-    while n < head.len() {
-        match f.read(&mut head[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::io(path, e)),
-        }
-    }
-    let raw = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head[..n].to_vec()).chain(f));
-    let head = &head[..n];
-    Ok(if head.starts_with(XZ_MAGIC) {
-        (Box::new(xz2::read::XzDecoder::new_multi_decoder(raw)), "xz")
-    } else if head.starts_with(GZ_MAGIC) {
-        (Box::new(flate2::read::MultiGzDecoder::new(raw)), "gzip")
-    } else if head.starts_with(ZSTD_MAGIC) {
-        let d = zstd::stream::read::Decoder::with_buffer(raw).map_err(|e| Error::io(path, e))?;
-        (Box::new(d), "zstd")
-    } else {
-        (Box::new(raw), "none")
-    })
-}
-
 /// Reads a ChampSim trace as events.
 pub struct ChampSimReader {
     path: String,
-    input: Box<dyn Read + Send>,
-    compression: &'static str,
+    input: Box<dyn BufRead + Send>,
+    compression: Compression,
     /// Decompressed bytes consumed (the offset named in errors).
     offset: u64,
     buf: Vec<u8>,
@@ -85,7 +54,7 @@ const READ_RECORDS: usize = 4096;
 impl ChampSimReader {
     /// Opens `path` (xz, gzip, zstd or uncompressed, told apart by the first bytes).
     pub fn open(path: &str) -> Result<ChampSimReader> {
-        let (input, compression) = open_bytes(path)?;
+        let (input, compression) = open_read(path)?;
         Ok(ChampSimReader {
             path: path.to_string(),
             input,
@@ -96,8 +65,8 @@ impl ChampSimReader {
         })
     }
 
-    /// `xz`, `gzip`, `zstd` or `none`.
-    pub fn compression(&self) -> &'static str {
+    /// How the file is compressed.
+    pub fn compression(&self) -> Compression {
         self.compression
     }
 
@@ -119,7 +88,7 @@ impl ChampSimReader {
                     return Err(Error::TraceCorrupt {
                         path: self.path.clone(),
                         offset: self.offset + got as u64,
-                        reason: format!("cannot decompress ({}): {e}", self.compression),
+                        reason: format!("cannot decompress ({}): {e}", self.compression.name()),
                     })
                 }
             }
@@ -197,16 +166,11 @@ impl EventSource for ChampSimReader {
     }
 }
 
-/// Opens a ChampSim trace as an event stream (for `trace::open` and `vmmu trace convert`).
-pub fn open_champsim(path: &str) -> Result<Box<dyn EventSource>> {
-    Ok(Box::new(ChampSimReader::open(path)?))
-}
-
 /// Whether `path` looks like a ChampSim trace: after decompression, its first records (up to
 /// 16) have branch flags of 0 or 1 and user-space addresses. Text (lackey) and `.vtrace`
 /// files never pass; an empty file does not either.
 pub fn sniff_champsim(path: &str) -> Result<bool> {
-    let (mut input, _) = open_bytes(path)?;
+    let (mut input, _) = open_read(path)?;
     let mut b = vec![0u8; 16 * RECORD];
     let mut got = 0;
     while got < b.len() {
@@ -227,12 +191,25 @@ pub fn sniff_champsim(path: &str) -> Result<bool> {
     }))
 }
 
-/// Writes events as a ChampSim trace, compressed as the file name says (`.xz`, `.gz`, else
-/// plain). Process and address-space events cannot be expressed and are dropped (counted).
-pub struct ChampSimWriter {
+/// Records gathered before they go to the encoder in one write.
+const WRITE_RECORDS: usize = 1 << 14;
+
+/// Writes events as a ChampSim trace, compressed as the file name says (`.xz`, `.gz`, `.zst`,
+/// else plain). Process and address-space events cannot be expressed and are dropped
+/// (counted). Records are gathered in a buffer that goes to the encoder, on a thread of its
+/// own, a megabyte at a time: a write per record would cost the encoder a call each, and the
+/// encoder (64 bytes an instruction) is the slow part, so it runs beside the encoding.
+///
+/// [`create_reading_back`](ChampSimWriter::create_reading_back) also reads every record back,
+/// on the writing thread, as a reader of the file will: what the file holds, for a truthful
+/// summary.
+pub struct ChampSimWriter<S: Send + 'static = ()> {
     path: String,
-    out: Box<dyn Write + Send>,
-    rec: [u8; RECORD],
+    out: BackgroundWriter<ReadBack<S>>,
+    /// Complete records not yet written, then the record being filled (`open`).
+    buf: Vec<u8>,
+    /// Offset in `buf` of the record being filled: the complete records end there.
+    at: usize,
     open: bool,
     nsrc: usize,
     ndst: usize,
@@ -241,25 +218,55 @@ pub struct ChampSimWriter {
     dropped: u64,
 }
 
-impl ChampSimWriter {
+/// The writing thread's state: the events of a buffer of records, read back, go to `back`.
+struct ReadBack<S> {
+    events: Vec<Event>,
+    state: S,
+    back: Option<fn(&mut S, &[Event])>,
+}
+
+fn read_back<S>(rb: &mut ReadBack<S>, records: &[u8]) {
+    let Some(back) = rb.back else {
+        return;
+    };
+    rb.events.clear();
+    for r in records.chunks_exact(RECORD) {
+        record_events(r, &mut rb.events);
+    }
+    back(&mut rb.state, &rb.events);
+}
+
+impl ChampSimWriter<()> {
     /// Creates `path`.
-    pub fn create(path: &str) -> Result<ChampSimWriter> {
-        let f =
-            BufWriter::with_capacity(1 << 20, File::create(path).map_err(|e| Error::io(path, e))?);
-        let out: Box<dyn Write + Send> = if path.ends_with(".xz") {
-            Box::new(xz2::write::XzEncoder::new(f, 6))
-        } else if path.ends_with(".gz") {
-            Box::new(flate2::write::GzEncoder::new(
-                f,
-                flate2::Compression::default(),
-            ))
-        } else {
-            Box::new(f)
+    pub fn create(path: &str) -> Result<ChampSimWriter<()>> {
+        ChampSimWriter::open(path, (), None)
+    }
+}
+
+impl<S: Send + 'static> ChampSimWriter<S> {
+    /// Creates `path`; `back(&mut state, events)` receives, in order, the events of the
+    /// records written, as a reader of the file gets them. [`finish`](ChampSimWriter::finish)
+    /// gives `state` back.
+    pub fn create_reading_back(
+        path: &str,
+        state: S,
+        back: fn(&mut S, &[Event]),
+    ) -> Result<ChampSimWriter<S>> {
+        ChampSimWriter::open(path, state, Some(back))
+    }
+
+    fn open(path: &str, state: S, back: Option<fn(&mut S, &[Event])>) -> Result<Self> {
+        let out = CompressedWriter::create(path, Compression::for_path(path))?;
+        let rb = ReadBack {
+            events: Vec::new(),
+            state,
+            back,
         };
         Ok(ChampSimWriter {
             path: path.to_string(),
-            out,
-            rec: [0; RECORD],
+            out: BackgroundWriter::start(out, rb, read_back).map_err(|e| Error::io(path, e))?,
+            buf: Vec::with_capacity((WRITE_RECORDS + 1) * RECORD),
+            at: 0,
             open: false,
             nsrc: 0,
             ndst: 0,
@@ -269,33 +276,38 @@ impl ChampSimWriter {
         })
     }
 
-    fn emit(&mut self) -> Result<()> {
+    /// Closes the record being filled (it stays in the buffer).
+    fn close_record(&mut self) {
         if self.open {
-            self.out
-                .write_all(&self.rec)
-                .map_err(|e| Error::io(&self.path, e))?;
             self.records += 1;
             self.open = false;
+            self.at = self.buf.len();
         }
-        Ok(())
     }
 
-    fn start(&mut self, ip: u64) -> Result<()> {
-        self.emit()?;
-        self.rec = [0; RECORD];
-        self.rec[..8].copy_from_slice(&ip.to_le_bytes());
+    fn start(&mut self, ip: u64) {
+        self.close_record();
+        self.at = self.buf.len();
+        self.buf.resize(self.at + RECORD, 0);
+        self.buf[self.at..self.at + 8].copy_from_slice(&ip.to_le_bytes());
         self.last_ip = ip;
         self.open = true;
         self.nsrc = 0;
         self.ndst = 0;
-        Ok(())
     }
 
-    /// Appends one event.
-    pub fn write(&mut self, e: &Event) -> Result<()> {
+    #[inline]
+    fn put(&mut self, field: usize, va: u64) {
+        let at = self.at + field;
+        self.buf[at..at + 8].copy_from_slice(&va.to_le_bytes());
+    }
+
+    /// Puts one event into the buffer.
+    #[inline]
+    fn encode(&mut self, e: &Event) {
         let Event::Ref(r) = e else {
             self.dropped += 1;
-            return Ok(());
+            return;
         };
         let va = r.va.0;
         if r.kind == AccessKind::Fetch {
@@ -307,19 +319,43 @@ impl ChampSimWriter {
             _ => (1, 1),
         };
         if !self.open || self.nsrc + loads > 4 || self.ndst + stores > 2 {
-            self.start(self.last_ip)?;
+            self.start(self.last_ip);
         }
         if loads == 1 {
-            let at = 32 + 8 * self.nsrc;
-            self.rec[at..at + 8].copy_from_slice(&va.to_le_bytes());
+            self.put(32 + 8 * self.nsrc, va);
             self.nsrc += 1;
         }
         if stores == 1 {
-            let at = 16 + 8 * self.ndst;
-            self.rec[at..at + 8].copy_from_slice(&va.to_le_bytes());
+            self.put(16 + 8 * self.ndst, va);
             self.ndst += 1;
         }
+    }
+
+    /// Appends one event.
+    pub fn write(&mut self, e: &Event) -> Result<()> {
+        self.encode(e);
+        if self.at >= WRITE_RECORDS * RECORD {
+            self.write_out()?;
+        }
         Ok(())
+    }
+
+    /// Appends events in order.
+    pub fn write_batch(&mut self, es: &[Event]) -> Result<()> {
+        es.iter().try_for_each(|e| self.write(e))
+    }
+
+    /// Writes the complete records out, keeping the one being filled.
+    fn write_out(&mut self) -> Result<()> {
+        let mut next = self
+            .out
+            .spare()
+            .unwrap_or_else(|| Vec::with_capacity((WRITE_RECORDS + 1) * RECORD));
+        next.extend_from_slice(&self.buf[self.at..]);
+        let mut full = std::mem::replace(&mut self.buf, next);
+        full.truncate(self.at);
+        self.at = 0;
+        self.out.submit(full).map_err(|e| Error::io(&self.path, e))
     }
 
     /// Records written so far (the one being filled not included).
@@ -332,18 +368,20 @@ impl ChampSimWriter {
         self.dropped
     }
 
-    /// Writes the last record and finishes the compression.
-    pub fn finish(mut self) -> Result<u64> {
-        self.emit()?;
-        self.out.flush().map_err(|e| Error::io(&self.path, e))?;
-        drop(self.out);
-        Ok(self.records)
+    /// Writes the last record and finishes the compression; returns the records written and
+    /// the read-back state.
+    pub fn finish(mut self) -> Result<(u64, S)> {
+        self.close_record();
+        self.write_out()?;
+        let rb = self.out.finish().map_err(|e| Error::io(&self.path, e))?;
+        Ok((self.records, rb.state))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn record(ip: u64, dst: [u64; 2], src: [u64; 4]) -> Vec<u8> {
         let mut r = vec![0u8; RECORD];
@@ -456,7 +494,7 @@ mod tests {
             w.write(e).unwrap();
         }
         assert_eq!(w.dropped(), 1);
-        assert_eq!(w.finish().unwrap(), 2);
+        assert_eq!(w.finish().unwrap().0, 2);
         assert_eq!(read_all(&p), events[..5].to_vec());
         let _ = std::fs::remove_file(&p);
     }

@@ -5,4 +5,4 @@
 
 pub mod champsim;
 
-pub use champsim::{open_champsim, sniff_champsim, ChampSimReader, ChampSimWriter};
+pub use champsim::{sniff_champsim, ChampSimReader, ChampSimWriter};

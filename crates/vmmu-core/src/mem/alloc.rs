@@ -1,4 +1,5 @@
-//! Physical frame allocators with placement policies (issue 2 item 2).
+//! Physical frame allocators with placement policies (DESIGN.md "Memory and page tables are real
+//! bytes").
 //!
 //! Free memory is kept as free lists of aligned blocks of 1 GiB, 4 MiB, 2 MiB and 4 KiB. A
 //! request takes a block of its size, splitting a larger one when its own list is empty.

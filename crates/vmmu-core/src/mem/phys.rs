@@ -10,38 +10,15 @@
 //! nearly every read (docs/performance.md). Nothing is allocated on the read path; the index
 //! grows (doubling) only when a frame becomes a table frame.
 
-use crate::addr::{Gpa, Hpa};
+use crate::addr::{Gpa, Hpa, Space};
 use std::marker::PhantomData;
 
 /// A physical address space that memory can be indexed by (`Gpa` or `Hpa`).
-pub trait PhysAddr: Copy {
-    /// The raw address.
-    fn raw(self) -> u64;
-    /// Wraps a raw address.
-    fn from_raw(v: u64) -> Self;
-}
+pub trait PhysAddr: Space {}
 
-impl PhysAddr for Gpa {
-    #[inline]
-    fn raw(self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn from_raw(v: u64) -> Self {
-        Gpa(v)
-    }
-}
+impl PhysAddr for Gpa {}
 
-impl PhysAddr for Hpa {
-    #[inline]
-    fn raw(self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn from_raw(v: u64) -> Self {
-        Hpa(v)
-    }
-}
+impl PhysAddr for Hpa {}
 
 /// Physical memory of one address space (guest physical or host physical).
 ///

@@ -107,6 +107,51 @@ impl Geometry {
         }
     }
 
+    /// The page size `e` maps when it is a leaf at `level`, or `None` when it points to a
+    /// next-level table: level 1 entries are always leaves; above, the PS bit makes a leaf
+    /// where the format allows one (a PS bit where no leaf may sit is ignored).
+    #[inline]
+    pub const fn leaf_at(&self, level: u8, e: Pte) -> Option<PageSize> {
+        if level == 1 {
+            Some(PageSize::Size4K)
+        } else if e.large() {
+            self.leaf_size(level)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the entries of `level` restrict access and carry an accessed bit. The PAE
+    /// PDPTEs (the 4 entries of the top level, loaded from CR3) have neither R/W, U/S and XD nor
+    /// A: those bits are reserved (Intel SDM Vol. 3A §4.4.1, Table 4-8). This is the only
+    /// place the PAE quirk is written.
+    #[inline]
+    pub const fn restricts(&self, level: u8) -> bool {
+        !(matches!(self.format, PagingFormat::Pae) && level == self.levels)
+    }
+
+    /// The flags of an entry that points to a next-level table at `level`: permissive
+    /// (`P|RW|US`), so that leaves alone decide permissions as Linux and hypervisors do; only
+    /// `P` where the format reserves the other bits (PAE PDPTEs).
+    #[inline]
+    pub const fn table_entry_flags(&self, level: u8) -> u64 {
+        if self.restricts(level) {
+            Pte::P | Pte::RW | Pte::US
+        } else {
+            Pte::P
+        }
+    }
+
+    /// Entries in a table of `level` (4 in the PAE PDPT).
+    #[inline]
+    pub const fn entries(&self, level: u8) -> u64 {
+        if level == self.levels {
+            1 << self.root_bits
+        } else {
+            1 << self.index_bits
+        }
+    }
+
     /// The level whose leaves map `size`, if the format supports it.
     pub fn level_of(&self, size: PageSize) -> Option<u8> {
         (1..=self.levels).find(|&l| self.leaf_size(l) == Some(size))
@@ -126,6 +171,19 @@ impl Geometry {
             _ => {
                 let sh = 64 - self.va_bits as u32;
                 (((va << sh) as i64) >> sh) as u64 == va
+            }
+        }
+    }
+
+    /// `va` as a canonical address: sign-extended from bit `va_bits - 1` in long mode,
+    /// unchanged in 32-bit and PAE paging.
+    #[inline]
+    pub const fn canonical(&self, va: u64) -> u64 {
+        match self.format {
+            PagingFormat::X86_32 | PagingFormat::Pae => va,
+            _ => {
+                let sh = 64 - self.va_bits as u32;
+                (((va << sh) as i64) >> sh) as u64
             }
         }
     }

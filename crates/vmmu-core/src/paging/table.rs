@@ -1,21 +1,25 @@
 //! A page table as real bytes in a [`PhysMem`]: map, unmap, protect and look up at any page
 //! size, allocating zeroed table frames on demand.
 //!
-//! Upper-level entries are made permissive (`P|RW|US`, or only `P` for PAE PDPT entries, whose
-//! other bits are reserved — Intel SDM Vol. 3A §4.4.1) so that leaves alone decide permissions;
-//! this is what Linux and hypervisors do. Every entry write can be logged as a [`TableWrite`]:
-//! the shadow pager of a later issue sees guest page-table writes through this log.
+//! A table maps one address space to another — guest tables `Gva` → `Gpa`, nested tables
+//! `Gpa` → `Hpa`, shadow tables `Gva` → `Hpa` — and its type says which. Upper-level entries
+//! are made permissive ([`Geometry::table_entry_flags`]) so that leaves alone decide
+//! permissions, as Linux and hypervisors do. Every entry write can be logged as a
+//! [`TableWrite`]: the shadow pager sees guest page-table writes through this log. Lookups use
+//! the one descent of [`super::descent`].
 
+use super::descent::{descend, Descent, Leaf, Read};
 use super::format::Geometry;
 use super::pte::Pte;
-use crate::addr::PageSize;
+use crate::addr::{PageSize, Space};
 use crate::mem::{PhysAddr, PhysMem};
+use std::marker::PhantomData;
 
 /// One write to a page entry: where, the old value and the new.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct TableWrite {
-    /// Physical address of the entry, in the table's address space.
-    pub addr: u64,
+pub struct TableWrite<P> {
+    /// Address of the entry, in the table's memory.
+    pub addr: P,
     /// Level of the table written (1 = leaf table).
     pub level: u8,
     /// Previous value.
@@ -39,99 +43,116 @@ pub enum MapError {
     },
 }
 
-/// A page-table tree rooted at `root` in memory of address space `A`. The tree itself lives in
-/// the memory passed to each call, so every operation takes `&self`.
-#[derive(Clone, Copy, Debug)]
-pub struct PageTable<A: PhysAddr> {
+/// A page-table tree rooted at `root`, translating addresses of space `V` into space `P`, in
+/// memory of space `P`. The tree itself lives in the memory passed to each call, so every
+/// operation takes `&self`.
+#[derive(Debug)]
+pub struct PageTable<V: Space, P: PhysAddr> {
     /// The format.
     pub geo: Geometry,
     /// Physical address of the root table (what CR3 / nCR3 / the EPTP holds).
-    pub root: A,
+    pub root: P,
+    _input: PhantomData<V>,
 }
 
-impl<A: PhysAddr> PageTable<A> {
+impl<V: Space, P: PhysAddr> Clone for PageTable<V, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V: Space, P: PhysAddr> Copy for PageTable<V, P> {}
+
+impl<V: Space, P: PhysAddr> PageTable<V, P> {
     /// A new, empty tree; `new_frame` hands out a frame for the root.
     pub fn new(
         geo: Geometry,
-        mem: &mut PhysMem<A>,
-        new_frame: &mut dyn FnMut() -> Option<A>,
+        mem: &mut PhysMem<P>,
+        new_frame: &mut dyn FnMut() -> Option<P>,
     ) -> Option<Self> {
         let root = new_frame()?;
         mem.zero_frame(root);
-        Some(PageTable { geo, root })
+        Some(Self::at(geo, root))
+    }
+
+    /// The tree whose root table is at `root` (already in memory).
+    pub const fn at(geo: Geometry, root: P) -> Self {
+        PageTable {
+            geo,
+            root,
+            _input: PhantomData,
+        }
     }
 
     #[inline]
-    fn read(&self, mem: &PhysMem<A>, addr: u64) -> Pte {
-        self.geo.read_entry(mem, A::from_raw(addr))
+    fn read(&self, mem: &PhysMem<P>, addr: u64) -> Pte {
+        self.geo.read_entry(mem, P::from_raw(addr))
     }
 
-    fn write(&self, mem: &mut PhysMem<A>, addr: u64, level: u8, v: Pte, log: &mut Vec<TableWrite>) {
+    fn write(
+        &self,
+        mem: &mut PhysMem<P>,
+        addr: u64,
+        level: u8,
+        v: Pte,
+        log: &mut Vec<TableWrite<P>>,
+    ) {
         let old = self.read(mem, addr);
-        self.geo.write_entry(mem, A::from_raw(addr), v);
+        self.geo.write_entry(mem, P::from_raw(addr), v);
         log.push(TableWrite {
-            addr,
+            addr: P::from_raw(addr),
             level,
             old: old.0,
             new: v.0,
         });
     }
 
-    fn table_entry_flags(&self, level: u8) -> u64 {
-        if self.geo.format == crate::config::PagingFormat::Pae && level == self.geo.levels {
-            Pte::P
-        } else {
-            Pte::P | Pte::RW | Pte::US
-        }
-    }
-
     /// Maps the page of `size` at `va` to the frame at `pa` with leaf `flags` (any of `RW`,
-    /// `US`, `G`, `NX`; `P` and, for large pages, `PS` are added). Replaces an existing leaf of
-    /// the same size. NX is dropped in 32-bit paging, which has no such bit.
+    /// `US`, `G`, `NX`, `A`, `D`; `P` and, for large pages, `PS` are added). Replaces an
+    /// existing leaf of the same size. NX is dropped in 32-bit paging, which has no such bit.
     #[allow(clippy::too_many_arguments)]
     pub fn map(
         &self,
-        mem: &mut PhysMem<A>,
-        new_frame: &mut dyn FnMut() -> Option<A>,
-        va: u64,
-        pa: u64,
+        mem: &mut PhysMem<P>,
+        new_frame: &mut dyn FnMut() -> Option<P>,
+        va: V,
+        pa: P,
         size: PageSize,
         flags: u64,
-        log: &mut Vec<TableWrite>,
+        log: &mut Vec<TableWrite<P>>,
     ) -> Result<(), MapError> {
-        let leaf_level = self
-            .geo
-            .level_of(size)
-            .ok_or(MapError::UnsupportedSize(size))?;
+        let geo = self.geo;
+        let leaf_level = geo.level_of(size).ok_or(MapError::UnsupportedSize(size))?;
+        let va = va.raw();
         let mut table = self.root.raw();
-        let mut level = self.geo.levels;
+        let mut level = geo.levels;
         while level > leaf_level {
-            let ea = table + self.geo.entry_offset(va, level);
+            let ea = table + geo.entry_offset(va, level);
             let e = self.read(mem, ea);
             if e.present() {
-                if e.large() {
+                if geo.leaf_at(level, e).is_some() {
                     return Err(MapError::Conflict { level });
                 }
-                table = e.frame(self.geo.frame_mask());
+                table = e.frame(geo.frame_mask());
             } else {
                 let f = new_frame().ok_or(MapError::OutOfMemory)?;
                 mem.zero_frame(f);
-                let ne = Pte(f.raw() | self.table_entry_flags(level));
+                let ne = Pte(f.raw() | geo.table_entry_flags(level));
                 self.write(mem, ea, level, ne, log);
                 table = f.raw();
             }
             level -= 1;
         }
-        let ea = table + self.geo.entry_offset(va, leaf_level);
+        let ea = table + geo.entry_offset(va, leaf_level);
         let old = self.read(mem, ea);
         if leaf_level > 1 && old.present() && !old.large() {
             return Err(MapError::Conflict { level: leaf_level });
         }
         let mut f = flags & (Pte::RW | Pte::US | Pte::G | Pte::NX | Pte::A | Pte::D);
-        if self.geo.entry_bytes == 4 {
+        if geo.entry_bytes == 4 {
             f &= !Pte::NX;
         }
-        let mut v = (pa & !size.offset_mask() & self.geo.frame_mask()) | f | Pte::P;
+        let mut v = (pa.raw() & !size.offset_mask() & geo.frame_mask()) | f | Pte::P;
         if leaf_level > 1 {
             v |= Pte::PS;
         }
@@ -139,60 +160,63 @@ impl<A: PhysAddr> PageTable<A> {
         Ok(())
     }
 
-    /// Walks to the leaf mapping `va`: its entry address, level and value.
-    pub fn leaf(&self, mem: &PhysMem<A>, va: u64) -> Option<(u64, u8, Pte)> {
-        let mut table = self.root.raw();
-        let mut level = self.geo.levels;
-        loop {
-            let ea = table + self.geo.entry_offset(va, level);
-            let e = self.read(mem, ea);
-            if !e.present() {
-                return None;
-            }
-            if level == 1 || (e.large() && self.geo.leaf_size(level).is_some()) {
-                return Some((ea, level, e));
-            }
-            table = e.frame(self.geo.frame_mask());
-            level -= 1;
+    /// The leaf that maps `va`, found by the one descent.
+    #[inline]
+    pub fn leaf_of(&self, mem: &PhysMem<P>, va: V) -> Option<Leaf> {
+        let geo = self.geo;
+        match descend(
+            &geo,
+            &mut Read { mem, geo },
+            self.root.raw(),
+            geo.levels,
+            va.raw(),
+        ) {
+            Descent::Leaf(l) => Some(l),
+            Descent::NotPresent { .. } => None,
+            Descent::Stopped(never) => match never {},
         }
     }
 
+    /// Walks to the leaf mapping `va`: its entry address, level and value.
+    pub fn leaf(&self, mem: &PhysMem<P>, va: V) -> Option<(P, u8, Pte)> {
+        self.leaf_of(mem, va)
+            .map(|l| (P::from_raw(l.entry), l.level, l.pte))
+    }
+
     /// Functional translation of `va`: the physical address, the page size and the leaf entry.
-    pub fn lookup(&self, mem: &PhysMem<A>, va: u64) -> Option<(u64, PageSize, Pte)> {
-        let (_, level, e) = self.leaf(mem, va)?;
-        let size = self.geo.leaf_size(level)?;
-        let pa = (e.frame(self.geo.frame_mask()) & !size.offset_mask()) | (va & size.offset_mask());
-        Some((pa, size, e))
+    pub fn lookup(&self, mem: &PhysMem<P>, va: V) -> Option<(P, PageSize, Pte)> {
+        let l = self.leaf_of(mem, va)?;
+        let pa = l.page(&self.geo) | (va.raw() & l.size.offset_mask());
+        Some((P::from_raw(pa), l.size, l.pte))
     }
 
     /// Removes the leaf mapping `va` (of whatever size); returns its frame and size. Tables are
     /// kept (Linux frees them lazily too).
     pub fn unmap(
         &self,
-        mem: &mut PhysMem<A>,
-        va: u64,
-        log: &mut Vec<TableWrite>,
-    ) -> Option<(u64, PageSize)> {
-        let (ea, level, e) = self.leaf(mem, va)?;
-        let size = self.geo.leaf_size(level)?;
-        self.write(mem, ea, level, Pte(0), log);
-        Some((e.frame(self.geo.frame_mask()) & !size.offset_mask(), size))
+        mem: &mut PhysMem<P>,
+        va: V,
+        log: &mut Vec<TableWrite<P>>,
+    ) -> Option<(P, PageSize)> {
+        let l = self.leaf_of(mem, va)?;
+        self.write(mem, l.entry, l.level, Pte(0), log);
+        Some((P::from_raw(l.page(&self.geo)), l.size))
     }
 
     /// Sets and clears leaf bits of the mapping of `va`; false when nothing maps it.
     pub fn protect(
         &self,
-        mem: &mut PhysMem<A>,
-        va: u64,
+        mem: &mut PhysMem<P>,
+        va: V,
         set: u64,
         clear: u64,
-        log: &mut Vec<TableWrite>,
+        log: &mut Vec<TableWrite<P>>,
     ) -> bool {
-        match self.leaf(mem, va) {
-            Some((ea, level, e)) => {
-                let v = Pte((e.0 | set) & !clear);
-                if v != e {
-                    self.write(mem, ea, level, v, log);
+        match self.leaf_of(mem, va) {
+            Some(l) => {
+                let v = Pte((l.pte.0 | set) & !clear);
+                if v != l.pte {
+                    self.write(mem, l.entry, l.level, v, log);
                 }
                 true
             }
@@ -200,126 +224,113 @@ impl<A: PhysAddr> PageTable<A> {
         }
     }
 
-    /// Sets bits in the entry at `addr` (A/D updates by the walker); logged like any write.
+    /// Sets bits in the entry at `addr` of `level` (A/D updates); logged like any write.
     pub fn set_bits(
         &self,
-        mem: &mut PhysMem<A>,
-        addr: u64,
+        mem: &mut PhysMem<P>,
+        addr: P,
         level: u8,
         bits: u64,
-        log: &mut Vec<TableWrite>,
+        log: &mut Vec<TableWrite<P>>,
     ) {
-        let e = self.read(mem, addr);
+        let e = self.read(mem, addr.raw());
         if e.0 & bits != bits {
-            self.write(mem, addr, level, Pte(e.0 | bits), log);
+            self.write(mem, addr.raw(), level, Pte(e.0 | bits), log);
         }
     }
 
     /// Calls `f(va, entry_addr, level, pte)` for every present leaf of the tree, in address
-    /// order (`va` is the first address the leaf maps, sign-extension not applied).
-    pub fn for_each_leaf(&self, mem: &PhysMem<A>, f: &mut dyn FnMut(u64, u64, u8, Pte)) {
+    /// order (`va` is the first address the leaf maps, canonical).
+    pub fn for_each_leaf(&self, mem: &PhysMem<P>, f: &mut dyn FnMut(V, P, u8, Pte)) {
         self.leaves_of(mem, self.root.raw(), self.geo.levels, 0, f);
     }
 
-    /// Like [`PageTable::for_each_leaf`], restricted to leaves overlapping `[start, end)`
-    /// (addresses compared without sign extension).
+    /// Like [`PageTable::for_each_leaf`], restricted to leaves overlapping `[start, end)`.
     pub fn for_each_leaf_in(
         &self,
-        mem: &PhysMem<A>,
-        start: u64,
-        end: u64,
-        f: &mut dyn FnMut(u64, u64, u8, Pte),
+        mem: &PhysMem<P>,
+        start: V,
+        end: V,
+        f: &mut dyn FnMut(V, P, u8, Pte),
     ) {
-        let mask = if self.geo.va_bits >= 64 {
+        let geo = self.geo;
+        let mask = if geo.va_bits >= 64 {
             u64::MAX
         } else {
-            (1u64 << self.geo.va_bits) - 1
+            (1u64 << geo.va_bits) - 1
         };
-        let (s, e) = (start & mask, ((end - 1) & mask) + 1);
-        // Walk page by page at the largest granularity the leaves allow.
+        let (s, e) = (start.raw() & mask, ((end.raw() - 1) & mask) + 1);
+        // Walk page by page at the largest granularity the leaves allow; skip each absent
+        // region whole, at the level where the descent stopped.
         let mut va = s;
         while va < e {
-            match self.leaf(mem, va) {
-                Some((ea, level, pte)) => {
-                    let size = self.geo.leaf_size(level).expect("leaf level");
-                    let base = va & !size.offset_mask();
-                    f(base, ea, level, pte);
-                    va = base + size.bytes();
+            match descend(
+                &geo,
+                &mut Read { mem, geo },
+                self.root.raw(),
+                geo.levels,
+                va,
+            ) {
+                Descent::Leaf(l) => {
+                    let base = va & !l.size.offset_mask();
+                    f(
+                        V::from_raw(geo.canonical(base)),
+                        P::from_raw(l.entry),
+                        l.level,
+                        l.pte,
+                    );
+                    va = base + l.size.bytes();
                 }
-                None => {
-                    // Skip the whole unmapped region at the level where the walk stopped.
-                    va = self.next_mapped_candidate(mem, va);
+                Descent::NotPresent { level, .. } => {
+                    let span = 1u64 << geo.level_shift(level);
+                    va = (va & !(span - 1)) + span;
                 }
+                Descent::Stopped(never) => match never {},
             }
-        }
-    }
-
-    /// The next address after `va` that could be mapped: the end of the largest absent
-    /// region containing `va`.
-    fn next_mapped_candidate(&self, mem: &PhysMem<A>, va: u64) -> u64 {
-        let mut table = self.root.raw();
-        let mut level = self.geo.levels;
-        loop {
-            let ea = table + self.geo.entry_offset(va, level);
-            let e = self.read(mem, ea);
-            let span = 1u64 << self.geo.level_shift(level);
-            if !e.present() || level == 1 {
-                return (va & !(span - 1)) + span;
-            }
-            table = e.frame(self.geo.frame_mask());
-            level -= 1;
         }
     }
 
     fn leaves_of(
         &self,
-        mem: &PhysMem<A>,
+        mem: &PhysMem<P>,
         table: u64,
         level: u8,
         base: u64,
-        f: &mut dyn FnMut(u64, u64, u8, Pte),
+        f: &mut dyn FnMut(V, P, u8, Pte),
     ) {
-        let n = if level == self.geo.levels {
-            1u64 << self.geo.root_bits
-        } else {
-            1u64 << self.geo.index_bits
-        };
-        for i in 0..n {
-            let ea = table + i * self.geo.entry_bytes as u64;
+        let geo = self.geo;
+        for i in 0..geo.entries(level) {
+            let ea = table + i * geo.entry_bytes as u64;
             let e = self.read(mem, ea);
             if !e.present() {
                 continue;
             }
-            let va = base | (i << self.geo.level_shift(level));
-            if level == 1 || (e.large() && self.geo.leaf_size(level).is_some()) {
-                f(va, ea, level, e);
+            let va = base | (i << geo.level_shift(level));
+            if geo.leaf_at(level, e).is_some() {
+                f(V::from_raw(geo.canonical(va)), P::from_raw(ea), level, e);
             } else {
-                self.leaves_of(mem, e.frame(self.geo.frame_mask()), level - 1, va, f);
+                self.leaves_of(mem, e.frame(geo.frame_mask()), level - 1, va, f);
             }
         }
     }
 
     /// Every table frame of the tree (root included), for teardown.
-    pub fn table_frames(&self, mem: &PhysMem<A>) -> Vec<A> {
+    pub fn table_frames(&self, mem: &PhysMem<P>) -> Vec<P> {
         let mut out = Vec::new();
         self.collect(mem, self.root.raw(), self.geo.levels, &mut out);
         out
     }
 
-    fn collect(&self, mem: &PhysMem<A>, table: u64, level: u8, out: &mut Vec<A>) {
-        out.push(A::from_raw(table));
+    fn collect(&self, mem: &PhysMem<P>, table: u64, level: u8, out: &mut Vec<P>) {
+        out.push(P::from_raw(table));
         if level == 1 {
             return;
         }
-        let n = if level == self.geo.levels {
-            1u64 << self.geo.root_bits
-        } else {
-            1u64 << self.geo.index_bits
-        };
-        for i in 0..n {
-            let e = self.read(mem, table + i * self.geo.entry_bytes as u64);
-            if e.present() && !(e.large() && self.geo.leaf_size(level).is_some()) {
-                self.collect(mem, e.frame(self.geo.frame_mask()), level - 1, out);
+        let geo = self.geo;
+        for i in 0..geo.entries(level) {
+            let e = self.read(mem, table + i * geo.entry_bytes as u64);
+            if e.present() && geo.leaf_at(level, e).is_none() {
+                self.collect(mem, e.frame(geo.frame_mask()), level - 1, out);
             }
         }
     }
@@ -328,10 +339,10 @@ impl<A: PhysAddr> PageTable<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::Gpa;
+    use crate::addr::{Gpa, Gva};
     use crate::config::PagingFormat;
 
-    fn setup(format: PagingFormat) -> (PhysMem<Gpa>, PageTable<Gpa>, u64) {
+    fn setup(format: PagingFormat) -> (PhysMem<Gpa>, PageTable<Gva, Gpa>, u64) {
         let mut mem = PhysMem::new(64 << 20);
         let mut next = 0x10_0000u64;
         let pt = PageTable::new(Geometry::of(format), &mut mem, &mut || {
@@ -379,10 +390,10 @@ mod tests {
                     };
                 let va = va & !s.offset_mask();
                 let pa = (1u64 << 31) & !s.offset_mask();
-                pt.map(&mut mem, &mut nf, va, pa, s, Pte::RW, &mut log)
+                pt.map(&mut mem, &mut nf, Gva(va), Gpa(pa), s, Pte::RW, &mut log)
                     .unwrap();
-                let (got, size, e) = pt.lookup(&mem, va + 0x123).unwrap();
-                assert_eq!((got, size), (pa + 0x123, s), "{format:?} {s}");
+                let (got, size, e) = pt.lookup(&mem, Gva(va + 0x123)).unwrap();
+                assert_eq!((got, size), (Gpa(pa + 0x123), s), "{format:?} {s}");
                 assert!(e.writable());
             }
         }
@@ -395,8 +406,8 @@ mod tests {
         pt.map(
             &mut mem,
             &mut frames(0x300_0000),
-            0x7000_1000,
-            0x5000,
+            Gva(0x7000_1000),
+            Gpa(0x5000),
             PageSize::Size4K,
             0,
             &mut log,
@@ -412,8 +423,8 @@ mod tests {
         pt.map(
             &mut mem,
             &mut frames(0x400_0000),
-            0x7000_2000,
-            0x6000,
+            Gva(0x7000_2000),
+            Gpa(0x6000),
             PageSize::Size4K,
             0,
             &mut log,
@@ -431,21 +442,21 @@ mod tests {
         pt.map(
             &mut mem,
             &mut nf,
-            0x4000_0000,
-            0x20_0000,
+            Gva(0x4000_0000),
+            Gpa(0x20_0000),
             PageSize::Size2M,
             Pte::RW,
             &mut log,
         )
         .unwrap();
-        assert!(pt.protect(&mut mem, 0x4000_0000, 0, Pte::RW, &mut log));
-        assert!(!pt.lookup(&mem, 0x4010_0000).unwrap().2.writable());
+        assert!(pt.protect(&mut mem, Gva(0x4000_0000), 0, Pte::RW, &mut log));
+        assert!(!pt.lookup(&mem, Gva(0x4010_0000)).unwrap().2.writable());
         assert_eq!(
-            pt.unmap(&mut mem, 0x4010_0000, &mut log),
-            Some((0x20_0000, PageSize::Size2M))
+            pt.unmap(&mut mem, Gva(0x4010_0000), &mut log),
+            Some((Gpa(0x20_0000), PageSize::Size2M))
         );
-        assert!(pt.lookup(&mem, 0x4000_0000).is_none());
-        assert!(!pt.protect(&mut mem, 0x4000_0000, 0, Pte::RW, &mut log));
+        assert!(pt.lookup(&mem, Gva(0x4000_0000)).is_none());
+        assert!(!pt.protect(&mut mem, Gva(0x4000_0000), 0, Pte::RW, &mut log));
     }
 
     #[test]
@@ -456,8 +467,8 @@ mod tests {
         pt.map(
             &mut mem,
             &mut nf,
-            0x4000_0000,
-            0,
+            Gva(0x4000_0000),
+            Gpa(0),
             PageSize::Size2M,
             0,
             &mut log,
@@ -467,8 +478,8 @@ mod tests {
             pt.map(
                 &mut mem,
                 &mut nf,
-                0x4000_1000,
-                0,
+                Gva(0x4000_1000),
+                Gpa(0),
                 PageSize::Size4K,
                 0,
                 &mut log
@@ -477,7 +488,15 @@ mod tests {
         );
         assert_eq!(
             Err(MapError::UnsupportedSize(PageSize::Size4M)),
-            pt.map(&mut mem, &mut nf, 0, 0, PageSize::Size4M, 0, &mut log)
+            pt.map(
+                &mut mem,
+                &mut nf,
+                Gva(0),
+                Gpa(0),
+                PageSize::Size4M,
+                0,
+                &mut log
+            )
         );
     }
 }

@@ -12,38 +12,28 @@
 //! shadow tables that shadow no guest table.
 //!
 //! The pager returns what each operation did (pages built, resynced, removed), and the
-//! simulator turns that into exits and cycles from the cost profile.
+//! hypervisor turns that into exits and cycles from the cost profile. When it removes a
+//! shadow table it says so ([`ShadowPager::take_unlinked`]): the hypervisor must then flush the
+//! VM's paging-structure caches, which may still point at the freed table (KVM flushes after
+//! `kvm_mmu_commit_zap_page`).
 //!
 //! Simplifications: the pager reads the guest tables and the host mapping functionally (its
 //! own memory references are part of the handler constants); a freed guest table loses its
 //! shadow at once, without an exit; the capacity limit drops all shadow pages but the current
 //! root when exceeded (KVM zaps the oldest pages).
 
+mod pages;
+mod sync;
+
 use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::config::ShadowConfig;
-use crate::error::Result;
-use crate::mem::PhysMem;
+use crate::error::{Error, Result};
+use crate::host::Host;
+use crate::paging::descent::{descend, Descent, Perms, Trace};
 use crate::paging::{Geometry, PageTable, Pte, TableWrite};
-use crate::vmm::Vmm;
+use pages::{ShadowPage, SpKey};
 use rustc_hash::FxHashMap;
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct SpKey {
-    /// The guest table's frame number, or for a direct page the guest-physical frame number
-    /// of the region it maps.
-    gfn: u64,
-    /// The level of the shadow table.
-    level: u8,
-    /// A splinter table shadowing no guest table.
-    direct: bool,
-}
-
-#[derive(Clone, Debug)]
-struct ShadowPage {
-    hpa: Hpa,
-    /// Shadow entries (host addresses) that point to this page.
-    parents: Vec<Hpa>,
-}
+use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, Default)]
 struct GfnInfo {
@@ -58,18 +48,22 @@ struct GfnInfo {
 }
 
 /// Counters of the shadow pager.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct ShadowStats {
     /// Shadow pages built.
     pub pages_built: u64,
-    /// Shadow pages removed (unshadow, eviction, teardown).
+    /// Shadow pages removed (unshadow, eviction, teardown, a mode switch).
     pub pages_removed: u64,
+    /// Shadow pages that exist at the end of the run.
+    pub pages_live: u64,
     /// Shadow entries filled by hidden faults.
     pub fills: u64,
     /// Neighbouring entries filled by prefetch.
     pub prefetched: u64,
     /// Out-of-sync pages resynced.
     pub resyncs: u64,
+    /// Shadow pages revalidated in full when a kept shadow cache is used again.
+    pub revalidated: u64,
     /// Guest writes that went out of sync (no exit).
     pub oos_writes: u64,
     /// Guest tables unshadowed by write-flood detection.
@@ -80,15 +74,38 @@ pub struct ShadowStats {
     pub root_hits: u64,
     /// CR3 writes that had to build a root.
     pub root_misses: u64,
+    /// Guest frames the host backed inside a hidden fault (lazily backed memory).
+    pub backed: u64,
+}
+
+impl ShadowStats {
+    /// Adds `other`'s counts to these (a pager dropped at a mode switch).
+    pub fn absorb(&mut self, other: &ShadowStats) {
+        self.pages_built += other.pages_built;
+        self.pages_removed += other.pages_removed;
+        self.pages_live += other.pages_live;
+        self.fills += other.fills;
+        self.prefetched += other.prefetched;
+        self.resyncs += other.resyncs;
+        self.revalidated += other.revalidated;
+        self.oos_writes += other.oos_writes;
+        self.unshadowed += other.unshadowed;
+        self.evictions += other.evictions;
+        self.root_hits += other.root_hits;
+        self.root_misses += other.root_misses;
+        self.backed += other.backed;
+    }
 }
 
 /// What a hidden fault found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {
-    /// The guest maps the address: the shadow entry was filled; `built` shadow pages made.
+    /// The guest maps the address: the shadow entry was filled.
     Filled {
         /// Shadow pages built for the path.
         built: u32,
+        /// Guest frames the host backed on the way (lazy backing).
+        backed: u32,
     },
     /// The guest does not map the address (or forbids the access): reflect into the guest.
     Guest,
@@ -117,9 +134,11 @@ pub struct ShadowPager {
     by_hpa: FxHashMap<u64, SpKey>,
     gfns: FxHashMap<u64, GfnInfo>,
     /// Cached roots, most recently used last: (guest root gPA, shadow root).
-    roots: Vec<(u64, Hpa)>,
-    current: Option<(u64, Hpa)>,
+    roots: Vec<(Gpa, Hpa)>,
+    current: Option<(Gpa, Hpa)>,
     oos: Vec<u64>,
+    /// A shadow table was removed or unlinked since the last [`ShadowPager::take_unlinked`].
+    unlinked: bool,
     /// Counters.
     pub stats: ShadowStats,
 }
@@ -136,139 +155,71 @@ impl ShadowPager {
             roots: Vec::new(),
             current: None,
             oos: Vec::new(),
+            unlinked: false,
             stats: ShadowStats::default(),
         }
     }
 
-    /// The shadow root the hardware walks (the real CR3 in shadow mode).
+    /// The shadow tables the hardware walks (the real CR3 in shadow mode), if a root is loaded.
     #[inline]
-    pub fn root(&self) -> Option<Hpa> {
-        self.current.map(|(_, h)| h)
+    pub fn tables(&self) -> Option<PageTable<Gva, Hpa>> {
+        self.current.map(|(_, h)| PageTable::at(self.geo, h))
     }
 
-    /// The geometry of the shadow tables (the guest's).
-    pub fn geometry(&self) -> Geometry {
-        self.geo
+    /// Whether a shadow table was removed or unlinked since the last call (the caller must
+    /// then flush the paging-structure caches); clears the flag.
+    pub fn take_unlinked(&mut self) -> bool {
+        std::mem::take(&mut self.unlinked)
     }
 
-    /// Shadow pages that exist now.
-    pub fn page_count(&self) -> usize {
-        self.pages.len()
-    }
-
-    /// Pages currently out of sync.
-    pub fn oos_count(&self) -> usize {
-        self.oos.len()
-    }
-
-    /// Whether the guest table at `gfn` is shadowed (write-protected or out of sync).
-    pub fn is_shadowed(&self, gfn: u64) -> bool {
-        self.gfns.contains_key(&gfn)
-    }
-
-    fn read(&self, hmem: &PhysMem<Hpa>, a: Hpa) -> Pte {
-        self.geo.read_entry(hmem, a)
-    }
-
-    fn write(&self, hmem: &mut PhysMem<Hpa>, a: Hpa, v: Pte) {
-        self.geo.write_entry(hmem, a, v);
-    }
-
-    fn get_or_make(&mut self, vmm: &mut Vmm, key: SpKey, built: &mut u32) -> Result<Hpa> {
-        if let Some(p) = self.pages.get(&key) {
-            return Ok(p.hpa);
+    /// Counters, with the live page count filled in.
+    pub fn stats(&self) -> ShadowStats {
+        ShadowStats {
+            pages_live: self.pages.len() as u64,
+            ..self.stats.clone()
         }
-        let hpa = vmm.alloc_table_frame()?;
-        self.pages.insert(
-            key,
-            ShadowPage {
-                hpa,
-                parents: Vec::new(),
-            },
-        );
-        self.by_hpa.insert(hpa.raw(), key);
-        if !key.direct {
-            let g = self.gfns.entry(key.gfn).or_default();
-            g.shadows += 1;
-            g.levels |= 1 << key.level;
-        }
-        self.stats.pages_built += 1;
-        *built += 1;
-        Ok(hpa)
     }
 
-    /// Removes a shadow page: unlinks it from its parents and its children, frees its frame.
-    fn zap(&mut self, vmm: &mut Vmm, key: SpKey) {
-        let Some(page) = self.pages.remove(&key) else {
-            return;
-        };
-        self.by_hpa.remove(&page.hpa.raw());
-        for &parent in &page.parents {
-            self.write(&mut vmm.hmem, parent, Pte(0));
-        }
-        if key.level > 1 {
-            let n = if key.level == self.geo.levels {
-                1u64 << self.geo.root_bits
-            } else {
-                1u64 << self.geo.index_bits
-            };
-            for i in 0..n {
-                let ea = page.hpa.add(i * self.geo.entry_bytes as u64);
-                let e = self.read(&vmm.hmem, ea);
-                if e.present() && !e.large() {
-                    let child = e.frame(self.geo.frame_mask());
-                    if let Some(ck) = self.by_hpa.get(&child).copied() {
-                        if let Some(cp) = self.pages.get_mut(&ck) {
-                            cp.parents.retain(|&p| p != ea);
-                        }
-                    }
-                }
-            }
-        }
-        if !key.direct {
-            if let Some(g) = self.gfns.get_mut(&key.gfn) {
-                g.shadows -= 1;
-                g.levels &= !(1 << key.level);
-                if g.shadows == 0 {
-                    self.gfns.remove(&key.gfn);
-                    self.oos.retain(|&x| x != key.gfn);
-                }
-            }
-        }
-        self.roots.retain(|&(_, h)| h != page.hpa);
-        if self.current.map(|(_, h)| h) == Some(page.hpa) {
-            self.current = None;
-        }
-        vmm.free_table_frame(page.hpa);
-        self.stats.pages_removed += 1;
+    /// Zeroes the counters (the end of a warm-up).
+    pub fn reset_stats(&mut self) {
+        self.stats = ShadowStats::default();
     }
 
-    /// Drops every shadow page.
-    pub fn zap_all(&mut self, vmm: &mut Vmm) {
+    fn root_key(&self, guest_root: Gpa) -> SpKey {
+        SpKey {
+            gfn: guest_root.raw() >> 12,
+            level: self.geo.levels,
+            direct: false,
+        }
+    }
+
+    /// Drops every shadow page; returns how many.
+    pub fn zap_all(&mut self, host: &mut Host) -> u64 {
         let keys: Vec<SpKey> = self.pages.keys().copied().collect();
-        for k in keys {
-            self.zap(vmm, k);
+        for &k in &keys {
+            self.zap(host, k);
         }
         self.roots.clear();
         self.current = None;
         self.oos.clear();
+        keys.len() as u64
     }
 
     /// A guest CR3 write to the table at `guest_root`: resyncs out-of-sync pages, then
     /// switches to its cached shadow root or builds one. Returns (pages built, pages resynced).
     pub fn switch_root(
         &mut self,
-        gmem: &PhysMem<Gpa>,
-        vmm: &mut Vmm,
+        gmem: &crate::mem::PhysMem<Gpa>,
+        host: &mut Host,
         guest_root: Gpa,
     ) -> Result<(u32, u32)> {
-        let resynced = self.resync_all(gmem, vmm);
+        let resynced = self.resync_all(gmem, host);
         let mut built = 0;
         if self.cfg.cached_roots == 0 {
             // Palacios-style virtual TLB: every CR3 write starts from nothing.
-            self.zap_all(vmm);
+            self.zap_all(host);
         }
-        if let Some(i) = self.roots.iter().position(|&(g, _)| g == guest_root.raw()) {
+        if let Some(i) = self.roots.iter().position(|&(g, _)| g == guest_root) {
             let r = self.roots.remove(i);
             self.roots.push(r);
             self.current = Some(r);
@@ -276,46 +227,27 @@ impl ShadowPager {
             return Ok((0, resynced));
         }
         self.stats.root_misses += 1;
-        let key = SpKey {
-            gfn: guest_root.raw() >> 12,
-            level: self.geo.levels,
-            direct: false,
-        };
-        let hpa = self.get_or_make(vmm, key, &mut built)?;
-        self.roots.push((guest_root.raw(), hpa));
-        self.current = Some((guest_root.raw(), hpa));
+        let key = self.root_key(guest_root);
+        let hpa = self.get_or_make(host, key, &mut built)?;
+        self.roots.push((guest_root, hpa));
+        self.current = Some((guest_root, hpa));
         let keep = self.cfg.cached_roots.max(1) as usize;
         while self.roots.len() > keep {
-            let (g, _) = self.roots[0];
-            self.roots.remove(0);
-            let k = SpKey {
-                gfn: g >> 12,
-                level: self.geo.levels,
-                direct: false,
-            };
-            self.zap(vmm, k);
+            let (g, _) = self.roots.remove(0);
+            let k = self.root_key(g);
+            self.zap(host, k);
         }
         Ok((built, resynced))
     }
 
-    /// The guest's root table was freed or replaced (exit, exec): forget its shadow root.
-    pub fn forget_root(&mut self, vmm: &mut Vmm, guest_root: Gpa) {
-        self.roots.retain(|&(g, _)| g != guest_root.raw());
-        let k = SpKey {
-            gfn: guest_root.raw() >> 12,
-            level: self.geo.levels,
-            direct: false,
-        };
-        self.zap(vmm, k);
-    }
-
     /// A guest page-table frame was freed: its shadows go (no exit).
-    pub fn table_freed(&mut self, vmm: &mut Vmm, gfn: u64) {
+    pub fn table_freed(&mut self, host: &mut Host, table: Gpa) {
+        let gfn = table.raw() >> 12;
         if let Some(g) = self.gfns.get(&gfn).copied() {
             for level in 1..=self.geo.levels {
                 if g.levels & (1 << level) != 0 {
                     self.zap(
-                        vmm,
+                        host,
                         SpKey {
                             gfn,
                             level,
@@ -329,62 +261,53 @@ impl ShadowPager {
 
     /// Handles a hidden page fault at `va` of the process whose tables are `gpt`: walks the
     /// guest tables in software and, when they map the access, fills the shadow path (and
-    /// prefetches neighbours); otherwise the fault is the guest's.
+    /// prefetches neighbours); otherwise the fault is the guest's. A guest frame the host has
+    /// not backed yet (`lazy` backing) is backed here, as KVM's fault path faults the host page
+    /// in.
+    #[allow(clippy::too_many_arguments)]
     pub fn hidden_fault(
         &mut self,
-        gmem: &mut PhysMem<Gpa>,
-        gpt: &PageTable<Gpa>,
-        vmm: &mut Vmm,
+        gmem: &mut crate::mem::PhysMem<Gpa>,
+        gpt: &PageTable<Gva, Gpa>,
+        host: &mut Host,
         va: Gva,
         write: bool,
         fetch: bool,
+        lazy: bool,
     ) -> Result<FaultKind> {
         let geo = self.geo;
         let mask = geo.frame_mask();
-        let Some((_, sroot)) = self.current else {
-            return Ok(FaultKind::Guest);
+        let mut built = 0;
+        // A root removed while in use (write-flood detection on a root table) is rebuilt, as
+        // KVM reloads an invalidated root before the next entry.
+        let sroot = match self.current {
+            Some((_, h)) => h,
+            None => {
+                let h = self.get_or_make(host, self.root_key(gpt.root), &mut built)?;
+                self.roots.push((gpt.root, h));
+                self.current = Some((gpt.root, h));
+                h
+            }
         };
-        // 1. Software walk of the guest tables.
-        let mut path: [(u64, Pte); 6] = [(0, Pte(0)); 6];
-        let mut table = gpt.root.raw();
-        let mut level = geo.levels;
-        let (mut w, mut u, mut x) = (true, true, true);
-        let leaf_level = loop {
-            let ea = table + geo.entry_offset(va.raw(), level);
-            let e = geo.read_entry(gmem, Gpa(ea));
-            if !e.present() {
-                return Ok(FaultKind::Guest);
-            }
-            path[level as usize] = (table, e);
-            let pae_root = geo.format == crate::config::PagingFormat::Pae && level == 3;
-            if !pae_root {
-                w &= e.writable();
-                u &= e.user();
-                x &= e.executable();
-            }
-            if level == 1 || (e.large() && geo.leaf_size(level).is_some()) {
-                break level;
-            }
-            table = e.frame(mask);
-            level -= 1;
+        // 1. The software walk of the guest tables (the one descent, recording the path).
+        let mut trace = Trace::new(gmem, geo);
+        let leaf = match descend(&geo, &mut trace, gpt.root.raw(), geo.levels, va.raw()) {
+            Descent::Leaf(l) if l.perms.allow(write, fetch) => l,
+            Descent::Leaf(_) | Descent::NotPresent { .. } => return Ok(FaultKind::Guest),
+            Descent::Stopped(never) => match never {},
         };
-        if (write && !w) || (fetch && !x) {
-            return Ok(FaultKind::Guest);
-        }
+        let path = trace.path;
         // 2. The hypervisor sets the guest's accessed (and dirty) bits.
-        let (leaf_table, leaf_e) = path[leaf_level as usize];
-        let leaf_ea = leaf_table + geo.entry_offset(va.raw(), leaf_level);
-        let mut scratch: Vec<TableWrite> = Vec::new();
+        let mut scratch: Vec<TableWrite<Gpa>> = Vec::new();
         let mut bits = Pte::A;
         if write {
             bits |= Pte::D;
         }
-        gpt.set_bits(gmem, leaf_ea, leaf_level, bits, &mut scratch);
-        let dirty = leaf_e.dirty() || write;
+        gpt.set_bits(gmem, Gpa(leaf.entry), leaf.level, bits, &mut scratch);
+        let dirty = leaf.pte.dirty() || write;
         // 3. The shadow path: one shadow page per guest table.
-        let mut built = 0;
         let mut spage = sroot;
-        for l in ((leaf_level + 1)..=geo.levels).rev() {
+        for l in ((leaf.level + 1)..=geo.levels).rev() {
             let (t, e) = path[l as usize];
             if let Some(g) = self.gfns.get_mut(&(t >> 12)) {
                 g.flood = 0;
@@ -394,25 +317,41 @@ impl ShadowPager {
                 level: l - 1,
                 direct: false,
             };
-            let child = self.get_or_make(vmm, child_key, &mut built)?;
-            spage = self.link(vmm, spage, va, l, child, child_key);
+            let child = self.get_or_make(host, child_key, &mut built)?;
+            spage = self.link(host, spage, va, l, child, child_key);
         }
+        let leaf_table = path[leaf.level as usize].0;
         if let Some(g) = self.gfns.get_mut(&(leaf_table >> 12)) {
             g.flood = 0;
         }
         // 4. The leaf: at the guest size if the host backs it with pages as large, else
         //    splintered through direct shadow tables.
-        let gsize = geo.leaf_size(leaf_level).expect("leaf level");
-        let data_gpa = Gpa((leaf_e.frame(mask) & !gsize.offset_mask()) | va.page_offset(gsize));
-        let Some((hpa, hsize)) = vmm.translate(data_gpa) else {
-            return Ok(FaultKind::Guest);
+        let data_gpa = Gpa(leaf.page(&geo) | va.page_offset(leaf.size));
+        let mut backed = 0;
+        let (hpa, hsize) = match host.translate(data_gpa) {
+            Some(t) => t,
+            None if lazy => {
+                host.back(data_gpa.page_base(PageSize::Size4K), PageSize::Size4K)?;
+                self.stats.backed += 1;
+                backed = 1;
+                host.translate(data_gpa).expect("just backed")
+            }
+            None => {
+                return Err(Error::Check {
+                    event: 0,
+                    detail: format!(
+                        "{va} maps {data_gpa}, which the host has not backed although guest \
+                         memory is backed eagerly"
+                    ),
+                })
+            }
         };
-        let mut size = gsize.min(hsize);
+        let mut size = leaf.size.min(hsize);
         if !geo.supports(size) {
             size = PageSize::Size4K;
         }
         let target = geo.level_of(size).expect("supported size");
-        let mut l = leaf_level;
+        let mut l = leaf.level;
         while l > target {
             let span = geo.leaf_size(l).expect("large level").bytes();
             let key = SpKey {
@@ -420,34 +359,40 @@ impl ShadowPager {
                 level: l - 1,
                 direct: true,
             };
-            let child = self.get_or_make(vmm, key, &mut built)?;
-            spage = self.link(vmm, spage, va, l, child, key);
+            let child = self.get_or_make(host, key, &mut built)?;
+            spage = self.link(host, spage, va, l, child, key);
             l -= 1;
         }
-        let flags = self.leaf_flags(w && dirty, u, x, target);
+        let perms = Perms {
+            writable: leaf.perms.writable && dirty,
+            ..leaf.perms
+        };
         let ea = spage.add(geo.entry_offset(va.raw(), target));
-        let v = Pte((hpa.raw() & !size.offset_mask() & mask) | flags);
-        self.write(&mut vmm.hmem, ea, v);
+        let v = Pte((hpa.raw() & !size.offset_mask() & mask) | self.leaf_flags(perms, target));
+        geo.write_entry(&mut host.hmem, ea, v);
         self.stats.fills += 1;
         // 5. Prefetch neighbours of a 4 KiB guest leaf.
-        if self.cfg.prefetch > 1 && leaf_level == 1 && target == 1 {
-            self.prefetch(gmem, vmm, leaf_table, spage, va, (w, u, x));
+        if self.cfg.prefetch > 1 && leaf.level == 1 && target == 1 {
+            self.prefetch(gmem, host, leaf_table, spage, va, leaf.perms);
         }
         if built > 0 && self.cfg.capacity > 0 && self.pages.len() > self.cfg.capacity as usize {
-            self.evict(vmm);
+            self.evict(host);
         }
-        Ok(FaultKind::Filled { built })
+        Ok(FaultKind::Filled { built, backed })
     }
 
-    fn leaf_flags(&self, writable: bool, user: bool, exec: bool, level: u8) -> u64 {
+    /// The flags of a shadow leaf at `level` granting `perms`: accessed always, dirty with
+    /// write permission (a clean guest page is shadowed read-only, so its first store exits
+    /// and the hypervisor sets the guest's D bit).
+    fn leaf_flags(&self, perms: Perms, level: u8) -> u64 {
         let mut f = Pte::P | Pte::A;
-        if writable {
+        if perms.writable {
             f |= Pte::RW | Pte::D;
         }
-        if user {
+        if perms.user {
             f |= Pte::US;
         }
-        if !exec && self.geo.entry_bytes == 8 {
+        if !perms.exec && self.geo.entry_bytes == 8 {
             f |= Pte::NX;
         }
         if level > 1 {
@@ -456,100 +401,59 @@ impl ShadowPager {
         f
     }
 
-    /// Points the entry for `va` at `level` of shadow page `spage` to `child`; returns `child`.
-    fn link(
-        &mut self,
-        vmm: &mut Vmm,
-        spage: Hpa,
-        va: Gva,
-        level: u8,
-        child: Hpa,
-        key: SpKey,
-    ) -> Hpa {
-        let ea = spage.add(self.geo.entry_offset(va.raw(), level));
-        let cur = self.read(&vmm.hmem, ea);
-        let pae_root = self.geo.format == crate::config::PagingFormat::Pae && level == 3;
-        let flags = if pae_root {
-            Pte::P
-        } else {
-            Pte::P | Pte::RW | Pte::US | Pte::A
-        };
-        let want = Pte(child.raw() | flags);
-        if cur != want {
-            self.write(&mut vmm.hmem, ea, want);
-            if let Some(p) = self.pages.get_mut(&key) {
-                if !p.parents.contains(&ea) {
-                    p.parents.push(ea);
-                }
-            }
-        }
-        child
-    }
-
     fn prefetch(
         &mut self,
-        gmem: &PhysMem<Gpa>,
-        vmm: &mut Vmm,
+        gmem: &crate::mem::PhysMem<Gpa>,
+        host: &mut Host,
         guest_table: u64,
         spage: Hpa,
         va: Gva,
-        (w, u, x): (bool, bool, bool),
+        path: Perms,
     ) {
         let geo = self.geo;
         let n = self.cfg.prefetch as u64;
         let idx = geo.index(va.raw(), 1);
         let first = idx & !(n.next_power_of_two() - 1);
-        let per_table = 1u64 << geo.index_bits;
-        for j in first..(first + n).min(per_table) {
+        for j in first..(first + n).min(geo.entries(1)) {
             if j == idx {
                 continue;
             }
-            let gea = Gpa(guest_table + j * geo.entry_bytes as u64);
-            let g = geo.read_entry(gmem, gea);
+            let g = geo.read_entry(gmem, Gpa(guest_table + j * geo.entry_bytes as u64));
             if !g.present() || !g.accessed() {
                 continue;
             }
             let sea = spage.add(j * geo.entry_bytes as u64);
-            if self.read(&vmm.hmem, sea).present() {
+            if geo.read_entry(&host.hmem, sea).present() {
                 continue;
             }
-            let Some((hpa, _)) = vmm.translate(Gpa(g.frame(geo.frame_mask()))) else {
+            let Some((hpa, _)) = host.translate(Gpa(g.frame(geo.frame_mask()))) else {
                 continue;
             };
-            let flags = self.leaf_flags(
-                w && g.writable() && g.dirty(),
-                u && g.user(),
-                x && g.executable(),
-                1,
-            );
-            self.write(
-                &mut vmm.hmem,
-                sea,
-                Pte((hpa.raw() & geo.frame_mask()) | flags),
-            );
+            let perms = Perms {
+                writable: path.writable && g.writable() && g.dirty(),
+                user: path.user && g.user(),
+                exec: path.exec && g.executable(),
+            };
+            let v = Pte((hpa.raw() & geo.frame_mask()) | self.leaf_flags(perms, 1));
+            geo.write_entry(&mut host.hmem, sea, v);
             self.stats.prefetched += 1;
         }
     }
 
-    fn evict(&mut self, vmm: &mut Vmm) {
+    fn evict(&mut self, host: &mut Host) {
         self.stats.evictions += 1;
         let cur = self.current;
         let keys: Vec<SpKey> = self.pages.keys().copied().collect();
-        let root_key = cur.map(|(g, _)| SpKey {
-            gfn: g >> 12,
-            level: self.geo.levels,
-            direct: false,
-        });
+        let root_key = cur.map(|(g, _)| self.root_key(g));
         for k in keys {
             if Some(k) != root_key {
-                self.zap(vmm, k);
+                self.zap(host, k);
             }
         }
         if let (Some(c), Some(rk)) = (cur, root_key) {
             // Clear the root's entries: every child is gone.
             if let Some(p) = self.pages.get(&rk) {
-                let hpa = p.hpa;
-                vmm.hmem.zero_frame(hpa);
+                host.hmem.zero_frame(p.hpa);
             }
             self.roots = vec![c];
             self.current = Some(c);
@@ -557,8 +461,8 @@ impl ShadowPager {
     }
 
     /// A guest write to a page-table entry.
-    pub fn guest_write(&mut self, vmm: &mut Vmm, w: &TableWrite) -> WriteKind {
-        let gfn = w.addr >> 12;
+    pub fn guest_write(&mut self, host: &mut Host, w: &TableWrite<Gpa>) -> WriteKind {
+        let gfn = w.addr.raw() >> 12;
         let Some(info) = self.gfns.get(&gfn).copied() else {
             return WriteKind::Unshadowed;
         };
@@ -576,7 +480,7 @@ impl ShadowPager {
             }
         }
         // Emulate: the shadow entries of the written guest entry are dropped.
-        let off = w.addr & 0xfff;
+        let off = w.addr.raw() & 0xfff;
         for level in 1..=self.geo.levels {
             if info.levels & (1 << level) == 0 {
                 continue;
@@ -588,117 +492,40 @@ impl ShadowPager {
             };
             if let Some(p) = self.pages.get(&key) {
                 let ea = p.hpa.add(off);
-                self.drop_entry(vmm, ea, level);
+                self.drop_entry(host, ea, level);
             }
         }
         let g = self.gfns.get_mut(&gfn).expect("present");
         g.flood += 1;
         if self.cfg.write_flood > 0 && g.flood >= self.cfg.write_flood {
-            self.table_freed(vmm, gfn);
+            self.table_freed(host, w.addr);
             self.stats.unshadowed += 1;
             return WriteKind::Emulated { unshadowed: true };
         }
         WriteKind::Emulated { unshadowed: false }
     }
 
-    /// Clears one shadow entry, unlinking a child shadow page it pointed to.
-    fn drop_entry(&mut self, vmm: &mut Vmm, ea: Hpa, level: u8) {
-        let e = self.read(&vmm.hmem, ea);
-        if !e.present() {
-            return;
-        }
-        if level > 1 && !e.large() {
-            let child = e.frame(self.geo.frame_mask());
-            if let Some(ck) = self.by_hpa.get(&child).copied() {
-                if let Some(cp) = self.pages.get_mut(&ck) {
-                    cp.parents.retain(|&p| p != ea);
-                }
-            }
-        }
-        self.write(&mut vmm.hmem, ea, Pte(0));
-    }
-
-    /// Resyncs every out-of-sync page; returns how many.
-    pub fn resync_all(&mut self, gmem: &PhysMem<Gpa>, vmm: &mut Vmm) -> u32 {
-        let pages = std::mem::take(&mut self.oos);
-        for &gfn in &pages {
-            self.resync(gmem, vmm, gfn);
-        }
-        pages.len() as u32
-    }
-
-    /// Resyncs one out-of-sync leaf table: shadow entries that no longer match the guest's are
-    /// dropped (they refill on use), and the table is write-protected again.
-    fn resync(&mut self, gmem: &PhysMem<Gpa>, vmm: &mut Vmm, gfn: u64) {
-        self.stats.resyncs += 1;
-        if let Some(g) = self.gfns.get_mut(&gfn) {
-            g.oos = false;
-        }
-        let key = SpKey {
-            gfn,
-            level: 1,
-            direct: false,
-        };
-        let Some(p) = self.pages.get(&key) else {
-            return;
-        };
-        let geo = self.geo;
-        let mask = geo.frame_mask();
-        let hpa = p.hpa;
-        for i in 0..(1u64 << geo.index_bits) {
-            let sea = hpa.add(i * geo.entry_bytes as u64);
-            let s = self.read(&vmm.hmem, sea);
-            if !s.present() {
-                continue;
-            }
-            let gea = Gpa((gfn << 12) + i * geo.entry_bytes as u64);
-            let g = geo.read_entry(gmem, gea);
-            let same = g.present()
-                && vmm
-                    .translate(Gpa(g.frame(mask)))
-                    .is_some_and(|(h, _)| h.raw() & mask == s.frame(mask))
-                && (g.writable() || !s.writable())
-                && (g.executable() || !s.executable());
-            if !same {
-                self.write(&mut vmm.hmem, sea, Pte(0));
-            }
-        }
-    }
-
     /// A guest INVLPG of `va`: resyncs the out-of-sync leaf table that maps it and drops the
     /// shadow entry. Returns pages resynced.
     pub fn invlpg(
         &mut self,
-        gmem: &PhysMem<Gpa>,
-        gpt: &PageTable<Gpa>,
-        vmm: &mut Vmm,
+        gmem: &crate::mem::PhysMem<Gpa>,
+        gpt: &PageTable<Gva, Gpa>,
+        host: &mut Host,
         va: Gva,
     ) -> u32 {
         let mut resynced = 0;
-        if let Some((ea, _, _)) = gpt.leaf(gmem, va.raw()) {
-            let gfn = ea >> 12;
+        if let Some((ea, _, _)) = gpt.leaf(gmem, va) {
+            let gfn = ea.raw() >> 12;
             if self.gfns.get(&gfn).is_some_and(|g| g.oos) {
                 self.oos.retain(|&x| x != gfn);
-                self.resync(gmem, vmm, gfn);
+                self.resync(gmem, host, gfn);
                 resynced += 1;
             }
         }
-        if let Some(root) = self.root() {
-            let geo = self.geo;
-            let mut table = root.raw();
-            let mut level = geo.levels;
-            loop {
-                let ea = Hpa(table + geo.entry_offset(va.raw(), level));
-                let e = self.read(&vmm.hmem, ea);
-                if !e.present() {
-                    break;
-                }
-                if level == 1 || e.large() {
-                    self.write(&mut vmm.hmem, ea, Pte(0));
-                    break;
-                }
-                table = e.frame(geo.frame_mask());
-                level -= 1;
+        if let Some(spt) = self.tables() {
+            if let Some((ea, _, _)) = spt.leaf(&host.hmem, va) {
+                self.geo.write_entry(&mut host.hmem, ea, Pte(0));
             }
         }
         resynced

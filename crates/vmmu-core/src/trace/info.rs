@@ -7,6 +7,7 @@ use super::writer::TraceWriter;
 use super::{Format, TraceMeta};
 use crate::error::{Error, Result};
 use crate::event::{AccessKind, Event, EventSource};
+use crate::import::{ChampSimReader, ChampSimWriter};
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -27,11 +28,11 @@ pub struct RefCounts {
 /// What a trace holds (`vmmu trace info`).
 #[derive(Clone, Debug, Serialize)]
 pub struct TraceInfo {
-    /// `vtrace` or `lackey`.
+    /// `vtrace`, `lackey` or `champsim`.
     pub format: &'static str,
-    /// The binary format version (`None` for text).
+    /// The binary format version (`None` for text and ChampSim).
     pub version: Option<u16>,
-    /// `zstd` (vtrace chunks), or the text file's `none` / `gzip` / `zstd`.
+    /// `zstd` (vtrace chunks), or the whole file's `none` / `gzip` / `zstd` / `xz`.
     pub compression: &'static str,
     /// The file.
     pub path: String,
@@ -60,10 +61,13 @@ pub struct TraceInfo {
     pub meta: Option<TraceMeta>,
     /// `compressed_bytes / refs` (0 without references).
     pub bytes_per_ref: f64,
+    /// Convert only: source events the destination format cannot hold, left out (process and
+    /// address-space events written as ChampSim).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped_events: Option<u64>,
 }
 
 /// Counts events as they stream by.
-#[derive(Default)]
 struct Tally {
     events: u64,
     refs: RefCounts,
@@ -71,7 +75,27 @@ struct Tally {
     os: BTreeMap<&'static str, u64>,
     pids: FxHashSet<u32>,
     pages: FxHashSet<u64>,
-    last_page: Option<u64>,
+    /// Pages inserted lately, direct-mapped by their low bits: a page found here is in
+    /// `pages` already, so code and data pages that alternate cost no hash lookup each.
+    recent: [u64; RECENT],
+}
+
+/// Entries of [`Tally::recent`] (a power of two).
+const RECENT: usize = 256;
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            events: 0,
+            refs: RefCounts::default(),
+            instructions: 0,
+            os: BTreeMap::new(),
+            pids: FxHashSet::default(),
+            pages: FxHashSet::default(),
+            // No page number is u64::MAX (addresses are 64 bits, pages 52).
+            recent: [u64::MAX; RECENT],
+        }
+    }
 }
 
 impl Tally {
@@ -88,9 +112,10 @@ impl Tally {
                     }
                     self.instructions = self.instructions.saturating_add(r.instrs as u64);
                     let page = r.va.0 >> 12;
-                    if self.last_page != Some(page) {
+                    let slot = &mut self.recent[page as usize % RECENT];
+                    if *slot != page {
                         self.pages.insert(page);
-                        self.last_page = Some(page);
+                        *slot = page;
                     }
                     continue;
                 }
@@ -159,6 +184,7 @@ impl Tally {
             } else {
                 0.0
             },
+            dropped_events: None,
         }
     }
 }
@@ -167,7 +193,7 @@ impl Tally {
 pub(crate) enum Opened {
     Vtrace(Box<VtraceReader>),
     Lackey(Box<LackeyReader>),
-    ChampSim(Box<dyn EventSource>),
+    ChampSim(Box<ChampSimReader>),
 }
 
 impl Opened {
@@ -175,7 +201,7 @@ impl Opened {
         Ok(match super::detect(path)? {
             Format::Vtrace => Opened::Vtrace(Box::new(VtraceReader::open(path)?)),
             Format::Lackey => Opened::Lackey(Box::new(LackeyReader::open(path)?)),
-            Format::ChampSim => Opened::ChampSim(crate::import::open_champsim(path)?),
+            Format::ChampSim => Opened::ChampSim(Box::new(ChampSimReader::open(path)?)),
         })
     }
 
@@ -214,7 +240,7 @@ impl Opened {
         match self {
             Opened::Vtrace(_) => "zstd",
             Opened::Lackey(r) => r.compression().name(),
-            Opened::ChampSim(_) => "by file",
+            Opened::ChampSim(r) => r.compression().name(),
         }
     }
 
@@ -229,9 +255,9 @@ impl Opened {
         match self {
             Opened::Vtrace(r) => Some(r.meta().clone()),
             Opened::Lackey(_) => None,
-            Opened::ChampSim(_) => Some(TraceMeta {
+            Opened::ChampSim(r) => Some(TraceMeta {
                 description: "imported ChampSim trace: no process or address-space events".into(),
-                source: "champsim".into(),
+                source: r.describe(),
                 has_os_events: false,
             }),
         }
@@ -285,16 +311,20 @@ pub fn info(path: &str, progress: &mut dyn FnMut(u64) -> bool) -> Result<TraceIn
     Ok(tally.into_info(path, &src))
 }
 
-/// Rewrites the trace `src` (any readable format) as `dst` in format `to`, and reports what
-/// `dst` holds. A text `dst` is compressed as its name says (`.gz`, `.zst`); a binary one
-/// keeps the source's metadata (a text source gets `source: "lackey text PATH"`). A truncated
-/// source gives a destination marked truncated (a `# truncated` comment in text).
+/// Rewrites the trace `src` (any readable format) as `dst`, in format `to` or, without it, the
+/// format `dst`'s name says ([`super::output_format`]), and reports what `dst` holds. A text or
+/// ChampSim `dst` is compressed as its name says (`.gz`, `.zst`, `.xz`); a binary one keeps
+/// the source's metadata (a text source gets `source: "lackey text PATH"`). A truncated source
+/// gives a destination marked truncated (a `# truncated` comment in text). A ChampSim `dst`
+/// cannot hold process and address-space events: they are left out and counted in
+/// `dropped_events`, and the report counts what a reader gets back from `dst`.
 pub fn convert(
     src: &str,
     dst: &str,
-    to: Format,
+    to: Option<Format>,
     progress: &mut dyn FnMut(u64) -> bool,
 ) -> Result<TraceInfo> {
+    let to = super::output_format(dst, to)?;
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(src), std::fs::canonicalize(dst)) {
         if a == b {
             return Err(Error::io(
@@ -308,6 +338,7 @@ pub fn convert(
     }
     let mut input = Opened::open(src)?;
     let mut tally = Tally::default();
+    let mut dropped = None;
     match to {
         Format::Vtrace => {
             let meta = input.meta().unwrap_or_else(|| TraceMeta {
@@ -327,12 +358,11 @@ pub fn convert(
             }
         }
         Format::ChampSim => {
-            let mut w = crate::import::ChampSimWriter::create(dst)?;
-            pass(&mut input, progress, |es| {
-                tally.add(es);
-                es.iter().try_for_each(|e| w.write(e))
-            })?;
-            w.finish()?;
+            // The tally counts what the file holds, read back on the writing thread.
+            let mut w = ChampSimWriter::create_reading_back(dst, Tally::default(), Tally::add)?;
+            pass(&mut input, progress, |es| w.write_batch(es))?;
+            dropped = Some(w.dropped());
+            tally = w.finish()?.1;
         }
         Format::Lackey => {
             let mut w = LackeyWriter::create(dst)?;
@@ -349,11 +379,6 @@ pub fn convert(
     let out = Opened::open(dst)?;
     let mut info = tally.into_info(dst, &out);
     info.truncated = input.truncated();
-    if let Some(meta) = info.meta.as_mut() {
-        meta.has_os_events |= info
-            .os_events
-            .iter()
-            .any(|(name, n)| *n > 0 && !matches!(*name, "phase" | "compute"));
-    }
+    info.dropped_events = dropped;
     Ok(info)
 }

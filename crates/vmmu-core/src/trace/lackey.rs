@@ -9,59 +9,16 @@
 //! @mmap 0x7f0000000000 0x100000 rw- anon,huge      <- an OS event (one per Event variant)
 //! # a comment
 //! ```
-//! The reader streams (a `BufRead` over the file, or over a gzip or zstd decoder chosen by the
-//! file's first bytes), reuses one line buffer and allocates nothing per line. A malformed line
-//! is an [`Error::TraceLine`] with its 1-based number and what was expected.
+//! The reader streams (a `BufRead` over the file, or over a gzip, zstd or xz decoder chosen by
+//! the file's first bytes), reuses one line buffer and allocates nothing per line. A malformed
+//! line is an [`Error::TraceLine`] with its 1-based number and what was expected; so is a file
+//! with no event at all (a Valgrind log without `--trace-mem=yes`, say).
 
+use super::compress::{open_read, CompressedWriter, Compression};
 use crate::addr::Gva;
 use crate::error::{Error, Result};
 use crate::event::{AccessKind, Event, EventSource, MapFlags, MemRef, Prot};
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
-
-/// How a text trace file is compressed, from its first bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compression {
-    /// Plain text.
-    None,
-    /// gzip (`1f 8b`); concatenated members are read as one stream.
-    Gzip,
-    /// zstd (`28 b5 2f fd`).
-    Zstd,
-}
-
-impl Compression {
-    /// `none`, `gzip` or `zstd`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Compression::None => "none",
-            Compression::Gzip => "gzip",
-            Compression::Zstd => "zstd",
-        }
-    }
-
-    /// The compression of a file starting with `head`.
-    pub fn detect(head: &[u8]) -> Compression {
-        if head.starts_with(&[0x1f, 0x8b]) {
-            Compression::Gzip
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-            Compression::Zstd
-        } else {
-            Compression::None
-        }
-    }
-
-    /// The compression an output file name asks for: `.gz`, `.zst` / `.zstd`, else none.
-    pub fn for_path(path: &str) -> Compression {
-        if path.ends_with(".gz") {
-            Compression::Gzip
-        } else if path.ends_with(".zst") || path.ends_with(".zstd") {
-            Compression::Zstd
-        } else {
-            Compression::None
-        }
-    }
-}
+use std::io::{self, BufRead, Write};
 
 /// A streaming reader of text traces.
 pub struct LackeyReader {
@@ -70,33 +27,21 @@ pub struct LackeyReader {
     compression: Compression,
     line: Vec<u8>,
     line_no: u64,
+    events: u64,
     ended: bool,
 }
 
 impl LackeyReader {
     /// Opens `path`, plain or compressed.
     pub fn open(path: &str) -> Result<LackeyReader> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let mut file = BufReader::with_capacity(1 << 16, file);
-        let head = file.fill_buf().map_err(|e| Error::io(path, e))?;
-        let compression = Compression::detect(head);
-        let input: Box<dyn BufRead + Send> = match compression {
-            Compression::None => Box::new(file),
-            Compression::Gzip => Box::new(BufReader::with_capacity(
-                1 << 16,
-                flate2::bufread::MultiGzDecoder::new(file),
-            )),
-            Compression::Zstd => Box::new(BufReader::with_capacity(
-                1 << 16,
-                zstd::stream::read::Decoder::with_buffer(file).map_err(|e| Error::io(path, e))?,
-            )),
-        };
+        let (input, compression) = open_read(path)?;
         Ok(LackeyReader {
             path: path.to_string(),
             input,
             compression,
             line: Vec::with_capacity(128),
             line_no: 0,
+            events: 0,
             ended: false,
         })
     }
@@ -138,11 +83,22 @@ impl EventSource for LackeyReader {
             };
             if n == 0 {
                 self.ended = true;
+                if self.events == 0 {
+                    return Err(self.line_error(format!(
+                        "the trace holds no event: {} lines, none a reference (`I|L|S|M \
+                         ADDR,SIZE`) or an `@` event line (was lackey run with \
+                         --trace-mem=yes?)",
+                        self.line_no
+                    )));
+                }
                 break;
             }
             self.line_no += 1;
             match parse_line(&self.line) {
-                Ok(Some(e)) => buf.push(e),
+                Ok(Some(e)) => {
+                    buf.push(e);
+                    self.events += 1;
+                }
                 Ok(None) => {}
                 Err(reason) => return Err(self.line_error(reason)),
             }
@@ -528,61 +484,33 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
     }
 }
 
-enum TextOut {
-    Plain(BufWriter<File>),
-    Gzip(flate2::write::GzEncoder<BufWriter<File>>),
-    Zstd(zstd::stream::write::Encoder<'static, BufWriter<File>>),
-}
-
-/// Writes a text trace, compressed as its file name says (`.gz`, `.zst`) or plain.
+/// Writes a text trace, compressed as its file name says (`.gz`, `.zst`, `.xz`) or plain.
 pub struct LackeyWriter {
     path: String,
-    out: TextOut,
+    out: CompressedWriter,
     events: u64,
 }
 
 impl LackeyWriter {
     /// Creates (or truncates) `path`.
     pub fn create(path: &str) -> Result<LackeyWriter> {
-        let file =
-            BufWriter::with_capacity(1 << 16, File::create(path).map_err(|e| Error::io(path, e))?);
-        let out = match Compression::for_path(path) {
-            Compression::None => TextOut::Plain(file),
-            Compression::Gzip => TextOut::Gzip(flate2::write::GzEncoder::new(
-                file,
-                flate2::Compression::default(),
-            )),
-            Compression::Zstd => TextOut::Zstd(
-                zstd::stream::write::Encoder::new(file, 3).map_err(|e| Error::io(path, e))?,
-            ),
-        };
         Ok(LackeyWriter {
             path: path.to_string(),
-            out,
+            out: CompressedWriter::create(path, Compression::for_path(path))?,
             events: 0,
         })
     }
 
-    fn sink(&mut self) -> &mut dyn Write {
-        match &mut self.out {
-            TextOut::Plain(w) => w,
-            TextOut::Gzip(w) => w,
-            TextOut::Zstd(w) => w,
-        }
-    }
-
     /// Appends one event as a line.
     pub fn write(&mut self, e: &Event) -> Result<()> {
-        let path = self.path.clone();
-        write_line(&mut self.sink(), e).map_err(|err| Error::io(path, err))?;
+        write_line(&mut self.out, e).map_err(|err| Error::io(&self.path, err))?;
         self.events += 1;
         Ok(())
     }
 
     /// Appends a `# ...` comment line (readers skip it).
     pub fn comment(&mut self, text: &str) -> Result<()> {
-        let path = self.path.clone();
-        writeln!(self.sink(), "# {text}").map_err(|err| Error::io(path, err))
+        writeln!(self.out, "# {text}").map_err(|err| Error::io(&self.path, err))
     }
 
     /// Events written so far.
@@ -592,13 +520,7 @@ impl LackeyWriter {
 
     /// Ends the compressed stream and flushes the file.
     pub fn finish(self) -> Result<()> {
-        let path = self.path;
-        let flushed = match self.out {
-            TextOut::Plain(mut w) => w.flush(),
-            TextOut::Gzip(w) => w.finish().and_then(|mut f| f.flush()),
-            TextOut::Zstd(w) => w.finish().and_then(|mut f| f.flush()),
-        };
-        flushed.map_err(|e| Error::io(path, e))
+        self.out.finish().map_err(|e| Error::io(&self.path, e))
     }
 }
 

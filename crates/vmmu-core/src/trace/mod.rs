@@ -9,12 +9,17 @@
 //!   then a footer with totals. Recorded programs come to well under a byte per reference, and
 //!   a reader decodes hundreds of millions of references per second holding one chunk.
 //!
-//! Both are read as streams: nothing holds a trace whole, so a billion-reference trace
-//! replays in a few megabytes. The format of a file is decided by its first bytes, never by its
-//! name. Bad input is an error naming the place: [`crate::Error::TraceLine`] (1-based line
-//! and what was expected) for text, [`crate::Error::TraceCorrupt`] (byte offset) for binary.
+//! - **ChampSim** (module [`crate::import`]): 64-byte instruction records; references only.
+//!
+//! All are read as streams: nothing holds a trace whole, so a billion-reference trace replays
+//! in a few megabytes. The format of a file is decided by its first bytes ([`detect`]); a name
+//! only adds a demand (a `.vtrace` must be one, a `.champsim` must look like one). Writing, the
+//! format comes from `--to` or the destination's name ([`output_format`]). Bad input is an
+//! error naming the place: [`crate::Error::TraceLine`] (1-based line and what was expected) for
+//! text, [`crate::Error::TraceCorrupt`] (byte offset) for binary; an empty file is an error too.
 
 mod codec;
+mod compress;
 mod format;
 mod hash;
 mod info;
@@ -22,8 +27,10 @@ mod lackey;
 mod reader;
 mod writer;
 
+pub use compress::Compression;
+pub(crate) use compress::{open_read, BackgroundWriter, CompressedWriter};
 pub use info::{convert, info, RefCounts, TraceInfo};
-pub use lackey::{Compression, LackeyReader, LackeyWriter};
+pub use lackey::{LackeyReader, LackeyWriter};
 pub use reader::VtraceReader;
 pub use writer::{TraceSummary, TraceWriter, WriterOptions};
 
@@ -46,8 +53,17 @@ pub enum Format {
     ChampSim,
 }
 
+/// File name extensions of each format, before any compression extension.
+const EXTENSIONS: &[(&str, Format)] = &[
+    (".vtrace", Format::Vtrace),
+    (".txt", Format::Lackey),
+    (".lackey", Format::Lackey),
+    (".champsim", Format::ChampSim),
+    (".champsimtrace", Format::ChampSim),
+];
+
 impl Format {
-    /// `vtrace` or `lackey`.
+    /// `vtrace`, `lackey` or `champsim`.
     pub const fn name(self) -> &'static str {
         match self {
             Format::Vtrace => "vtrace",
@@ -55,21 +71,73 @@ impl Format {
             Format::ChampSim => "champsim",
         }
     }
+
+    /// The names a file of this format is written with (for messages).
+    pub const fn naming(self) -> &'static str {
+        match self {
+            Format::Vtrace => "NAME.vtrace",
+            Format::Lackey => "NAME.txt or NAME.lackey, optionally .gz, .zst or .xz",
+            Format::ChampSim => "NAME.champsim or NAME.champsimtrace, optionally .xz, .gz or .zst",
+        }
+    }
+
+    /// The format a file name says, with the extension that says it: `.vtrace`; `.txt` or
+    /// `.lackey`; `.champsim` or `.champsimtrace` — the last two optionally followed by
+    /// `.gz`, `.zst`/`.zstd` or `.xz`. `None` for any other name.
+    pub fn from_path(path: &str) -> Option<(Format, String)> {
+        let (stem, compression) = Compression::split_path(path);
+        let &(ext, format) = EXTENSIONS.iter().find(|(ext, _)| stem.ends_with(ext))?;
+        // A `.vtrace` compresses its own chunks: `.vtrace.gz` names no format vmmu writes.
+        if format == Format::Vtrace && compression != Compression::None {
+            return None;
+        }
+        Some((format, path[stem.len() - ext.len()..].to_string()))
+    }
+}
+
+/// The format to write `dst` in: `to` when given, else the one `dst`'s name says
+/// ([`Format::from_path`]). A name that says another format than `to` is an error naming both;
+/// so is a name that says no format when `to` is not given.
+pub fn output_format(dst: &str, to: Option<Format>) -> Result<Format> {
+    let named = Format::from_path(dst);
+    let bad = |msg: String| {
+        Error::io(
+            dst,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, msg),
+        )
+    };
+    match (to, named) {
+        (Some(to), Some((by_name, ext))) if to != by_name => Err(bad(format!(
+            "the output format is `{to}` but the name ends in `{ext}`, which is {by_name}: name \
+             it {} or give --to {by_name}",
+            to.naming()
+        ))),
+        (Some(to), _) => Ok(to),
+        (None, Some((by_name, _))) => Ok(by_name),
+        (None, None) => Err(bad(format!(
+            "cannot tell the output format from the name: give --to vtrace|lackey|champsim, or \
+             name it {}; {}; {}",
+            Format::Vtrace.naming(),
+            Format::Lackey.naming(),
+            Format::ChampSim.naming()
+        ))),
+    }
 }
 
 impl FromStr for Format {
     type Err = Error;
 
-    /// `vtrace` (or `binary`), `lackey` (or `text`), case-insensitive.
+    /// `vtrace` (or `binary`), `lackey` (or `text`), `champsim`, case-insensitive.
     fn from_str(s: &str) -> Result<Format> {
         match s.trim().to_ascii_lowercase().as_str() {
             "vtrace" | "binary" => Ok(Format::Vtrace),
             "lackey" | "text" => Ok(Format::Lackey),
             "champsim" => Ok(Format::ChampSim),
             other => Err(Error::config(
-                "trace.format",
+                "trace format",
                 format!(
-                    "unknown trace format `{other}`: expected `vtrace`, `lackey` (also `text`) or `champsim`"
+                    "unknown trace format `{other}`: expected `vtrace`, `lackey` (also `text`) or \
+                     `champsim`"
                 ),
             )),
         }
@@ -99,9 +167,10 @@ pub struct TraceMeta {
 
 /// The format of the file at `path`, from its first bytes: the `.vtrace` magic (or a file too
 /// short to hold more than a prefix of it) is binary, records that look like ChampSim's are
-/// ChampSim, anything else is text.
+/// ChampSim, anything else is text. A name adds a demand: a `.vtrace` file must start with the
+/// magic, a `.champsim` file must look like ChampSim records; an empty file is no trace.
 pub fn detect(path: &str) -> Result<Format> {
-    let mut head = [0u8; 8];
+    let mut head = [0u8; 64];
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut n = 0;
     while n < head.len() {
@@ -112,14 +181,67 @@ pub fn detect(path: &str) -> Result<Format> {
             Err(e) => return Err(Error::io(path, e)),
         }
     }
-    let is_vtrace = n > 0 && format::MAGIC.starts_with(&head[..n]);
-    Ok(if is_vtrace {
-        Format::Vtrace
-    } else if crate::import::sniff_champsim(path)? {
-        Format::ChampSim
-    } else {
-        Format::Lackey
-    })
+    let head = &head[..n];
+    let not = |reason: String| Error::TraceCorrupt {
+        path: path.to_string(),
+        offset: 0,
+        reason,
+    };
+    if head.is_empty() {
+        return Err(not("the file is empty (0 bytes): no trace".into()));
+    }
+    let named = Format::from_path(path);
+    if format::MAGIC.starts_with(head) || head.starts_with(&format::MAGIC) {
+        return Ok(Format::Vtrace);
+    }
+    if let Some((Format::Vtrace, ext)) = &named {
+        return Err(not(format!(
+            "not a vtrace file: the name ends in `{ext}` but the file starts with {}, not the \
+             vtrace magic {}",
+            describe_head(head),
+            hex(&format::MAGIC)
+        )));
+    }
+    if crate::import::sniff_champsim(path)? {
+        return Ok(Format::ChampSim);
+    }
+    if let Some((Format::ChampSim, ext)) = &named {
+        return Err(not(format!(
+            "not a ChampSim trace: the name ends in `{ext}` but its first bytes ({} after \
+             decompression) are not 64-byte `input_instr` records (branch flags 0 or 1, \
+             user-space addresses)",
+            describe_head(head)
+        )));
+    }
+    Ok(Format::Lackey)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter()
+        .map(|x| format!("{x:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The first bytes of a file, for a message: what they look like, then the bytes.
+fn describe_head(head: &[u8]) -> String {
+    let compression = Compression::detect(head);
+    if compression != Compression::None {
+        return format!(
+            "{} data ({})",
+            compression.name(),
+            hex(&head[..head.len().min(6)])
+        );
+    }
+    let printable = head
+        .iter()
+        .all(|b| b.is_ascii_graphic() || matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    if printable {
+        let text = String::from_utf8_lossy(head);
+        let line: String = text.lines().next().unwrap_or("").chars().take(48).collect();
+        return format!("text `{}`", line.trim_end());
+    }
+    format!("bytes {}", hex(&head[..head.len().min(8)]))
 }
 
 /// Opens a trace of any supported format (detected from its first bytes) as an event stream.

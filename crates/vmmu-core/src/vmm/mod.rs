@@ -1,169 +1,528 @@
-//! The hypervisor's memory side: host physical memory, the nested page tables that map guest
-//! physical memory, and how guest memory is backed (DESIGN.md "The hypervisor model").
+//! The hypervisor (DESIGN.md "The hypervisor model"): one object that owns the VM's paging mode
+//! and everything that mode needs, behind the few operations the event loop calls — hand the
+//! MMU the tables to walk, handle a fault, take the guest's page-table writes, CR3 writes,
+//! INVLPGs and flushes, change mode at an exit.
 //!
-//! Backing policy (issue 2 item 3): each guest-physical block the guest allocates is backed at
-//! the configured nested page size wherever the host allocator has a contiguous block of that
-//! size (and the nested tables have no smaller mappings there), else at the next smaller size.
-//! In issue 2 backing is *pre-backed*: it costs no exit (lazy backing with nested page faults
-//! is a later issue's option). Nested tables are long-mode 4- or 5-level.
+//! The mode is the state of one enum, [`Paging`]: none (native), nested tables, a shadow pager,
+//! or direct paging with a technique. Nothing outside this module asks which mode is active,
+//! and every decision that depends on it is an exhaustive `match` here (STYLE.md 6; KVM's
+//! `struct kvm_mmu` is the model). Switching between shadow and nested paging replaces that
+//! state at an exit ([`Vmm::switch_mode`], seed 001 §5): the nested tables are the VM's
+//! guest-physical map in both modes and are kept; the shadow cache is dropped, or kept and
+//! revalidated in full on return (`hypervisor.switch.keep_shadow`); the VM's TLBs, page-walk
+//! caches and Nested TLB are flushed, because no cached translation or table pointer of one
+//! mode may be used by the other.
+//!
+//! Every hypervisor cycle is an entry of the cost profile, charged through one place
+//! ([`Account::charge`]) and counted by exit reason; without VPIDs a world switch flushes the
+//! VM's TLBs and the refill is simulated, never folded into a constant.
 
-use crate::addr::{Gpa, Hpa, PageSize};
-use crate::config::HostConfig;
+pub mod exits;
+
+use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::config::{CostProfile, Mode, ShadowConfig, SimConfig, Technique};
 use crate::error::{Error, Result};
-use crate::mem::{FrameAllocator, PhysMem};
-use crate::paging::{Geometry, MapError, PageTable, Pte, TableWrite};
+use crate::guest::{GuestOs, OsEffects};
+use crate::host::Host;
+use crate::mmu::{Mmu, Tables};
+use crate::paging::{Geometry, PageTable};
+use crate::shadow::{FaultKind, ShadowPager, ShadowStats, WriteKind};
+use crate::walk::{Access, WalkFault};
+use exits::{ExitReason, ExitStats};
 
-/// Counters of the hypervisor's memory side.
-#[derive(Clone, Debug, Default)]
-pub struct VmmStats {
-    /// Nested pages mapped, by size (4K, 2M, 4M (unused), 1G).
-    pub nested_pages: [u64; 4],
-    /// Nested-table frames allocated.
-    pub nested_table_frames: u64,
+/// The VM's paging mode and its state.
+pub enum Paging {
+    /// No hypervisor: the hardware walks the guest's tables and their output is machine
+    /// memory.
+    Native,
+    /// Nested paging: the 2D walk over the guest's tables and the nested tables.
+    Nested,
+    /// Shadow paging by trap-and-emulate: the hardware walks the shadow pager's tables.
+    Shadow(Box<ShadowPager>),
+    /// Direct paging (Xen PV style): the hardware walks the guest's validated tables, which hold
+    /// machine frames; MMU operations reach the hypervisor by hypercalls (`pv`) or through an
+    /// in-place VMM (`previrt`, seed 003).
+    Direct(Technique),
 }
 
-/// Host memory and the nested tables of one VM.
+/// What follows a fault the hypervisor saw.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Resolution {
+    /// The hypervisor resolved it: retry the access.
+    Retry,
+    /// The fault is the guest's: its kernel handles it, then the access is retried.
+    Guest,
+}
+
+/// Counters of the hypervisor beyond its exits.
+#[derive(Clone, Debug, Default)]
+pub struct VmmStats {
+    /// Changes of paging mode.
+    pub mode_switches: u64,
+    /// Instructions retired in each mode (index [`mode_index`]).
+    pub instructions_in_mode: [u64; 3],
+}
+
+/// The position of `mode` in [`VmmStats::instructions_in_mode`].
+pub const fn mode_index(mode: Mode) -> usize {
+    match mode {
+        Mode::Native => 0,
+        Mode::Nested => 1,
+        Mode::Shadow => 2,
+    }
+}
+
+/// The hypervisor's bill: exits by reason with their cycles.
+struct Account {
+    /// A VM exit and the entry that resumes the guest (the profile's `exit_round_trip`).
+    round_trip: u64,
+    /// TLB entries are tagged by VPID/ASID, so world switches keep them.
+    tagged: bool,
+    exits: ExitStats,
+}
+
+impl Account {
+    /// Charges one hypervisor operation of `reason` with handler cost `handler`: the exit
+    /// round trip where the operation is an exit, and, without VPIDs, a flush of the VM's
+    /// TLBs at every world switch.
+    fn charge(&mut self, mmu: &mut Mmu, reason: ExitReason, handler: u64) {
+        let round_trip = match reason {
+            ExitReason::Hypercall | ExitReason::FaultBounce | ExitReason::InPlaceCall => 0,
+            ExitReason::HiddenFault
+            | ExitReason::GuestFault
+            | ExitReason::PtWrite
+            | ExitReason::Cr3Write
+            | ExitReason::Invlpg
+            | ExitReason::NestedFault
+            | ExitReason::ModeSwitch => self.round_trip,
+        };
+        self.exits.record(reason, round_trip + handler);
+        if reason.is_world_switch() && !self.tagged {
+            mmu.flush_vm();
+        }
+    }
+}
+
+/// The hypervisor of one VM.
 pub struct Vmm {
-    /// Host physical memory (nested-table bytes).
-    pub hmem: PhysMem<Hpa>,
-    alloc: FrameAllocator,
-    /// The nested page table (nCR3 / EPTP).
-    pub npt: PageTable<Hpa>,
-    nested_size: PageSize,
-    guest_memory: u64,
-    scratch: Vec<TableWrite>,
+    paging: Paging,
+    host: Host,
+    /// A shadow cache kept while the VM runs under nested paging.
+    parked: Option<Box<ShadowPager>>,
+    /// Counters of shadow pagers dropped at mode switches.
+    retired: ShadowStats,
+    shadow_cfg: ShadowConfig,
+    geo: Geometry,
+    lazy: bool,
+    keep_shadow: bool,
+    costs: CostProfile,
+    acct: Account,
+    /// Instructions retired when the current mode began.
+    since: u64,
     /// Counters.
     pub stats: VmmStats,
 }
 
 impl Vmm {
-    /// A VM's host side with empty nested tables.
-    pub fn new(host: &HostConfig, guest_memory: u64, seed: u64) -> Result<Self> {
-        let mut hmem = PhysMem::new(host.memory.0);
-        let mut alloc = FrameAllocator::new(host.memory.0, &host.allocator, seed ^ 0x5bd1_e995);
-        let mut tables = 0;
-        let npt = PageTable::new(Geometry::nested(host.nested_levels), &mut hmem, &mut || {
-            tables += 1;
-            alloc.alloc(PageSize::Size4K).map(Hpa)
-        })
-        .ok_or_else(|| oom("no frame for the nested root table"))?;
+    /// The hypervisor of `cfg` (validated), in the configured starting mode.
+    pub fn new(cfg: &SimConfig) -> Result<Self> {
+        let h = &cfg.hypervisor;
+        let geo = Geometry::of(cfg.guest.format);
+        let paging = match (cfg.mode, h.technique) {
+            (Mode::Native, _) => Paging::Native,
+            (Mode::Nested, _) => Paging::Nested,
+            (Mode::Shadow, Technique::Hvm) => {
+                Paging::Shadow(Box::new(ShadowPager::new(&h.shadow, geo)))
+            }
+            (Mode::Shadow, t @ (Technique::Pv | Technique::Previrt)) => Paging::Direct(t),
+        };
         Ok(Vmm {
-            hmem,
-            alloc,
-            npt,
-            nested_size: host.nested_page_size,
-            guest_memory,
-            scratch: Vec::new(),
-            stats: VmmStats {
-                nested_table_frames: tables,
-                ..VmmStats::default()
+            paging,
+            host: Host::new(&cfg.host, cfg.guest.memory.0, cfg.seed)?,
+            parked: None,
+            retired: ShadowStats::default(),
+            shadow_cfg: h.shadow.clone(),
+            geo,
+            lazy: h.backing == crate::config::Backing::Lazy,
+            keep_shadow: h.switch.keep_shadow,
+            costs: h.costs.clone(),
+            acct: Account {
+                round_trip: h.costs.exit_round_trip,
+                tagged: cfg.machine.tlb.vpid,
+                exits: ExitStats::default(),
             },
+            since: 0,
+            stats: VmmStats::default(),
         })
     }
 
-    /// Backs the guest-physical block `[gpa, gpa + size)`.
-    pub fn back(&mut self, gpa: Gpa, size: PageSize) -> Result<()> {
-        let end = gpa.raw() + size.bytes();
-        let mut a = gpa.raw() & !0xfff;
-        while a < end {
-            if let Some((_, s, _)) = self.npt.lookup(&self.hmem, a) {
-                a = (a & !s.offset_mask()) + s.bytes();
-                continue;
+    /// The VPID/ASID the VM's TLB entries carry: none natively or without VPIDs.
+    pub fn vpid(cfg: &SimConfig) -> u16 {
+        if cfg.mode == Mode::Native || !cfg.machine.tlb.vpid {
+            0
+        } else {
+            1
+        }
+    }
+
+    /// The paging mode now.
+    pub fn mode(&self) -> Mode {
+        match self.paging {
+            Paging::Native => Mode::Native,
+            Paging::Nested => Mode::Nested,
+            Paging::Shadow(_) | Paging::Direct(_) => Mode::Shadow,
+        }
+    }
+
+    /// The tables the hardware walks for a process whose guest tables are `pt`.
+    #[inline]
+    pub fn tables<'a>(
+        &'a self,
+        gmem: &'a mut crate::mem::PhysMem<Gpa>,
+        pt: PageTable<Gva, Gpa>,
+    ) -> Tables<'a> {
+        match &self.paging {
+            Paging::Native | Paging::Direct(_) => Tables::Guest { mem: gmem, pt },
+            Paging::Nested => Tables::Nested {
+                mem: gmem,
+                pt,
+                hmem: &self.host.hmem,
+                npt: self.host.npt,
+            },
+            Paging::Shadow(sp) => Tables::Shadow {
+                hmem: &self.host.hmem,
+                pt: sp.tables(),
+            },
+        }
+    }
+
+    /// The guest-physical → host-physical map the hardware's translations must agree with.
+    pub fn p2m(&self, gpa: Gpa) -> Option<Hpa> {
+        match self.paging {
+            // Native memory is machine memory; direct paging's guest frames are machine frames.
+            Paging::Native | Paging::Direct(_) => Some(gpa.identity_hpa()),
+            Paging::Nested | Paging::Shadow(_) => self.host.translate(gpa).map(|(h, _)| h),
+        }
+    }
+
+    /// A walk of process `pid` for `va` ended in fault `f` (or a TLB entry forbade the access):
+    /// what the hypervisor does, and whether the guest must handle it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fault(
+        &mut self,
+        mmu: &mut Mmu,
+        os: &mut GuestOs,
+        pid: u32,
+        va: Gva,
+        access: Access,
+        f: WalkFault,
+    ) -> Result<Resolution> {
+        let Vmm {
+            paging,
+            host,
+            acct,
+            costs: c,
+            lazy,
+            ..
+        } = self;
+        match (paging, f) {
+            (Paging::Nested, WalkFault::Nested { gpa }) if *lazy => {
+                host.back(gpa.page_base(PageSize::Size4K), PageSize::Size4K)?;
+                acct.charge(mmu, ExitReason::NestedFault, c.nested_fault);
+                Ok(Resolution::Retry)
             }
-            let mut want = self.nested_size;
-            loop {
-                let base = a & !want.offset_mask();
-                let fits = base + want.bytes() <= self.guest_memory.next_multiple_of(want.bytes());
-                if want != PageSize::Size4K && !fits {
-                    want = smaller(want);
-                    continue;
-                }
-                let Some(h) = self.alloc.alloc(want) else {
-                    if want == PageSize::Size4K {
-                        return Err(oom("host memory cannot back the guest"));
+            (Paging::Nested, WalkFault::Nested { gpa }) => Err(Error::Check {
+                event: 0,
+                detail: format!(
+                    "nested fault at {gpa} for {va}: guest memory is pre-backed, so every \
+                     allocated guest frame must have a nested mapping"
+                ),
+            }),
+            (Paging::Native | Paging::Shadow(_) | Paging::Direct(_), WalkFault::Nested { gpa }) => {
+                Err(Error::Check {
+                    event: 0,
+                    detail: format!("a nested fault at {gpa} for {va} without nested paging"),
+                })
+            }
+            (Paging::Shadow(sp), WalkFault::NotPresent { .. } | WalkFault::Protection) => {
+                let gpt = os.tables(pid).ok_or_else(|| Error::Check {
+                    event: 0,
+                    detail: format!("a fault at {va} of process {pid}, which is gone"),
+                })?;
+                let kind = sp.hidden_fault(
+                    &mut os.mem,
+                    &gpt,
+                    host,
+                    va,
+                    access.write,
+                    access.fetch,
+                    *lazy,
+                )?;
+                let res = match kind {
+                    FaultKind::Filled { built, backed } => {
+                        let h = c.hidden_fault
+                            + built as u64 * c.make_shadow
+                            + backed as u64 * c.nested_fault;
+                        acct.charge(mmu, ExitReason::HiddenFault, h);
+                        Resolution::Retry
                     }
-                    want = smaller(want);
-                    continue;
+                    FaultKind::Guest => {
+                        acct.charge(mmu, ExitReason::GuestFault, c.reflect_fault);
+                        Resolution::Guest
+                    }
                 };
-                let (alloc, stats) = (&mut self.alloc, &mut self.stats);
-                self.scratch.clear();
-                let r = self.npt.map(
-                    &mut self.hmem,
-                    &mut || {
-                        stats.nested_table_frames += 1;
-                        alloc.alloc(PageSize::Size4K).map(Hpa)
-                    },
-                    base,
-                    h,
-                    want,
-                    Pte::RW | Pte::US | Pte::A | Pte::D,
-                    &mut self.scratch,
-                );
-                match r {
-                    Ok(()) => {
-                        self.stats.nested_pages[idx(want)] += 1;
-                        a = base + want.bytes();
-                        break;
-                    }
-                    Err(MapError::Conflict { .. }) if want != PageSize::Size4K => {
-                        self.alloc.free(h, want);
-                        want = smaller(want);
-                    }
-                    Err(_) => return Err(oom("host memory cannot hold the nested tables")),
+                if sp.take_unlinked() {
+                    mmu.flush_paging_structures();
                 }
+                Ok(res)
+            }
+            (Paging::Direct(_), WalkFault::NotPresent { .. } | WalkFault::Protection) => {
+                acct.charge(mmu, ExitReason::FaultBounce, c.pv_fault_bounce);
+                Ok(Resolution::Guest)
+            }
+            (
+                Paging::Native | Paging::Nested,
+                WalkFault::NotPresent { .. } | WalkFault::Protection,
+            ) => Ok(Resolution::Guest),
+        }
+    }
+
+    /// Hands an OS action's effects to the hypervisor and the hardware: new guest frames are
+    /// backed, guest page-table writes reach the hypervisor by mode, INVLPGs, flushes and the
+    /// CR3 write are executed (and intercepted where the mode intercepts them).
+    pub fn effects(&mut self, mmu: &mut Mmu, os: &GuestOs, fx: &OsEffects) -> Result<()> {
+        self.back(fx)?;
+        let Vmm {
+            paging,
+            host,
+            acct,
+            costs: c,
+            ..
+        } = self;
+        match paging {
+            Paging::Native | Paging::Nested => {}
+            Paging::Shadow(sp) => {
+                for w in &fx.writes {
+                    match sp.guest_write(host, w) {
+                        WriteKind::Emulated { unshadowed } => {
+                            let h = c.emulate_write + if unshadowed { c.unshadow } else { 0 };
+                            acct.charge(mmu, ExitReason::PtWrite, h);
+                        }
+                        WriteKind::Unshadowed | WriteKind::OutOfSync => {}
+                    }
+                }
+                for &t in &fx.freed_tables {
+                    sp.table_freed(host, t);
+                }
+            }
+            Paging::Direct(t) => {
+                let n = fx.writes.len() as u64;
+                let invl = fx.invalidate.len() as u64;
+                let per = match t {
+                    Technique::Previrt => {
+                        for _ in 0..(n + invl) {
+                            acct.charge(mmu, ExitReason::InPlaceCall, c.previrt_call);
+                        }
+                        c.previrt_update
+                    }
+                    Technique::Pv | Technique::Hvm => c.pv_update,
+                };
+                if n + invl > 0 {
+                    acct.charge(mmu, ExitReason::Hypercall, c.hypercall + n * per);
+                }
+            }
+        }
+        for &(pid, va, size) in &fx.invalidate {
+            let tag = mmu.tag(os.pcid(pid));
+            if let (Paging::Shadow(sp), Some(gpt)) = (&mut *paging, os.tables(pid)) {
+                let resynced = sp.invlpg(&os.mem, &gpt, host, va);
+                let h = c.invlpg + resynced as u64 * c.resync_page;
+                acct.charge(mmu, ExitReason::Invlpg, h);
+            }
+            mmu.invlpg(va, size, tag);
+        }
+        for &pid in &fx.flush_pids {
+            if let (Paging::Shadow(sp), true) = (&mut *paging, os.process(pid).is_some()) {
+                // A full flush is a CR3 reload: it exits, and out-of-sync pages are resynced,
+                // so no stale shadow entry survives it.
+                let resynced = sp.resync_all(&os.mem, host);
+                let h = c.cr3_write + resynced as u64 * c.resync_page;
+                acct.charge(mmu, ExitReason::Cr3Write, h);
+            }
+            mmu.flush_context(mmu.tag(os.pcid(pid)));
+        }
+        if let Some(pid) = fx.cr3_switch {
+            self.cr3_write(mmu, os, pid)?;
+        }
+        if let Paging::Shadow(sp) = &mut self.paging {
+            if sp.take_unlinked() {
+                mmu.flush_paging_structures();
             }
         }
         Ok(())
     }
 
-    /// A zeroed 4 KiB host frame for a hypervisor table (shadow page tables).
-    pub fn alloc_table_frame(&mut self) -> Result<Hpa> {
-        let f = self
-            .alloc
-            .alloc(PageSize::Size4K)
-            .ok_or_else(|| oom("no host frame for a shadow page table"))?;
-        self.hmem.zero_frame(Hpa(f));
-        Ok(Hpa(f))
+    /// Backs the frames the guest just allocated, unless memory is backed lazily.
+    fn back(&mut self, fx: &OsEffects) -> Result<()> {
+        match self.paging {
+            // Native memory is the machine's; direct paging hands out machine frames.
+            Paging::Native | Paging::Direct(_) => Ok(()),
+            Paging::Nested | Paging::Shadow(_) if self.lazy => Ok(()),
+            Paging::Nested | Paging::Shadow(_) => {
+                for &(gpa, size) in &fx.new_frames {
+                    self.host.back(gpa, size)?;
+                }
+                Ok(())
+            }
+        }
     }
 
-    /// Returns a hypervisor table frame.
-    pub fn free_table_frame(&mut self, f: Hpa) {
-        self.hmem.release_frame(f);
-        self.alloc.free(f.raw(), PageSize::Size4K);
+    /// A guest CR3 write to `pid`'s tables, as the mode handles it; the hardware then drops the
+    /// old address space's entries unless they are PCID-tagged.
+    fn cr3_write(&mut self, mmu: &mut Mmu, os: &GuestOs, pid: u32) -> Result<()> {
+        let Vmm {
+            paging,
+            host,
+            acct,
+            costs: c,
+            ..
+        } = self;
+        match paging {
+            Paging::Shadow(sp) => {
+                let root = os.tables(pid).ok_or_else(|| Error::Check {
+                    event: 0,
+                    detail: format!("CR3 write to process {pid}, which is gone"),
+                })?;
+                let (built, resynced) = sp.switch_root(&os.mem, host, root.root)?;
+                let h =
+                    c.cr3_write + built as u64 * c.make_shadow + resynced as u64 * c.resync_page;
+                acct.charge(mmu, ExitReason::Cr3Write, h);
+            }
+            Paging::Direct(Technique::Previrt) => {
+                acct.charge(mmu, ExitReason::InPlaceCall, c.previrt_call);
+                acct.charge(mmu, ExitReason::Hypercall, c.hypercall);
+            }
+            Paging::Direct(Technique::Pv | Technique::Hvm) => {
+                acct.charge(mmu, ExitReason::Hypercall, c.hypercall)
+            }
+            Paging::Native | Paging::Nested => {}
+        }
+        mmu.stats.cr3_writes += 1;
+        if !mmu.pcid() {
+            mmu.flush_context(mmu.tag(os.pcid(pid)));
+        }
+        Ok(())
     }
 
-    /// Whether `gpa` is backed (has a nested mapping).
-    pub fn is_backed(&self, gpa: Gpa) -> bool {
-        self.translate(gpa).is_some()
+    /// Changes the paging mode at an exit, `instructions` into the run: shadow → nested
+    /// keeps the nested tables and drops (or parks) the shadow cache; nested → shadow starts
+    /// from an empty shadow cache (or revalidates the parked one) and builds the current
+    /// process's root, the rest filling through hidden faults. The VM's TLBs and walk caches
+    /// are flushed. Native and direct paging cannot switch (the configuration is rejected
+    /// before the run).
+    pub fn switch_mode(&mut self, mmu: &mut Mmu, os: &GuestOs, instructions: u64) -> Result<()> {
+        let from = self.mode();
+        self.stats.instructions_in_mode[mode_index(from)] += instructions - self.since;
+        self.since = instructions;
+        let c = &self.costs;
+        let mut handler = c.mode_switch;
+        let next = match std::mem::replace(&mut self.paging, Paging::Nested) {
+            Paging::Shadow(mut sp) => {
+                if self.keep_shadow {
+                    self.parked = Some(sp);
+                } else {
+                    handler += sp.zap_all(&mut self.host) * c.unshadow;
+                    self.retired.absorb(&sp.stats());
+                }
+                Paging::Nested
+            }
+            Paging::Nested => {
+                let mut sp = match self.parked.take() {
+                    Some(mut sp) => {
+                        handler += sp.revalidate_all(&os.mem, &mut self.host) * c.resync_page;
+                        sp
+                    }
+                    None => Box::new(ShadowPager::new(&self.shadow_cfg, self.geo)),
+                };
+                if let Some(pt) = os.current_pid().and_then(|p| os.tables(p)) {
+                    let (built, resynced) = sp.switch_root(&os.mem, &mut self.host, pt.root)?;
+                    handler += built as u64 * c.make_shadow + resynced as u64 * c.resync_page;
+                }
+                Paging::Shadow(sp)
+            }
+            p @ (Paging::Native | Paging::Direct(_)) => {
+                self.paging = p;
+                return Err(Error::config(
+                    "hypervisor.switch.at",
+                    format!("a VM in {} paging cannot switch modes", self.mode().name()),
+                ));
+            }
+        };
+        self.paging = next;
+        self.acct.charge(mmu, ExitReason::ModeSwitch, handler);
+        mmu.flush_vm();
+        self.stats.mode_switches += 1;
+        Ok(())
     }
 
-    /// Functional translation of `gpa` by the nested tables.
-    pub fn translate(&self, gpa: Gpa) -> Option<(Hpa, PageSize)> {
-        self.npt
-            .lookup(&self.hmem, gpa.raw())
-            .map(|(h, s, _)| (Hpa(h), s))
+    /// Closes the books at the end of the run (`instructions` retired in all).
+    pub fn finish(&mut self, instructions: u64) {
+        let m = mode_index(self.mode());
+        self.stats.instructions_in_mode[m] += instructions.saturating_sub(self.since);
+        self.since = instructions;
     }
-}
 
-fn smaller(s: PageSize) -> PageSize {
-    match s {
-        PageSize::Size1G => PageSize::Size2M,
-        _ => PageSize::Size4K,
+    /// Zeroes the counters at the end of a warm-up, `instructions` into the run; the state
+    /// (tables, shadow cache, backing) stays.
+    pub fn reset_stats(&mut self, instructions: u64) {
+        self.acct.exits = ExitStats::default();
+        self.stats = VmmStats::default();
+        self.since = instructions;
+        self.retired = ShadowStats::default();
+        for sp in self.pagers_mut() {
+            sp.reset_stats();
+        }
     }
-}
 
-fn idx(s: PageSize) -> usize {
-    match s {
-        PageSize::Size4K => 0,
-        PageSize::Size2M => 1,
-        PageSize::Size4M => 2,
-        PageSize::Size1G => 3,
+    fn pagers_mut(&mut self) -> impl Iterator<Item = &mut Box<ShadowPager>> {
+        let active = match &mut self.paging {
+            Paging::Shadow(sp) => Some(sp),
+            Paging::Native | Paging::Nested | Paging::Direct(_) => None,
+        };
+        active.into_iter().chain(self.parked.as_mut())
     }
-}
 
-fn oom(reason: &str) -> Error {
-    Error::OutOfMemory {
-        space: "host physical",
-        reason: format!("{reason} (raise host.memory)"),
+    /// Exits by reason.
+    pub fn exits(&self) -> &ExitStats {
+        &self.acct.exits
+    }
+
+    /// The cost profile.
+    pub fn costs(&self) -> &CostProfile {
+        &self.costs
+    }
+
+    /// The host side (nested tables and their counters).
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// The shadow pagers' counters over the run, when the VM ran under shadow paging at all.
+    pub fn shadow_stats(&self) -> Option<ShadowStats> {
+        let active = match &self.paging {
+            Paging::Shadow(sp) => Some(sp),
+            Paging::Native | Paging::Nested | Paging::Direct(_) => None,
+        };
+        let pagers: Vec<&Box<ShadowPager>> =
+            active.into_iter().chain(self.parked.as_ref()).collect();
+        let ran =
+            !pagers.is_empty() || self.retired.pages_built > 0 || self.stats.mode_switches > 0;
+        ran.then(|| {
+            let mut total = self.retired.clone();
+            for sp in pagers {
+                total.absorb(&sp.stats());
+            }
+            total
+        })
     }
 }

@@ -1,34 +1,42 @@
-//! Page walkers (issue 2 item 4): the native 1D walk and the 2D walk.
+//! Page walkers: the hardware walk of a 1D table tree (native, direct paging, shadow tables, the
+//! guest dimension of the 2D walk) and the nested dimension of the 2D walk.
 //!
-//! The 2D walk is *composed*: one guest walker ([`guest::walk`]) reads the guest's tables level
-//! by level, and before each guest-physical table address (and the final data address) can be
-//! used it asks a [`NestedDim`] for the host-physical address. Native mode passes
-//! [`IdentityDim`] (guest physical is machine physical, no references); nested mode passes
-//! [`nested::NestedWalker`], which consults the Nested TLB or the nested paging-structure
-//! caches and walks the nested tables, each reference counted at its `{nLk,row}` cell. No
-//! `if nested` is spread through the guest walker (STYLE.md, "gem5 walkers").
+//! Both are the one descent of [`crate::paging::descent`]; what differs is supplied as data:
+//! - a [`TableSource`] says where the walked tables live and what the walk does besides reading
+//!   them — the guest's tables in guest memory, each table's address first translated by a
+//!   [`NestedDim`] (identity natively, the nested walker of [`nested`] under nested paging), the
+//!   walker keeping their A/D bits; or shadow tables in host memory whose A/D state the
+//!   hypervisor keeps;
+//! - the `{column,row}` cell of each reference (seed 002 Figure 1(b)) and which caches a cell
+//!   uses come from [`WalkHw`] and the design.
 //!
-//! Every page-entry reference goes through [`WalkHw::pe_ref`], which applies the design's
-//! page-walk-cache rules (seed 002 §4.2) and the memory hierarchy, and counts the reference by
-//! cell and by the structure that served it.
+//! The processor walks a shadow table exactly as it walks a native one — the same
+//! paging-structure caches, page-walk cache and memory hierarchy (DESIGN.md law 8). Every
+//! page-entry reference goes through [`WalkHw::pe_ref`], which applies the design's page-walk
+//! cache rules (seed 002 §4.2) and the memory hierarchy, and counts the reference by cell and by
+//! the structure that served it.
 
-pub mod guest;
-pub mod host;
 pub mod nested;
 pub mod step;
+mod tables;
 
-use crate::addr::{Gpa, Hpa, PageSize};
+pub use tables::{GuestTables, ShadowTables, TableSource};
+
+use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::config::{MachineConfig, PwcDesign};
 use crate::hw::cache::MemoryHierarchy;
 use crate::hw::ntlb::Ntlb;
 use crate::hw::psc::Psc;
 use crate::hw::pwc::Pwc;
+use crate::hw::tlb::Translation;
+use crate::paging::descent::{descend, Descent, Levels};
+use crate::paging::{Geometry, Pte};
 use step::{Grid, COL_G, GRID, ROW_GPA};
 
 /// Counters of the walkers.
 #[derive(Clone, Debug, Default)]
 pub struct WalkStats {
-    /// Page walks started (faulting ones included).
+    /// Page walks started (faulting ones and D-assists included).
     pub walks: u64,
     /// Walks that ended in a fault of any kind.
     pub walk_faults: u64,
@@ -38,12 +46,10 @@ pub struct WalkStats {
     pub refs: Grid,
     /// References served by the page-walk cache.
     pub served_pwc: u64,
+    /// References served by the page-walk cache, by `{column,row}` cell.
+    pub pwc_hits: Grid,
     /// References served per cache level; index `levels` is DRAM.
     pub served_level: [u64; 8],
-    /// Nested TLB hits (each skips a nested walk).
-    pub ntlb_hits: u64,
-    /// Paging-structure-cache hits (each lets a walk start below the root).
-    pub psc_hits: u64,
 }
 
 impl WalkStats {
@@ -51,6 +57,33 @@ impl WalkStats {
     pub fn total_refs(&self) -> u64 {
         self.refs.iter().flatten().sum()
     }
+}
+
+/// Why a walk did not produce a translation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum WalkFault {
+    /// An entry of the walked tables was not present (a guest page fault natively, a hidden
+    /// fault under shadow paging).
+    NotPresent {
+        /// Level of the missing entry.
+        level: u8,
+    },
+    /// The leaf forbids the access (write to read-only, fetch from NX).
+    Protection,
+    /// A nested entry was missing for this guest-physical address (EPT violation / NPF).
+    Nested {
+        /// The guest-physical address that could not be translated.
+        gpa: Gpa,
+    },
+}
+
+/// What the walk is for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Access {
+    /// A store or read-modify-write.
+    pub write: bool,
+    /// An instruction fetch.
+    pub fetch: bool,
 }
 
 /// The hardware a walk uses, with the active design's rules precomputed.
@@ -61,7 +94,8 @@ pub struct WalkHw {
     pub pwc: Pwc,
     /// The Nested TLB.
     pub ntlb: Ntlb,
-    /// Paging-structure caches of the guest dimension (gVA prefix → next guest table, gPA).
+    /// Paging-structure caches of the linear dimension (gVA prefix → next table: a guest table's
+    /// gPA in the 2D walk, a guest or shadow table's machine address in a 1D walk).
     pub psc_guest: Psc,
     /// Paging-structure caches of the nested dimension (gPA prefix → next nested table, hPA).
     pub psc_nested: Psc,
@@ -144,6 +178,7 @@ impl WalkHw {
             cycles += self.pwc_latency as u64;
             if self.pwc.lookup(entry) {
                 self.stats.served_pwc += 1;
+                self.stats.pwc_hits[col][row] += 1;
                 return cycles;
             }
         }
@@ -162,6 +197,16 @@ impl WalkHw {
         self.stats.ad_updates += 1;
         self.caches.access(entry, self.pe_from).1 as u64
     }
+
+    /// Zeroes every counter of the walk hardware (the end of a warm-up); contents stay.
+    pub fn reset_stats(&mut self) {
+        self.stats = WalkStats::default();
+        self.pwc.reset_stats();
+        self.ntlb.reset_stats();
+        self.psc_guest.reset_stats();
+        self.psc_nested.reset_stats();
+        self.caches.reset_stats();
+    }
 }
 
 /// The nested dimension of a walk: turns a guest-physical address into a host-physical one,
@@ -178,7 +223,8 @@ pub trait NestedDim {
     ) -> Option<(Hpa, PageSize)>;
 }
 
-/// Native mode: guest physical is machine physical; no references.
+/// No nested dimension: with nested paging off the walker's output is a machine address
+/// (native paging, and direct paging whose guest tables hold machine frames); no references.
 pub struct IdentityDim;
 
 impl NestedDim for IdentityDim {
@@ -191,5 +237,130 @@ impl NestedDim for IdentityDim {
         _: &mut u64,
     ) -> Option<(Hpa, PageSize)> {
         Some((gpa.identity_hpa(), PageSize::Size1G))
+    }
+}
+
+/// The hardware walk of a 1D table tree whose root is at `root` (in the tables' space), for
+/// `va`, tagged `psc_tag` (VPID and PCID) in the paging-structure caches. Adds its latency to
+/// `cycles`; returns the translation to fill into the TLB (at the splintered size) or the
+/// fault.
+///
+/// The walk consults the paging-structure caches first (Intel SDM Vol. 3A §4.10.3: a hit lets
+/// the walk start below the root), references each entry at `{G,level}`, fills the PSC with
+/// every non-leaf entry it uses, sets accessed bits (and the leaf's dirty bit for a store)
+/// where the tables keep them, and translates the data's address through the source (the
+/// `gPA` row of the 2D walk).
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn walk<S: TableSource>(
+    hw: &mut WalkHw,
+    src: &mut S,
+    geo: Geometry,
+    root: u64,
+    va: Gva,
+    access: Access,
+    psc_tag: u32,
+    cycles: &mut u64,
+) -> Result<Translation, WalkFault> {
+    hw.stats.walks += 1;
+    let use_psc = hw.uses_psc() && geo.levels >= 4;
+    let (mut table, mut level) = (root, geo.levels);
+    if use_psc {
+        *cycles += hw.psc_latency as u64;
+        if let Some((l, base)) = hw.psc_guest.lookup(va.raw(), psc_tag, geo.levels) {
+            table = base;
+            level = l - 1;
+        }
+    }
+    let mut lv = HwLevels {
+        hw,
+        src,
+        cycles,
+        geo,
+        va: va.raw(),
+        psc_tag,
+        use_psc,
+        entry: Hpa(0),
+    };
+    let leaf = match descend(&geo, &mut lv, table, level, va.raw()) {
+        Descent::Leaf(l) => l,
+        Descent::NotPresent { level, .. } => {
+            lv.hw.stats.walk_faults += 1;
+            return Err(WalkFault::NotPresent { level });
+        }
+        Descent::Stopped(gpa) => {
+            lv.hw.stats.walk_faults += 1;
+            return Err(WalkFault::Nested { gpa });
+        }
+    };
+    if !leaf.perms.allow(access.write, access.fetch) {
+        lv.hw.stats.walk_faults += 1;
+        return Err(WalkFault::Protection);
+    }
+    let e = leaf.pte;
+    let mut bits = 0;
+    if !e.accessed() {
+        bits |= Pte::A;
+    }
+    if access.write && !e.dirty() {
+        bits |= Pte::D;
+    }
+    if bits != 0 && lv.src.set_bits(leaf.entry, bits) {
+        *lv.cycles += lv.hw.ad_update(lv.entry);
+    }
+    let data = leaf.page(&geo) | va.page_offset(leaf.size);
+    let Some((data_hpa, nsize)) = lv.src.data(lv.hw, data, lv.cycles) else {
+        lv.hw.stats.walk_faults += 1;
+        return Err(WalkFault::Nested { gpa: Gpa(data) });
+    };
+    let size = leaf.size.min(nsize);
+    Ok(Translation {
+        page: Hpa(data_hpa.raw() & !size.offset_mask()),
+        size,
+        writable: leaf.perms.writable,
+        user: leaf.perms.user,
+        executable: leaf.perms.exec,
+        dirty: e.dirty() || access.write,
+        global: e.global(),
+    })
+}
+
+/// The hardware side of a 1D descent: locate each table, reference its entry, keep A bits and
+/// the PSC.
+struct HwLevels<'a, S> {
+    hw: &'a mut WalkHw,
+    src: &'a mut S,
+    cycles: &'a mut u64,
+    geo: Geometry,
+    va: u64,
+    psc_tag: u32,
+    use_psc: bool,
+    /// Host address of the entry read last (where an A/D update goes).
+    entry: Hpa,
+}
+
+impl<S: TableSource> Levels for HwLevels<'_, S> {
+    type Stop = Gpa;
+
+    #[inline]
+    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Gpa> {
+        let base = self
+            .src
+            .locate(self.hw, table, level, self.cycles)
+            .ok_or(Gpa(table))?;
+        self.entry = base.add(off);
+        *self.cycles += self.hw.pe_ref(self.entry, COL_G, level as usize);
+        Ok(self.src.read(table + off))
+    }
+
+    #[inline]
+    fn pass(&mut self, table: u64, off: u64, level: u8, e: Pte) {
+        if self.geo.restricts(level) && !e.accessed() && self.src.set_bits(table + off, Pte::A) {
+            *self.cycles += self.hw.ad_update(self.entry);
+        }
+        if self.use_psc && level >= 2 {
+            let next = e.frame(self.geo.frame_mask());
+            self.hw.psc_guest.fill(self.va, self.psc_tag, level, next);
+        }
     }
 }

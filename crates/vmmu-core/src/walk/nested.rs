@@ -1,25 +1,60 @@
-//! The nested-dimension walker: translates a guest-physical address through the hypervisor's
-//! nested tables (AMD NPT / Intel EPT; seed 002 §2, the `nLk` columns of Figure 1(b)).
+//! The nested dimension of the 2D walk: translates a guest-physical address through the
+//! hypervisor's nested tables (AMD NPT / Intel EPT; seed 002 §2, the `nLk` columns of Figure
+//! 1(b)).
 //!
 //! Before walking it consults, by design, the Nested TLB (`2d+nt`: keyed by the guest-physical
 //! page of the entry being fetched, never for the `gPA` row unless configured — seed 002 §4.2)
-//! or the nested paging-structure caches (`psc`). References are counted at `{nLk,row}`.
-//! Nested entries are read as host memory bytes; nested tables are 4- or 5-level long-mode
-//! format, leaves at 4 KiB, 2 MiB or 1 GiB.
+//! or the nested paging-structure caches (`psc`). References are counted at `{nLk,row}`. The
+//! walk is the one descent of [`crate::paging::descent`] over the nested tables (long-mode 4- or
+//! 5-level format, leaves at 4 KiB, 2 MiB or 1 GiB).
 
 use super::{NestedDim, WalkHw};
 use crate::addr::{Gpa, Hpa, PageSize};
 use crate::mem::PhysMem;
-use crate::paging::{PageTable, Pte};
+use crate::paging::descent::{descend, Descent, Levels};
+use crate::paging::{Geometry, PageTable, Pte};
+use std::convert::Infallible;
 
 /// The nested dimension over the tables `npt` in host memory `hmem`, for VM `vpid`.
 pub struct NestedWalker<'a> {
     /// Host physical memory holding the nested tables.
     pub hmem: &'a PhysMem<Hpa>,
     /// The nested page table (its root is the nCR3 / EPTP).
-    pub npt: &'a PageTable<Hpa>,
+    pub npt: PageTable<Gpa, Hpa>,
     /// The VM's VPID / ASID (tags NTLB and PSC entries).
     pub vpid: u16,
+}
+
+/// The hardware side of a nested descent: each entry a reference at `{nLlevel,row}`, each
+/// non-leaf entry filled into the nested PSC.
+struct NestedLevels<'a> {
+    hw: &'a mut WalkHw,
+    hmem: &'a PhysMem<Hpa>,
+    geo: Geometry,
+    cycles: &'a mut u64,
+    row: usize,
+    gpa: u64,
+    tag: u32,
+    use_psc: bool,
+}
+
+impl Levels for NestedLevels<'_> {
+    type Stop = Infallible;
+
+    #[inline]
+    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Infallible> {
+        let entry = Hpa(table + off);
+        *self.cycles += self.hw.pe_ref(entry, level as usize, self.row);
+        Ok(self.geo.read_entry(self.hmem, entry))
+    }
+
+    #[inline]
+    fn pass(&mut self, _: u64, _: u64, level: u8, e: Pte) {
+        if self.use_psc && level >= 2 {
+            let next = e.frame(self.geo.frame_mask());
+            self.hw.psc_nested.fill(self.gpa, self.tag, level, next);
+        }
+    }
 }
 
 impl NestedDim for NestedWalker<'_> {
@@ -35,46 +70,41 @@ impl NestedDim for NestedWalker<'_> {
         if use_ntlb {
             *cycles += hw.ntlb_latency as u64;
             if let Some(hit) = hw.ntlb.lookup(gpa, self.vpid) {
-                hw.stats.ntlb_hits += 1;
                 return Some(hit);
             }
         }
         let geo = self.npt.geo;
         let g = gpa.raw();
-        let mut table = self.npt.root.raw();
-        let mut level = geo.levels;
+        let (mut table, mut level) = (self.npt.root.raw(), geo.levels);
         let use_psc = hw.uses_psc();
         let tag = self.vpid as u32;
         if use_psc {
             *cycles += hw.psc_latency as u64;
             if let Some((l, base)) = hw.psc_nested.lookup(g, tag, geo.levels) {
-                hw.stats.psc_hits += 1;
                 table = base;
                 level = l - 1;
             }
         }
-        let mask = geo.frame_mask();
-        loop {
-            let entry = Hpa(table + geo.entry_offset(g, level));
-            *cycles += hw.pe_ref(entry, level as usize, row);
-            let e = Pte(self.hmem.read_u64(entry));
-            if !e.present() {
-                return None;
-            }
-            if level == 1 || e.large() {
-                let size = geo.leaf_size(level)?;
-                let page = Hpa(e.frame(mask) & !size.offset_mask());
+        let mut lv = NestedLevels {
+            hw,
+            hmem: self.hmem,
+            geo,
+            cycles,
+            row,
+            gpa: g,
+            tag,
+            use_psc,
+        };
+        match descend(&geo, &mut lv, table, level, g) {
+            Descent::Leaf(leaf) => {
+                let page = Hpa(leaf.page(&geo));
                 if use_ntlb {
-                    hw.ntlb.fill(gpa, self.vpid, page, size);
+                    lv.hw.ntlb.fill(gpa, self.vpid, page, leaf.size);
                 }
-                return Some((page.add(gpa.page_offset(size)), size));
+                Some((page.add(gpa.page_offset(leaf.size)), leaf.size))
             }
-            let next = e.frame(mask);
-            if use_psc && level >= 2 {
-                hw.psc_nested.fill(g, tag, level, next);
-            }
-            table = next;
-            level -= 1;
+            Descent::NotPresent { .. } => None,
+            Descent::Stopped(never) => match never {},
         }
     }
 }

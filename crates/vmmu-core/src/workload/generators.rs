@@ -6,7 +6,7 @@
 use super::dist::{Scatter, Zipf};
 use super::pattern::{Pattern, RefGen, REF_SIZE};
 use super::spec::{ParamDef, Values};
-use super::{BASE, MAX_FOOTPRINT};
+use super::USER_TOP;
 use crate::error::Result;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -31,7 +31,8 @@ const fn p(name: &'static str, default: &'static str, description: &'static str)
 
 /// Parameters every generator accepts.
 pub(crate) const COMMON: &[ParamDef] = &[
-    p("footprint", "64M", "bytes of the one anonymous region every reference falls in (binary multiples: 64M = 64 MiB); mapped at 0x10_0000_0000, length rounded up to 4 KiB"),
+    p("footprint", "64M", "bytes of the one anonymous region every reference falls in (binary multiples: 64M = 64 MiB); mapped at `base`, length rounded up to 4 KiB"),
+    p("base", "64G", "where the region is mapped (binary multiples: 64G = 0x10_0000_0000, 1 GiB aligned so large pages fit; 32-bit and PAE guests need base + footprint within 4G, e.g. base=1G)"),
     p("refs", "1M", "number of memory references (decimal multiples: 1M = 10^6)"),
     p("ipr", "3", "instructions per reference: each reference retires this many instructions (its own included)"),
     p("write_ratio", "0.3", "fraction of references that are stores (the rest are loads), drawn per reference"),
@@ -41,7 +42,7 @@ pub(crate) const COMMON: &[ParamDef] = &[
 ];
 
 /// Common parameters that belong to the region, not to one phase of `phases`.
-pub(crate) const REGION_ONLY: &[&str] = &["refs", "seed", "prefault", "huge"];
+pub(crate) const REGION_ONLY: &[&str] = &["refs", "seed", "prefault", "huge", "base"];
 
 /// The pattern generators (everything but `phases`).
 pub(crate) const GENERATORS: &[GenDef] = &[
@@ -119,9 +120,25 @@ pub(crate) fn find(name: &str) -> Option<&'static GenDef> {
     GENERATORS.iter().find(|g| g.name == name)
 }
 
+/// The region's base, checked: 4 KiB aligned and inside the 47-bit user half.
+pub(crate) fn base(v: &Values) -> Result<u64> {
+    let b = v.bytes("base")?;
+    if b % 4096 != 0 || b >= USER_TOP {
+        return Err(v.error(
+            "base",
+            format!(
+                "`{}` must be a multiple of 4K below 2^47 (the user half of a 4-level address \
+                 space)",
+                v.raw("base")
+            ),
+        ));
+    }
+    Ok(b)
+}
+
 /// The footprint parameter, checked: at least one 8-byte reference, and the region
-/// `[BASE, BASE + footprint rounded up to 4 KiB)` within the 47-bit user half.
-pub(crate) fn footprint(v: &Values) -> Result<u64> {
+/// `[base, base + footprint rounded up to 4 KiB)` within the 47-bit user half.
+pub(crate) fn footprint(v: &Values, base: u64) -> Result<u64> {
     let f = v.bytes("footprint")?;
     if f < REF_SIZE {
         return Err(v.error(
@@ -132,11 +149,13 @@ pub(crate) fn footprint(v: &Values) -> Result<u64> {
             ),
         ));
     }
-    if f > MAX_FOOTPRINT {
+    let room = USER_TOP - base;
+    if f > room {
         return Err(v.error(
             "footprint",
             format!(
-                "`{}` does not fit in the 47-bit user address space above BASE {BASE:#x}: at most {MAX_FOOTPRINT} bytes",
+                "`{}` does not fit in the 47-bit user address space above base {base:#x}: at \
+                 most {room} bytes",
                 v.raw("footprint")
             ),
         ));

@@ -9,11 +9,11 @@
 //!
 //! Every generator emits the same layout (docs/workloads.md):
 //! 1. `ProcessCreate { pid: 1 }`;
-//! 2. `Mmap { start: BASE, len: footprint rounded up to 4 KiB, prot: RW, flags }`, an anonymous
+//! 2. `Mmap { start: base, len: footprint rounded up to 4 KiB, prot: RW, flags }`, an anonymous
 //!    private region, with [`MapFlags::HUGE`] when `huge=1` and [`MapFlags::POPULATE`] when
 //!    `prefault=1`;
 //! 3. `refs` references (`phases` adds a `Phase` marker before each period), each 8 bytes,
-//!    8-byte aligned, inside `[BASE, BASE + footprint)`, a load or a store by `write_ratio`,
+//!    8-byte aligned, inside `[base, base + footprint)`, a load or a store by `write_ratio`,
 //!    carrying `ipr` instructions.
 //!
 //! The same specification (seed included) gives a bit-identical stream (Law 7); references
@@ -37,13 +37,13 @@ use serde::Serialize;
 use source::{Part, Synthetic};
 use spec::{workload_error, Spec, Values};
 
-/// Where every generator's region starts: 64 GiB, aligned to 1 GiB so that the region's upper
-/// page-table levels and large-page alignment do not depend on the footprint.
+/// Where a generator's region starts by default (its `base`): 64 GiB, aligned to 1 GiB so that
+/// the region's upper page-table levels and large-page alignment do not depend on the
+/// footprint.
 pub const BASE: u64 = 0x10_0000_0000;
 
-/// The largest footprint: the region must end at or below 2^47 (the user half of a 4-level
-/// address space), so footprint ≤ 2^47 − BASE (a multiple of 4 KiB).
-pub const MAX_FOOTPRINT: u64 = (1 << 47) - BASE;
+/// The top of the user half of a 4-level address space: a generator's region ends at or below it.
+pub const USER_TOP: u64 = 1 << 47;
 
 /// One generator, as `vmmu workloads` lists it.
 #[derive(Clone, Debug, Serialize)]
@@ -96,7 +96,7 @@ pub fn catalog() -> Vec<GeneratorInfo> {
 /// Errors ([`crate::Error::Workload`], naming the specification and the parameter): an unknown
 /// generator (the message lists the known ones), an unknown parameter (lists the generator's),
 /// a value that does not parse (says what was expected), a footprint below 8 bytes or beyond
-/// [`MAX_FOOTPRINT`], a `write_ratio` outside [0, 1].
+/// the user half of the address space, a `write_ratio` outside [0, 1].
 pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     let parsed = Spec::parse(spec)?;
     let owned = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -121,14 +121,15 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
         generators::params_of(g),
         owned(&parsed.pairs),
     )?;
-    let footprint = generators::footprint(&v)?;
+    let base = generators::base(&v)?;
+    let footprint = generators::footprint(&v, base)?;
     let refs = v.count("refs")?;
     let mut gen = generators::ref_gen(&v, v.integer("seed")?)?;
     let pattern = generators::pattern(g, &v, footprint, &mut gen)?;
-    let preamble = preamble(footprint, v.flag("huge")?, v.flag("prefault")?);
+    let preamble = preamble(base, footprint, v.flag("huge")?, v.flag("prefault")?);
     let parts = vec![Part { pattern, gen }];
     Ok(Box::new(Synthetic::new(
-        spec, BASE, preamble, parts, refs, None,
+        spec, base, preamble, parts, refs, None,
     )))
 }
 
@@ -143,8 +144,8 @@ fn unknown_generator(spec: &str, name: &str) -> crate::Error {
     )
 }
 
-/// `ProcessCreate { pid: 1 }` and the `Mmap` of the region.
-fn preamble(footprint: u64, huge: bool, prefault: bool) -> [Event; 2] {
+/// `ProcessCreate { pid: 1 }` and the `Mmap` of the region at `base`.
+fn preamble(base: u64, footprint: u64, huge: bool, prefault: bool) -> [Event; 2] {
     let mut flags = 0;
     if huge {
         flags |= MapFlags::HUGE;
@@ -155,7 +156,7 @@ fn preamble(footprint: u64, huge: bool, prefault: bool) -> [Event; 2] {
     [
         Event::ProcessCreate { pid: 1 },
         Event::Mmap {
-            start: Gva(BASE),
+            start: Gva(base),
             len: footprint.div_ceil(4096) * 4096,
             prot: Prot::RW,
             flags: MapFlags(flags),
@@ -173,6 +174,7 @@ fn open_phases(parsed: &Spec) -> Result<Box<dyn EventSource>> {
         .collect();
     let defs: Vec<_> = COMMON.iter().chain(PHASES_OWN).copied().collect();
     let v = Values::new(spec, "phases", "", defs, top.clone())?;
+    let base = generators::base(&v)?;
     let period = v.count("period")?;
     if period == 0 {
         return Err(v.error(
@@ -256,17 +258,17 @@ fn open_phases(parsed: &Spec) -> Result<Box<dyn EventSource>> {
         }
         let prefix = format!("{letter}.");
         let pv = Values::new(spec, g.name, &prefix, generators::params_of(g), given)?;
-        let footprint = generators::footprint(&pv)?;
+        let footprint = generators::footprint(&pv, base)?;
         region = region.max(footprint);
         let phase_seed = seed ^ (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let mut gen = generators::ref_gen(&pv, phase_seed)?;
         let pattern = generators::pattern(g, &pv, footprint, &mut gen)?;
         parts.push(Part { pattern, gen });
     }
-    let preamble = preamble(region, v.flag("huge")?, v.flag("prefault")?);
+    let preamble = preamble(base, region, v.flag("huge")?, v.flag("prefault")?);
     Ok(Box::new(Synthetic::new(
         spec,
-        BASE,
+        base,
         preamble,
         parts,
         refs,

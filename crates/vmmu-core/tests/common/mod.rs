@@ -5,7 +5,6 @@ use serde_json::Value;
 use vmmu_core::addr::Gva;
 use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot, VecSource};
-use vmmu_core::sim;
 
 /// Where crafted regions start (1 GiB aligned).
 pub const BASE: u64 = 0x10_0000_0000;
@@ -65,7 +64,7 @@ pub fn try_run(overrides: &[(&str, &str)], events: Vec<Event>) -> vmmu_core::Res
     );
     let cfg = config::build("bhargava08", &ov)?;
     let mut src = VecSource::new("crafted", events);
-    sim::run(&cfg, &mut src, &mut |_| true)
+    vmmu_core::result::run(&cfg, &mut src, &mut |_| true).map(|r| r.to_json())
 }
 
 /// An unsigned field of a result.

@@ -1,17 +1,24 @@
 //! Typed, strict configuration (STYLE.md rule 4).
 //!
 //! A simulation is described by one [`SimConfig`]: the machine (a preset from `presets/` or a
-//! TOML file), the paging mode, the guest's paging format and page-size use, the host's memory
-//! and nested page size, and the seed. Every struct denies unknown fields, defaults live here
-//! and only here, and [`SimConfig::validate`] checks everything once before anything is built,
-//! with errors that name the dotted path of the field (`machine.tlb.l1d[0].ways`).
+//! TOML file, with the guest kernel's costs on that core), the paging mode, the guest's paging
+//! format and page-size use, the host's memory and nested page size, the hypervisor (cost
+//! profile, technique, shadow pager, mode switches), the warm-up and the seed. This module
+//! holds the types; every struct denies unknown fields and defaults live here and only here.
+//! [`load`] reads presets, profiles and overrides; [`validate`] checks every cross-field rule
+//! once before anything is built, with errors that name the dotted path of the field
+//! (`machine.tlb.l1d[0].ways`).
 //!
 //! `--set dotted.path=value` overrides go through [`SimConfig::from_toml_with_overrides`]: the
 //! config is expanded with all its defaults, the path must exist in it, and the value is parsed
 //! as a TOML value (falling back to a string), so a typo is an error, never a silent no-op.
 
+mod load;
+mod validate;
+
+pub use load::{build, load_machine, load_profile, PRESETS, PROFILES};
+
 use crate::addr::{parse_bytes, PageSize};
-use crate::error::{Error, Result};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -149,7 +156,7 @@ impl Default for AllocatorConfig {
     }
 }
 
-/// The guest: its paging format, page sizes, memory and kernel costs.
+/// The guest: its paging format, page sizes and memory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GuestConfig {
@@ -165,90 +172,41 @@ pub struct GuestConfig {
     /// Guest frame allocator.
     #[serde(default)]
     pub allocator: AllocatorConfig,
-    /// The guest kernel's own costs, paid in every mode (so overheads are relative to an
-    /// honest native run).
-    #[serde(default)]
-    pub costs: GuestCosts,
 }
 
 fn default_guest_memory() -> Bytes {
     Bytes(16 << 30)
 }
 
-/// Cycles the guest kernel spends on its own work (Linux-like; assumptions of a 2–3 GHz core,
-/// documented in docs/model.md). Hypervisor costs come on top of these in virtualized modes.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Cycles the guest kernel spends on its own work, paid identically in every mode (so
+/// overheads are relative to an honest native run). They depend on the core, so each machine
+/// preset gives them with a source per number (docs/model.md, "Guest kernel costs");
+/// hypervisor costs come on top of them in virtualized modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct GuestCosts {
-    /// A demand-paging fault: entry, allocation, zeroing a 4 KiB page, PTE write, return
-    /// (about 1 µs).
-    #[serde(default = "c2500")]
+pub struct KernelCosts {
+    /// A demand-paging fault: exception entry, allocating and zeroing a 4 KiB page, the PTE
+    /// write, return.
     pub page_fault: u64,
-    /// A copy-on-write fault: like a demand fault plus copying the page.
-    #[serde(default = "c3500")]
+    /// A copy-on-write fault: a demand fault's work plus copying the page.
     pub cow_fault: u64,
+    /// A page populated without a fault (`MAP_POPULATE`): allocating and zeroing it and the
+    /// PTE write, without the exception entry and exit.
+    pub populate_page: u64,
     /// A system call's entry and exit (mmap, munmap, mprotect, brk, mremap).
-    #[serde(default = "c300")]
     pub syscall: u64,
-    /// Per page mapped, unmapped or re-protected by a system call, beyond `syscall`.
-    #[serde(default = "c50")]
+    /// Per page-table entry a system call or exit writes, or page it invalidates.
     pub per_page: u64,
-    /// fork: creating the process and its tables, beyond the per-page work.
-    #[serde(default = "c20000")]
+    /// fork: creating the process and its tables, beyond the per-entry work.
     pub fork: u64,
     /// fork: per page-table entry copied and write-protected.
-    #[serde(default = "c50")]
     pub fork_per_pte: u64,
     /// exec: loading a new image (beyond its page faults).
-    #[serde(default = "c50000")]
     pub exec: u64,
     /// exit: tearing down the process, beyond `per_page` per page freed.
-    #[serde(default = "c10000")]
     pub exit: u64,
     /// A context switch (scheduler and the CR3 write).
-    #[serde(default = "c1500")]
     pub context_switch: u64,
-}
-
-fn c50() -> u64 {
-    50
-}
-fn c300() -> u64 {
-    300
-}
-fn c1500() -> u64 {
-    1500
-}
-fn c2500() -> u64 {
-    2500
-}
-fn c3500() -> u64 {
-    3500
-}
-fn c10000() -> u64 {
-    10_000
-}
-fn c20000() -> u64 {
-    20_000
-}
-fn c50000() -> u64 {
-    50_000
-}
-
-impl Default for GuestCosts {
-    fn default() -> Self {
-        GuestCosts {
-            page_fault: c2500(),
-            cow_fault: c3500(),
-            syscall: c300(),
-            per_page: c50(),
-            fork: c20000(),
-            fork_per_pte: c50(),
-            exec: c50000(),
-            exit: c10000(),
-            context_switch: c1500(),
-        }
-    }
 }
 
 impl Default for GuestConfig {
@@ -258,7 +216,6 @@ impl Default for GuestConfig {
             page_size: GuestPageSize::default(),
             memory: default_guest_memory(),
             allocator: AllocatorConfig::default(),
-            costs: GuestCosts::default(),
         }
     }
 }
@@ -319,14 +276,26 @@ pub enum Technique {
     Previrt,
 }
 
-/// When nested-paging memory is backed by the host.
+impl Technique {
+    /// The name used in configs and results.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Technique::Hvm => "hvm",
+            Technique::Pv => "pv",
+            Technique::Previrt => "previrt",
+        }
+    }
+}
+
+/// When guest memory is backed by the host (nested and shadow paging).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backing {
     /// Every guest frame is backed when the guest allocates it: no nested page faults.
     #[default]
     Eager,
-    /// Backed on the first hardware access: a nested page fault (EPT violation) exits.
+    /// Backed on first use: under nested paging a nested page fault (EPT violation) exits;
+    /// under shadow paging the hidden fault that first maps the frame backs it.
     Lazy,
 }
 
@@ -422,9 +391,30 @@ pub struct CostProfile {
     pub previrt_call: u64,
     /// The in-place VMM's work per page-table update.
     pub previrt_update: u64,
+    /// Changing the paging mode at an exit (seed 001 §5): reprogramming the VMCB/VMCS paging
+    /// controls (nested paging on or off, nCR3 / EPTP, the CR3 seen by hardware, the CR3,
+    /// INVLPG and page-fault intercepts) and requesting the VM's TLB flush. Dropping or
+    /// revalidating shadow pages is charged per page (`unshadow`, `resync_page`), building
+    /// a shadow root as `make_shadow`; the refill afterwards is simulated.
+    pub mode_switch: u64,
     /// Where each number comes from.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+/// Changing the paging mode of a running VM between shadow and nested paging (seed 001 §5).
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchConfig {
+    /// Retired-instruction counts at which the mode flips (shadow ↔ nested), strictly
+    /// increasing; each switch is an exit at the first event boundary at or after its count.
+    #[serde(default)]
+    pub at: Vec<u64>,
+    /// Keep the shadow page cache while the VM runs under nested paging, and revalidate every
+    /// kept page when shadow paging resumes (`resync_page` each); off, the cache is dropped at
+    /// the switch to nested paging (`unshadow` each), as Palacios does (seed 001 §5).
+    #[serde(default)]
+    pub keep_shadow: bool,
 }
 
 /// The hypervisor: cost profile, technique, backing and the shadow pager's knobs.
@@ -443,6 +433,9 @@ pub struct HypervisorConfig {
     /// Shadow pager knobs.
     #[serde(default)]
     pub shadow: ShadowConfig,
+    /// Changes of paging mode while the VM runs.
+    #[serde(default)]
+    pub switch: SwitchConfig,
     /// The cost profile's numbers.
     #[serde(default = "default_costs")]
     pub costs: CostProfile,
@@ -463,40 +456,10 @@ impl Default for HypervisorConfig {
             technique: Technique::default(),
             backing: Backing::default(),
             shadow: ShadowConfig::default(),
+            switch: SwitchConfig::default(),
             costs: default_costs(),
         }
     }
-}
-
-/// The exit cost profiles shipped with vmmu, as `(name, TOML text)`.
-pub const PROFILES: &[(&str, &str)] = &[
-    (
-        "kvm-modern",
-        include_str!("../presets/profiles/kvm-modern.toml"),
-    ),
-    (
-        "xen-3.0.4-core2",
-        include_str!("../presets/profiles/xen-3.0.4-core2.toml"),
-    ),
-    (
-        "palacios-opteron2350",
-        include_str!("../presets/profiles/palacios-opteron2350.toml"),
-    ),
-    (
-        "esx-nehalem",
-        include_str!("../presets/profiles/esx-nehalem.toml"),
-    ),
-];
-
-/// Loads a cost profile by name, or from a TOML file when the name ends in `.toml`.
-pub fn load_profile(name_or_path: &str) -> Result<CostProfile> {
-    load_named(
-        name_or_path,
-        PROFILES,
-        "hypervisor.profile",
-        "hypervisor.costs",
-        "profile",
-    )
 }
 
 /// The core's base timing.
@@ -701,6 +664,8 @@ pub struct MachineConfig {
     pub psc: PscConfig,
     /// Cache hierarchy.
     pub caches: CacheConfig,
+    /// The guest kernel's own costs on this core.
+    pub kernel: KernelCosts,
     /// Where each number comes from: dotted field path → source (paper, table, manual, or
     /// "assumption: …").
     #[serde(default)]
@@ -731,159 +696,23 @@ pub struct SimConfig {
     /// Verify every translation against the composition of the mappings (DESIGN.md law 3).
     #[serde(default)]
     pub check: bool,
+    /// A warm-up simulated in full but left out of every reported count.
+    #[serde(default)]
+    pub warmup: WarmupConfig,
 }
 
-/// The machine presets shipped with vmmu, as `(name, TOML text)`.
-pub const PRESETS: &[(&str, &str)] = &[
-    (
-        "bhargava08",
-        include_str!("../presets/machines/bhargava08.toml"),
-    ),
-    (
-        "opteron2350",
-        include_str!("../presets/machines/opteron2350.toml"),
-    ),
-    (
-        "core2-e6300",
-        include_str!("../presets/machines/core2-e6300.toml"),
-    ),
-    (
-        "nehalem-x5560",
-        include_str!("../presets/machines/nehalem-x5560.toml"),
-    ),
-    (
-        "golden-cove",
-        include_str!("../presets/machines/golden-cove.toml"),
-    ),
-    ("zen4", include_str!("../presets/machines/zen4.toml")),
-];
-
-/// Loads a machine by preset name, or from a TOML file when `name_or_path` ends in `.toml`.
-pub fn load_machine(name_or_path: &str) -> Result<MachineConfig> {
-    load_named(name_or_path, PRESETS, "machine", "machine", "preset")
-}
-
-/// Loads `name_or_path` from the shipped `table` (by name) or from a `.toml` file, and
-/// deserializes it with errors naming `prefix.field`; an unknown name lists the known ones.
-fn load_named<T: for<'de> Deserialize<'de>>(
-    name_or_path: &str,
-    table: &[(&str, &str)],
-    field: &str,
-    prefix: &str,
-    what: &str,
-) -> Result<T> {
-    let text = if name_or_path.ends_with(".toml") {
-        std::fs::read_to_string(name_or_path).map_err(|e| Error::io(name_or_path, e))?
-    } else {
-        table
-            .iter()
-            .find(|(n, _)| *n == name_or_path)
-            .map(|(_, t)| t.to_string())
-            .ok_or_else(|| {
-                let names: Vec<&str> = table.iter().map(|(n, _)| *n).collect();
-                Error::config(
-                    field,
-                    format!(
-                        "unknown {what} `{name_or_path}` ({what}s: {}; or a path ending in .toml)",
-                        names.join(", ")
-                    ),
-                )
-            })?
-    };
-    let value: toml::Value =
-        toml::from_str(&text).map_err(|e| Error::config(prefix, format!("{name_or_path}: {e}")))?;
-    deserialize_at(value, prefix)
-}
-
-fn deserialize_at<T: for<'de> Deserialize<'de>>(value: toml::Value, prefix: &str) -> Result<T> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." || path.is_empty() {
-            prefix.to_string()
-        } else if prefix.is_empty() {
-            path
-        } else {
-            format!("{prefix}.{path}")
-        };
-        Error::config(field, e.into_inner().to_string())
-    })
-}
-
-/// Parses a `--set` value: a TOML literal (`4`, `true`, `"2M"`, `[1,2]`), else a bare string.
-fn parse_override_value(raw: &str) -> toml::Value {
-    toml::from_str::<toml::Table>(&format!("v = {raw}"))
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(raw.to_string()))
-}
-
-/// Splits `a.b[0].c` or `a.b.0.c` into segments.
-fn split_path(path: &str) -> Vec<String> {
-    path.replace('[', ".")
-        .replace(']', "")
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-fn set_path(root: &mut toml::Value, path: &str, value: toml::Value) -> Result<()> {
-    let segs = split_path(path);
-    if segs.is_empty() {
-        return Err(Error::config(path, "empty --set path"));
-    }
-    let mut cur = root;
-    let mut walked = String::new();
-    for (i, seg) in segs.iter().enumerate() {
-        let last = i + 1 == segs.len();
-        let here = if walked.is_empty() {
-            seg.clone()
-        } else {
-            format!("{walked}.{seg}")
-        };
-        let next = match cur {
-            toml::Value::Table(t) => {
-                // Optional sections may be absent in a preset; an unknown key is still an error.
-                if !t.contains_key(seg.as_str()) {
-                    let known: Vec<&String> = t.keys().collect();
-                    return Err(Error::config(
-                        here,
-                        format!(
-                            "unknown configuration field (known here: {})",
-                            known
-                                .iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ));
-                }
-                t.get_mut(seg.as_str()).expect("checked above")
-            }
-            toml::Value::Array(a) => {
-                let idx: usize = seg
-                    .parse()
-                    .map_err(|_| Error::config(here.clone(), "expected an array index here"))?;
-                let n = a.len();
-                a.get_mut(idx).ok_or_else(|| {
-                    Error::config(here.clone(), format!("index out of range (length {n})"))
-                })?
-            }
-            _ => {
-                return Err(Error::config(
-                    walked.clone(),
-                    format!("is a value, not a table; cannot set `{seg}` inside it"),
-                ))
-            }
-        };
-        if last {
-            *next = value;
-            return Ok(());
-        }
-        cur = next;
-        walked = here;
-    }
-    unreachable!("loop returns on the last segment")
+/// A warm-up: the model runs fully (TLBs, caches, shadow tables and the guest's tables fill),
+/// then every counter restarts, as ChampSim's `--warmup-instructions`. At most one of the two
+/// is non-zero; the warm-up ends at the first event boundary at or after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WarmupConfig {
+    /// Memory references (loads, stores and instruction fetches) of the warm-up.
+    #[serde(default)]
+    pub refs: u64,
+    /// Retired instructions of the warm-up.
+    #[serde(default)]
+    pub instructions: u64,
 }
 
 impl SimConfig {
@@ -897,210 +726,7 @@ impl SimConfig {
             hypervisor: HypervisorConfig::default(),
             seed: 0,
             check: false,
+            warmup: WarmupConfig::default(),
         }
     }
-
-    /// Parses a whole config from TOML text, then applies `--set` overrides (`path`, `value`),
-    /// then validates.
-    pub fn from_toml_with_overrides(text: &str, overrides: &[(String, String)]) -> Result<Self> {
-        let value: toml::Value =
-            toml::from_str(text).map_err(|e| Error::config("config", e.to_string()))?;
-        let cfg: SimConfig = deserialize_at(value, "")?;
-        cfg.with_overrides(overrides)
-    }
-
-    /// Applies `--set` overrides to this config (all defaults expanded first), then validates.
-    pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
-        let mut full = toml::Value::try_from(self)
-            .map_err(|e| Error::config("config", format!("cannot expand defaults: {e}")))?;
-        for (path, raw) in overrides {
-            set_path(&mut full, path, parse_override_value(raw))?;
-        }
-        let cfg: SimConfig = deserialize_at(full, "")?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// The config as TOML text (every default written out).
-    pub fn to_toml(&self) -> String {
-        toml::to_string(self).unwrap_or_default()
-    }
-
-    /// Checks every cross-field rule; the error names the field.
-    pub fn validate(&self) -> Result<()> {
-        let m = &self.machine;
-        if !(m.core.base_cpi.is_finite() && m.core.base_cpi > 0.0) {
-            return Err(Error::config(
-                "machine.core.base_cpi",
-                "must be a positive number",
-            ));
-        }
-        if !(m.core.freq_ghz.is_finite() && m.core.freq_ghz > 0.0) {
-            return Err(Error::config(
-                "machine.core.freq_ghz",
-                "must be a positive number",
-            ));
-        }
-        for (name, arrays) in [
-            ("l1d", &m.tlb.l1d),
-            ("l1i", &m.tlb.l1i),
-            ("l2", &m.tlb.l2),
-            ("l2i", &m.tlb.l2i),
-        ] {
-            for (i, a) in arrays.iter().enumerate() {
-                let f = format!("machine.tlb.{name}[{i}]");
-                check_sets(&f, a.entries, a.ways)?;
-                if a.sizes.is_empty() {
-                    return Err(Error::config(format!("{f}.sizes"), "lists no page size"));
-                }
-            }
-        }
-        if m.tlb.l1d.is_empty() {
-            return Err(Error::config("machine.tlb.l1d", "needs at least one array"));
-        }
-        check_sets("machine.pwc", m.pwc.entries, m.pwc.ways)?;
-        check_sets("machine.ntlb", m.ntlb.entries, m.ntlb.ways)?;
-        if m.caches.line == 0 || !m.caches.line.is_power_of_two() {
-            return Err(Error::config(
-                "machine.caches.line",
-                "must be a power of two",
-            ));
-        }
-        for (i, c) in m.caches.levels.iter().enumerate() {
-            let f = format!("machine.caches.levels[{i}]");
-            if c.ways == 0 {
-                return Err(Error::config(format!("{f}.ways"), "must be at least 1"));
-            }
-            let lines = c.size.0 / m.caches.line as u64;
-            if c.size.0 == 0 || !lines.is_multiple_of(c.ways as u64) {
-                return Err(Error::config(
-                    format!("{f}.size"),
-                    format!(
-                        "{} bytes is not a whole number of {}-way sets of {}-byte lines",
-                        c.size.0, c.ways, m.caches.line
-                    ),
-                ));
-            }
-            let sets = lines / c.ways as u64;
-            if !sets.is_power_of_two() {
-                return Err(Error::config(
-                    format!("{f}.size"),
-                    format!("gives {sets} sets; the set count must be a power of two"),
-                ));
-            }
-        }
-        if !m
-            .caches
-            .levels
-            .iter()
-            .any(|l| l.name == m.caches.page_entry_fill)
-        {
-            return Err(Error::config(
-                "machine.caches.page_entry_fill",
-                format!(
-                    "`{}` names no cache level (levels: {})",
-                    m.caches.page_entry_fill,
-                    m.caches
-                        .levels
-                        .iter()
-                        .map(|l| l.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
-        let gmem = self.guest.memory.0;
-        if gmem < (16 << 20) || !gmem.is_multiple_of(2 << 20) {
-            return Err(Error::config(
-                "guest.memory",
-                "must be at least 16M and a multiple of 2M",
-            ));
-        }
-        if self.host.memory.0 < gmem {
-            return Err(Error::config(
-                "host.memory",
-                format!(
-                    "{} bytes cannot back {} bytes of guest memory",
-                    self.host.memory.0, gmem
-                ),
-            ));
-        }
-        if !self.host.memory.0.is_multiple_of(2 << 20) {
-            return Err(Error::config("host.memory", "must be a multiple of 2M"));
-        }
-        for (f, a) in [
-            ("guest.allocator.fragmentation", &self.guest.allocator),
-            ("host.allocator.fragmentation", &self.host.allocator),
-        ] {
-            if !(0.0..=1.0).contains(&a.fragmentation) {
-                return Err(Error::config(f, "must be in [0, 1]"));
-            }
-        }
-        if !matches!(self.host.nested_levels, 4 | 5) {
-            return Err(Error::config("host.nested_levels", "must be 4 or 5"));
-        }
-        if self.host.nested_page_size == PageSize::Size4M {
-            return Err(Error::config(
-                "host.nested_page_size",
-                "nested tables use long-mode formats: 4K, 2M or 1G",
-            ));
-        }
-        let max_guest = match self.guest.format {
-            PagingFormat::X86_32 | PagingFormat::Pae => 4u64 << 30,
-            PagingFormat::Long4 | PagingFormat::Long5 => u64::MAX,
-        };
-        if self.guest.format == PagingFormat::X86_32 && gmem > max_guest {
-            return Err(Error::config(
-                "guest.memory",
-                "32-bit paging addresses at most 4G of guest physical memory",
-            ));
-        }
-        if matches!(self.guest.format, PagingFormat::X86_32 | PagingFormat::Pae)
-            && self.guest.page_size == GuestPageSize::Size1G
-        {
-            return Err(Error::config(
-                "guest.page_size",
-                "1G pages need long mode (guest.format = long4 or long5)",
-            ));
-        }
-        Ok(())
-    }
-}
-
-fn check_sets(field: &str, entries: u32, ways: u32) -> Result<()> {
-    if entries == 0 {
-        return Err(Error::config(
-            format!("{field}.entries"),
-            "must be at least 1",
-        ));
-    }
-    if ways == 0 {
-        return Err(Error::config(format!("{field}.ways"), "must be at least 1"));
-    }
-    if !entries.is_multiple_of(ways) {
-        return Err(Error::config(
-            format!("{field}.ways"),
-            format!("{ways} ways do not divide {entries} entries"),
-        ));
-    }
-    Ok(())
-}
-
-/// Builds a validated config from a machine preset name (or `.toml` path) and `--set`
-/// overrides (`dotted.path`, `value`), in order.
-///
-/// A `hypervisor.profile` override loads that profile's numbers into `hypervisor.costs` before
-/// the other overrides apply, so `--profile X --set hypervisor.costs.hypercall=900` works.
-pub fn build(machine: &str, overrides: &[(String, String)]) -> Result<SimConfig> {
-    let mut cfg = SimConfig::new(load_machine(machine)?);
-    if let Some((_, name)) = overrides
-        .iter()
-        .rev()
-        .find(|(p, _)| p == "hypervisor.profile")
-    {
-        let name = name.trim_matches('"');
-        cfg.hypervisor.costs = load_profile(name)?;
-        cfg.hypervisor.profile = name.to_string();
-    }
-    cfg.with_overrides(overrides)
 }

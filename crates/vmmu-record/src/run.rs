@@ -2,12 +2,9 @@
 //! every process image's stream from a Unix socket, merge, relocate if asked, and write a
 //! `.vtrace` as the program runs.
 
-use super::layout::{LayoutStats, NativeLayout};
-use super::live::LiveStreams;
-use super::merge::{MergeStats, Merged, StreamSet};
-use crate::error::{Error, Result};
-use crate::event::{Event, EventSource};
-use crate::trace::{TraceMeta, TraceWriter, WriterOptions};
+use crate::layout::{LayoutStats, NativeLayout};
+use crate::live::LiveStreams;
+use crate::merge::{MergeStats, Merged, StreamSet};
 use serde::Serialize;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -19,6 +16,9 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{Event, EventSource};
+use vmmu_core::trace::{TraceMeta, TraceWriter, WriterOptions};
 
 /// The tool's name as Valgrind knows it (`--tool=`).
 pub const TOOL: &str = "vgmemtrace";
@@ -32,8 +32,8 @@ pub struct RecordOptions {
     pub output: String,
     /// Leave out instruction fetches (instruction counts are kept on the data references).
     pub no_instr: bool,
-    /// Record forked children and the images they `execve` (otherwise only the command's own
-    /// process, up to its exit or its first `execve`).
+    /// Record forked children too (otherwise only the command's own process). The process's
+    /// own `execve`s are followed either way: the new program is the same process going on.
     pub follow_children: bool,
     /// Relocate regions to a native-like x86-64 Linux layout (module `layout`).
     pub native_layout: bool,
@@ -109,6 +109,13 @@ pub struct RecordSummary {
     pub processes: u64,
     /// `execve`s followed.
     pub execs: u64,
+    /// Forked children not recorded (children were not asked for).
+    pub children_not_followed: u64,
+    /// `execve`s whose new program was not recorded.
+    pub execs_not_followed: u64,
+    /// What the trace lacks, one sentence each naming the pid and the program: children and
+    /// execs not followed (the first 20; the counts above have them all).
+    pub warnings: Vec<String>,
     /// Threads created.
     pub threads_created: u64,
     /// Raw record bytes received from the tool.
@@ -127,14 +134,15 @@ pub struct RecordSummary {
     pub exit_code: Option<i32>,
     /// The signal that killed the command, if one did.
     pub signal: Option<i32>,
-    /// The trace is marked truncated (the command was killed or crashed, or the recording was
-    /// interrupted): its events are valid but the program did not run to its end.
+    /// The trace is marked truncated (the command was killed or crashed, the recording was
+    /// interrupted, or the command's own `execve` was not followed): its events are valid but
+    /// the program's run does not reach its end in them.
     pub truncated: bool,
     /// The recording was stopped by the progress callback (Ctrl-C).
     pub interrupted: bool,
     /// Processes whose stream ended without an exit record (killed; their last records lost).
     pub vanished_processes: u64,
-    /// Fork records whose child stream never arrived.
+    /// Fork records whose child stream never arrived (included in the warnings).
     pub missing_children: u64,
     /// Streams never placed in the trace.
     pub unclaimed_streams: u64,
@@ -455,7 +463,9 @@ pub fn record(
         .arg(format!("--out=unix:{}", socket.display()))
         .arg(format!("--instr={}", yn(!opts.no_instr)))
         .arg(format!("--follow-forks={}", yn(opts.follow_children)))
-        .arg(format!("--trace-children={}", yn(opts.follow_children)))
+        // Valgrind runs an exec'd program only with this; the tool turns it off in a child
+        // it does not follow, so only the followed processes' execs stay under Valgrind.
+        .arg("--trace-children=yes")
         .arg("--child-silent-after-fork=yes")
         .arg(&program)
         .args(&cmd[1..])
@@ -570,7 +580,8 @@ pub fn record(
             )),
         ));
     }
-    let truncated = interrupted || ms.root_vanished || signal.is_some();
+    let truncated =
+        interrupted || ms.root_vanished || ms.root_exec_not_followed || signal.is_some();
     progress(&report(refs, events, &writer));
     let finished = if truncated {
         writer.finish_truncated()
@@ -593,6 +604,9 @@ pub fn record(
         os_events: c.os_events,
         processes: ms.processes,
         execs: ms.execs,
+        children_not_followed: ms.children_not_followed,
+        execs_not_followed: ms.execs_not_followed,
+        warnings: warnings(&ms),
         threads_created: c.threads_created,
         raw_bytes: ms.raw_bytes,
         trace_bytes: total.bytes,
@@ -621,6 +635,19 @@ pub fn record(
         follow_children: opts.follow_children,
         native_layout: opts.native_layout,
     })
+}
+
+/// The sentences for what the trace lacks, with a count of those not listed.
+fn warnings(ms: &MergeStats) -> Vec<String> {
+    let mut w: Vec<String> = ms.not_followed.iter().map(|n| n.message.clone()).collect();
+    let total = ms.children_not_followed + ms.missing_children + ms.execs_not_followed;
+    if total > w.len() as u64 {
+        w.push(format!(
+            "and {} more children or execs not recorded",
+            total - w.len() as u64
+        ));
+    }
+    w
 }
 
 /// The error for a failed trace write: a full disk is said plainly, with what was kept.

@@ -13,9 +13,9 @@
 //!
 //! The constants mirror `tools/vg-memtrace/vgmt_format.h`.
 
-use crate::addr::Gva;
-use crate::error::{Error, Result};
-use crate::event::{AccessKind, Event, MapFlags, MemRef, Prot};
+use vmmu_core::addr::Gva;
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot};
 
 /// The first 8 bytes of every stream.
 pub const MAGIC: &[u8; 8] = b"VGMTRACE";
@@ -197,6 +197,7 @@ pub struct StreamDecoder {
     carry: Vec<u8>,
     pending_instrs: u64,
     pending_exec: bool,
+    exec_target: Option<String>,
     exit: Option<i32>,
     exe: Option<String>,
     counts: StreamCounts,
@@ -215,6 +216,7 @@ impl StreamDecoder {
             carry: Vec::with_capacity(16 * 8),
             pending_instrs: 0,
             pending_exec: false,
+            exec_target: None,
             exit: None,
             exe: None,
             counts: StreamCounts::default(),
@@ -225,6 +227,11 @@ impl StreamDecoder {
     /// The executable's name from the stream, once seen.
     pub fn exe(&self) -> Option<&str> {
         self.exe.as_deref()
+    }
+
+    /// The program the last `execve` record named, if any.
+    pub fn exec_target(&self) -> Option<&str> {
+        self.exec_target.as_deref()
     }
 
     /// What the stream held so far.
@@ -552,7 +559,8 @@ impl StreamDecoder {
                 });
             }
             E_EXEC => {
-                need(0, "exec")?;
+                // The program's path (a tool that predates it sends none).
+                self.exec_target = (!p.is_empty()).then(|| payload_string(value, &p));
                 self.pending_exec = true;
             }
             E_EXEC_FAILED => need(0, "exec-failed")?,
@@ -563,11 +571,7 @@ impl StreamDecoder {
             E_THREAD => self.counts.thread_switches += 1,
             E_THREAD_CREATE => self.counts.threads_created += 1,
             E_THREAD_EXIT | E_STARTUP_DONE => {}
-            E_EXE_NAME => {
-                let bytes: Vec<u8> = p.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let n = (value as usize).min(bytes.len());
-                self.exe = Some(String::from_utf8_lossy(&bytes[..n]).into_owned());
-            }
+            E_EXE_NAME => self.exe = Some(payload_string(value, &p)),
             _ => return Err(self.corrupt(format!("unknown event type {ty:#x}"))),
         }
         Ok(ctl)
@@ -578,6 +582,13 @@ impl StreamDecoder {
         self.counts.os_events += 1;
         out.push(e);
     }
+}
+
+/// A string event's payload: `len` bytes of the words, NUL padded.
+fn payload_string(len: u64, words: &[u64]) -> String {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let n = (len as usize).min(bytes.len());
+    String::from_utf8_lossy(&bytes[..n]).into_owned()
 }
 
 /// `[start, start+len)` widened to whole 4 KiB pages.
@@ -721,9 +732,22 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_exec_that_fails_is_not_an_exec() {
+    fn an_exec_names_its_program_and_one_that_fails_is_not_an_exec() {
         let (_, end) = decode_all(&[rev(E_EXEC, 0, 0)], 0, 8);
         assert_eq!(end, StreamEnd::Exec);
+        // `/bin/true`: 9 bytes in two words, NUL padded.
+        let h = StreamHeader::parse(&header(7, 1, 0, 0), "t").unwrap();
+        let mut d = StreamDecoder::new(&h, "t");
+        let words = [
+            rev(E_EXEC, 9, 2),
+            u64::from_le_bytes(*b"/bin/tru"),
+            b'e' as u64,
+        ];
+        let data = bytes(&words);
+        let mut pos = 0;
+        d.decode(&data, &mut pos, &mut Vec::new(), 100).unwrap();
+        assert_eq!(d.finish(&mut Vec::new()).unwrap(), StreamEnd::Exec);
+        assert_eq!(d.exec_target(), Some("/bin/true"));
         let (_, end) = decode_all(&[rev(E_EXEC, 0, 0), rev(E_EXEC_FAILED, 0, 0)], 0, 8);
         assert_eq!(end, StreamEnd::Vanished);
     }

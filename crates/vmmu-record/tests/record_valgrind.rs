@@ -1,24 +1,26 @@
 //! Recording real programs with vg-memtrace: small C programs compiled on the fly, recorded,
-//! and checked for exact properties. Skipped (with a message) when Valgrind, gcc or the tool
-//! are not available.
+//! and checked for exact properties.
+//!
+//! They need Valgrind, gcc and the tool (`make test` installs and builds them). A missing one
+//! fails each test with what to install; set `VMMU_SKIP_VALGRIND=REASON` to skip them instead
+//! (each prints that it was skipped and why, since the test harness has no "skipped").
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef};
-use vmmu_core::record::{self, layout, RecordOptions, RecordSummary};
+use vmmu_record::{self as record, layout, RecordOptions, RecordSummary};
 
-/// Builds the tool if needed; `None` (after saying why) when recording is not possible here.
-fn available() -> bool {
-    static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
+/// What recording here lacks, if anything (the tool is built when it is missing).
+fn missing() -> Option<&'static str> {
+    static WHY: OnceLock<Option<String>> = OnceLock::new();
+    WHY.get_or_init(|| {
         if let Err(e) = record::find_valgrind(None) {
-            eprintln!("skipping recording tests: {e}");
-            return false;
+            return Some(e.to_string());
         }
         if record::resolve_command("gcc").is_err() {
-            eprintln!("skipping recording tests: gcc is not installed");
-            return false;
+            return Some("gcc is not installed (apt-get install gcc)".into());
         }
         if record::find_tool_dir(None).is_err() {
             let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/vg-memtrace");
@@ -29,12 +31,34 @@ fn available() -> bool {
                 .status()
                 .is_ok_and(|s| s.success());
             if !built || record::find_tool_dir(None).is_err() {
-                eprintln!("skipping recording tests: `make -C tools/vg-memtrace` failed");
-                return false;
+                return Some("`make -C tools/vg-memtrace` failed to build the tool".into());
             }
         }
-        true
+        None
     })
+    .as_deref()
+}
+
+/// True when `test` can record here. Otherwise it fails, naming what is missing, unless
+/// `VMMU_SKIP_VALGRIND` gives a reason to skip: then it says so and returns false.
+fn available(test: &str) -> bool {
+    let Some(why) = missing() else {
+        return true;
+    };
+    match std::env::var("VMMU_SKIP_VALGRIND") {
+        Ok(reason) if !reason.trim().is_empty() => {
+            // Straight to stderr: the harness would hide `eprintln!` of a passing test.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {test}: {why} (VMMU_SKIP_VALGRIND: {reason})"
+            );
+            false
+        }
+        _ => panic!(
+            "{test} needs Valgrind, gcc and the vg-memtrace tool: {why}. `make test` installs \
+             them; set VMMU_SKIP_VALGRIND=REASON to skip the recording tests instead"
+        ),
+    }
 }
 
 /// A scratch directory for one test.
@@ -127,7 +151,7 @@ int main(int argc, char **argv) {
 
 #[test]
 fn a_known_loop_stores_exactly_once_per_iteration_and_its_store_runs_n_times() {
-    if !available() {
+    if !available("a_known_loop_stores_exactly_once_per_iteration_and_its_store_runs_n_times") {
         return;
     }
     let d = scratch("loop");
@@ -176,7 +200,7 @@ fn a_known_loop_stores_exactly_once_per_iteration_and_its_store_runs_n_times() {
 
 #[test]
 fn an_mmap_of_a_known_size_comes_before_the_first_reference_into_it() {
-    if !available() {
+    if !available("an_mmap_of_a_known_size_comes_before_the_first_reference_into_it") {
         return;
     }
     let d = scratch("mmap");
@@ -209,7 +233,7 @@ fn an_mmap_of_a_known_size_comes_before_the_first_reference_into_it() {
 
 #[test]
 fn without_fetches_the_instruction_count_is_kept() {
-    if !available() {
+    if !available("without_fetches_the_instruction_count_is_kept") {
         return;
     }
     let d = scratch("noinstr");
@@ -263,7 +287,7 @@ int main(int argc, char **argv) {
 
 #[test]
 fn a_forked_child_is_placed_at_its_fork_with_its_exec() {
-    if !available() {
+    if !available("a_forked_child_is_placed_at_its_fork_with_its_exec") {
         return;
     }
     let d = scratch("fork");
@@ -316,13 +340,26 @@ fn a_forked_child_is_placed_at_its_fork_with_its_exec() {
     assert!(matches!(ev[exec + 1], Event::Mmap { .. }));
     check_ok(out.to_str().unwrap());
 
-    // Without --follow-children, only the parent is there.
+    // Without --follow-children, only the parent is there, and the summary says which child
+    // was left out.
     let out2 = d.join("fk2.vtrace");
     let (s2, ev2) = rec(
         &[exe.to_str().unwrap(), addrs.to_str().unwrap()],
         &RecordOptions::new(out2.to_str().unwrap()),
     );
     assert_eq!(s2.processes, 1);
+    assert_eq!(
+        (s2.children_not_followed, s2.execs, s2.execs_not_followed),
+        (1, 0, 0)
+    );
+    assert!(!s2.truncated);
+    assert_eq!(s2.warnings.len(), 1, "{:?}", s2.warnings);
+    let w = &s2.warnings[0];
+    assert!(
+        w.starts_with("pid ") && w.contains(&format!("`{}`", exe.display())),
+        "{w}"
+    );
+    assert!(w.contains("--follow-children"), "{w}");
     assert!(!ev2.iter().any(|e| matches!(e, Event::Fork { .. })));
     let (ca, cs) = read_pairs(&addrs)[0];
     assert_eq!(
@@ -332,6 +369,47 @@ fn a_forked_child_is_placed_at_its_fork_with_its_exec() {
         0
     );
     check_ok(out2.to_str().unwrap());
+}
+
+#[test]
+fn the_commands_own_exec_is_followed_through_a_shell_shim() {
+    // What a pyenv shim does: a script whose shell execs the real program.
+    if !available("the_commands_own_exec_is_followed_through_a_shell_shim") {
+        return;
+    }
+    let d = scratch("shim");
+    let exe = compile(&d, "real", LOOP_AND_MMAP, &[]);
+    let shim = d.join("shim");
+    std::fs::write(&shim, format!("#!/bin/sh\nexec {} \"$@\"\n", exe.display())).unwrap();
+    std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let addrs = d.join("addrs");
+    let out = d.join("shim.vtrace");
+    let (s, ev) = rec(
+        &[shim.to_str().unwrap(), addrs.to_str().unwrap()],
+        &RecordOptions::new(out.to_str().unwrap()),
+    );
+    assert_eq!(s.exit_code, Some(0));
+    assert_eq!((s.processes, s.execs, s.execs_not_followed), (1, 1, 0));
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert!(!s.truncated);
+    assert_eq!(s.exes.last().map(String::as_str), exe.to_str());
+    let Some(Event::ProcessCreate { pid }) = ev.first().copied() else {
+        panic!("the trace starts with its process")
+    };
+    let exec = ev
+        .iter()
+        .position(|e| *e == Event::Exec { pid })
+        .expect("the exec is in the trace");
+    // The real program's N stores are there, after the exec and its new mappings.
+    let (arr, size) = read_pairs(&addrs)[0];
+    let stores: Vec<usize> = refs(&ev)
+        .filter(|(_, r)| r.kind == AccessKind::Store && r.va.0 >= arr && r.va.0 < arr + size)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(stores.len(), 1000);
+    assert!(stores[0] > exec);
+    assert!(matches!(ev[exec + 1], Event::Mmap { .. }));
+    check_ok(out.to_str().unwrap());
 }
 
 const THREADS: &str = r#"
@@ -356,7 +434,7 @@ int main(void) {
 
 #[test]
 fn threads_share_their_process_and_their_stacks_are_mapped() {
-    if !available() {
+    if !available("threads_share_their_process_and_their_stacks_are_mapped") {
         return;
     }
     let d = scratch("threads");
@@ -379,7 +457,7 @@ fn threads_share_their_process_and_their_stacks_are_mapped() {
 
 #[test]
 fn native_layout_moves_the_executable_stack_and_libraries_where_linux_puts_them() {
-    if !available() {
+    if !available("native_layout_moves_the_executable_stack_and_libraries_where_linux_puts_them") {
         return;
     }
     let d = scratch("native");
@@ -461,7 +539,7 @@ int main(void) {
 
 #[test]
 fn a_program_killed_or_crashing_leaves_a_truncated_readable_trace() {
-    if !available() {
+    if !available("a_program_killed_or_crashing_leaves_a_truncated_readable_trace") {
         return;
     }
     let d = scratch("killed");
@@ -508,13 +586,21 @@ fn bad_commands_and_a_missing_valgrind_are_clear_errors() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("apt-get install valgrind"), "{err}");
-    let mut o3 = opts.clone();
-    o3.tool_dir = Some(d.to_str().unwrap().into());
-    if record::find_valgrind(None).is_ok() {
-        let err = record::record(&["/bin/true".into()], &o3, &mut |_| true)
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("make -C tools/vg-memtrace"), "{err}");
+    assert!(!out.exists(), "no trace is left behind by a failed start");
+}
+
+#[test]
+fn a_tool_directory_without_the_tool_is_a_clear_error() {
+    if !available("a_tool_directory_without_the_tool_is_a_clear_error") {
+        return;
     }
+    let d = scratch("notool");
+    let out = d.join("x.vtrace");
+    let mut opts = RecordOptions::new(out.to_str().unwrap());
+    opts.tool_dir = Some(d.to_str().unwrap().into());
+    let err = record::record(&["/bin/true".into()], &opts, &mut |_| true)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("make -C tools/vg-memtrace"), "{err}");
     assert!(!out.exists(), "no trace is left behind by a failed start");
 }

@@ -24,10 +24,10 @@
 //! translation; an exec starts a new one. References to addresses no region covers are left
 //! as they are and counted.
 
-use crate::addr::Gva;
-use crate::error::Result;
-use crate::event::{Event, EventSource, MapFlags};
 use rustc_hash::FxHashMap;
+use vmmu_core::addr::Gva;
+use vmmu_core::error::Result;
+use vmmu_core::event::{Event, EventSource, MapFlags};
 
 /// Where the main stack ends (exclusive): the top of x86-64 user space with 4-level paging.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
@@ -640,7 +640,7 @@ impl<S: EventSource> EventSource for NativeLayout<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{AccessKind, MemRef, Prot, VecSource};
+    use vmmu_core::event::{AccessKind, MemRef, Prot, VecSource};
 
     fn mmap(start: u64, len: u64, flags: u8) -> Event {
         Event::Mmap {

@@ -1,4 +1,5 @@
-//! Exits and other hypervisor operations, counted by reason with their cycles.
+//! Exits and other hypervisor operations, counted by reason with their cycles (the `exits`
+//! table of a result).
 //!
 //! A VM exit costs the profile's `exit_round_trip` (exit plus the entry that resumes the guest)
 //! plus its handler; a hypercall or a PV fault bounce is a world switch too. Calls into a
@@ -7,7 +8,8 @@
 //! switch flushes the TLB, and the simulation pays for the refills — that indirect cost is
 //! simulated, never folded into these constants.
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// Why the hypervisor ran.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -30,11 +32,13 @@ pub enum ExitReason {
     FaultBounce,
     /// A call into the in-place VMM (pre-virtualization): not a world switch.
     InPlaceCall,
+    /// An exit taken to change the paging mode (seed 001 §5).
+    ModeSwitch,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 9] = [
+    pub const ALL: [ExitReason; 10] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -44,6 +48,7 @@ impl ExitReason {
         ExitReason::Hypercall,
         ExitReason::FaultBounce,
         ExitReason::InPlaceCall,
+        ExitReason::ModeSwitch,
     ];
 
     /// The name used in results.
@@ -58,6 +63,7 @@ impl ExitReason {
             ExitReason::Hypercall => "hypercall",
             ExitReason::FaultBounce => "fault_bounce",
             ExitReason::InPlaceCall => "inplace_vmm_call",
+            ExitReason::ModeSwitch => "mode_switch",
         }
     }
 
@@ -74,8 +80,8 @@ impl ExitReason {
 /// Counts and cycles per reason.
 #[derive(Clone, Debug, Default)]
 pub struct ExitStats {
-    count: [u64; 9],
-    cycles: [u64; 9],
+    count: [u64; 10],
+    cycles: [u64; 10],
 }
 
 impl ExitStats {
@@ -100,23 +106,42 @@ impl ExitStats {
             .sum()
     }
 
+    /// Cycles of `reason`.
+    pub fn cycles(&self, reason: ExitReason) -> u64 {
+        self.cycles[reason.index()]
+    }
+
     /// Cycles of every reason.
     pub fn total_cycles(&self) -> u64 {
         self.cycles.iter().sum()
     }
 
-    /// `{reason: {"count", "cycles"}}` for the reasons that occurred.
-    pub fn to_json(&self) -> Value {
-        let mut m = Map::new();
-        for r in ExitReason::ALL {
-            let n = self.count[r.index()];
-            if n > 0 {
-                m.insert(
-                    r.name().into(),
-                    json!({"count": n, "cycles": self.cycles[r.index()], "world_switch": r.is_world_switch()}),
-                );
-            }
-        }
-        Value::Object(m)
+    /// The reasons that occurred, in report order, with their counts and cycles.
+    pub fn table(&self) -> BTreeMap<&'static str, ExitCount> {
+        ExitReason::ALL
+            .iter()
+            .filter(|r| self.count(**r) > 0)
+            .map(|&r| {
+                (
+                    r.name(),
+                    ExitCount {
+                        count: self.count(r),
+                        cycles: self.cycles(r),
+                        world_switch: r.is_world_switch(),
+                    },
+                )
+            })
+            .collect()
     }
+}
+
+/// One row of the exits table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ExitCount {
+    /// Operations of this reason.
+    pub count: u64,
+    /// Their cycles (round trips and handlers).
+    pub cycles: u64,
+    /// Whether they switch from the guest to the hypervisor and back.
+    pub world_switch: bool,
 }

@@ -9,19 +9,25 @@
 //!   whole life (its own forks placed the same way, its execs in order), `Exit { child }`,
 //!   `Switch { parent }`, and the parent continues after its fork;
 //! - at the end of an image that called `execve`, the next image of the same pid follows
-//!   (`Exec { pid }`); at the end of a process, `Exit { pid }`.
+//!   (`Exec { pid }`), whether or not children are followed: an exec is the same process going
+//!   on; at the end of a process, `Exit { pid }`.
+//!
+//! A child that is not followed (children not asked for, or its stream never arrived) and an
+//! exec whose new image never arrived are noted in [`MergeStats::not_followed`], with the pid
+//! and the program, so that the recording can say what its trace lacks.
 //!
 //! Within a process, threads keep the order Valgrind ran them in (one at a time). A pid that is
 //! still live in the merged order when it is reused (possible only after pid wraparound) gets a
 //! fresh id above Linux's largest pid, 2^22.
 
-use super::raw::{Control, Step, StreamCounts, StreamDecoder, StreamEnd, StreamHeader};
-use crate::error::{Error, Result};
-use crate::event::{Event, EventSource};
+use crate::raw::{Control, Step, StreamCounts, StreamDecoder, StreamEnd, StreamHeader};
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::Serialize;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{Event, EventSource};
 
 /// Identifies a stream within a [`StreamSet`].
 pub type StreamId = usize;
@@ -60,6 +66,21 @@ pub trait StreamSet: Send {
     fn describe(&self) -> String;
 }
 
+/// A process or program that ran during the recording but is not in the trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NotFollowed {
+    /// The process: the child's pid, or the pid that called `execve`.
+    pub pid: u32,
+    /// The program: for a child, the one it was forked from (what it ran when it started);
+    /// for an exec, the program the `execve` named.
+    pub command: String,
+    /// What was not followed and why, as a sentence naming the pid and the program.
+    pub message: String,
+}
+
+/// How many [`NotFollowed`] notes are kept (the counts go on).
+pub const NOT_FOLLOWED_KEPT: usize = 20;
+
 /// What the merge saw.
 #[derive(Clone, Debug, Default)]
 pub struct MergeStats {
@@ -73,6 +94,15 @@ pub struct MergeStats {
     pub vanished: u64,
     /// Fork records whose child stream never arrived.
     pub missing_children: u64,
+    /// Forked children not recorded because children were not asked for.
+    pub children_not_followed: u64,
+    /// `execve`s whose new image never arrived (its program is not in the trace).
+    pub execs_not_followed: u64,
+    /// The root process's recording ended at an `execve` that was not followed: the command
+    /// went on without being recorded.
+    pub root_exec_not_followed: bool,
+    /// The first [`NOT_FOLLOWED_KEPT`] children and execs not followed.
+    pub not_followed: Vec<NotFollowed>,
     /// The root process's exit status, when its exit record is there.
     pub root_exit: Option<i32>,
     /// The root process's stream ended without an exit record (nor an exec).
@@ -118,8 +148,8 @@ pub struct Merged<S: StreamSet> {
 }
 
 impl<S: StreamSet> Merged<S> {
-    /// Merges `set`; with `follow_children` false, fork records are ignored and an `execve`
-    /// ends the process (only the root process's first image is traced).
+    /// Merges `set`; with `follow_children` false, forked children are left out (and noted);
+    /// `execve`s are followed either way.
     pub fn new(set: S, follow_children: bool) -> Self {
         Merged {
             set,
@@ -159,7 +189,7 @@ impl<S: StreamSet> Merged<S> {
         let info = self.set.info(id);
         let dec = StreamDecoder::new(&info.header, info.name);
         self.stats.streams += 1;
-        self.stats.raw_bytes += super::raw::HEADER_SIZE as u64;
+        self.stats.raw_bytes += crate::raw::HEADER_SIZE as u64;
         self.stack.push(Frame {
             real_pid: info.header.pid,
             sim_pid,
@@ -220,14 +250,46 @@ impl<S: StreamSet> Merged<S> {
         Ok(true)
     }
 
+    fn note(&mut self, pid: u32, command: &str, message: String) {
+        if self.stats.not_followed.len() < NOT_FOLLOWED_KEPT {
+            self.stats.not_followed.push(NotFollowed {
+                pid,
+                command: command.to_string(),
+                message,
+            });
+        }
+    }
+
     fn fork(&mut self, child: u32, out: &mut Vec<Event>) -> Result<()> {
+        let parent = self.stack.last().expect("a running process");
+        let (parent_stream, parent_sim, parent_pid) =
+            (parent.stream, parent.sim_pid, parent.real_pid);
+        let parent_exe = parent.dec.exe().unwrap_or("?").to_string();
         if !self.follow {
+            self.stats.children_not_followed += 1;
+            self.note(
+                child,
+                &parent_exe,
+                format!(
+                    "pid {child} (forked by pid {parent_pid}, `{parent_exe}`) was not recorded: \
+                     children are recorded with --follow-children"
+                ),
+            );
             return Ok(());
         }
-        let parent = self.stack.last().expect("a running process");
-        let (parent_stream, parent_sim) = (parent.stream, parent.sim_pid);
         match self.set.fork_child(parent_stream, child)? {
-            None => self.stats.missing_children += 1,
+            None => {
+                self.stats.missing_children += 1;
+                self.note(
+                    child,
+                    &parent_exe,
+                    format!(
+                        "pid {child} (forked by pid {parent_pid}, `{parent_exe}`) was not \
+                         recorded: its stream never arrived (did it fail to start under \
+                         Valgrind?)"
+                    ),
+                );
+            }
             Some(id) => {
                 let sim = self.sim_pid(child);
                 out.push(Event::Fork {
@@ -250,10 +312,12 @@ impl<S: StreamSet> Merged<S> {
             self.stats.exes.push(exe.to_string());
         }
         let (stream, sim, real, is_root) = (top.stream, top.sim_pid, top.real_pid, top.is_root);
+        let target = top.dec.exec_target().unwrap_or("?").to_string();
+        let exe = top.dec.exe().unwrap_or("?").to_string();
         add_counts(&mut self.stats.counts, &c);
         self.set.done(stream);
         match end {
-            StreamEnd::Exec if self.follow => {
+            StreamEnd::Exec => {
                 if let Some(next) = self.set.exec_successor(stream)? {
                     out.push(Event::Exec { pid: sim });
                     self.stats.execs += 1;
@@ -261,8 +325,19 @@ impl<S: StreamSet> Merged<S> {
                     self.push_frame(next, sim, is_root);
                     return Ok(());
                 }
+                self.stats.execs_not_followed += 1;
+                self.stats.root_exec_not_followed |= is_root;
+                self.note(
+                    real,
+                    &target,
+                    format!(
+                        "pid {real} (`{exe}`) exec'd `{target}`, which was not recorded: no \
+                         stream of the new program arrived (Valgrind did not run it: a setuid \
+                         or non-x86-64 program, or one that failed to start under Valgrind); \
+                         the trace of pid {real} ends at the exec"
+                    ),
+                );
             }
-            StreamEnd::Exec => {}
             StreamEnd::Exit(code) => {
                 if is_root {
                     self.stats.root_exit = Some(code);
@@ -275,7 +350,6 @@ impl<S: StreamSet> Merged<S> {
                 }
             }
         }
-        let _ = real;
         out.push(Event::Exit { pid: sim });
         self.live.remove(&sim);
         self.stack.pop();
@@ -367,9 +441,9 @@ impl DirStreams {
             if p.extension().is_some_and(|x| x == "vgmt") {
                 let pname = p.display().to_string();
                 let mut f = File::open(&p).map_err(|e| Error::io(&pname, e))?;
-                let mut h = Vec::with_capacity(super::raw::HEADER_SIZE);
+                let mut h = Vec::with_capacity(crate::raw::HEADER_SIZE);
                 (&mut f)
-                    .take(super::raw::HEADER_SIZE as u64)
+                    .take(crate::raw::HEADER_SIZE as u64)
                     .read_to_end(&mut h)
                     .map_err(|e| Error::io(&pname, e))?;
                 if h.is_empty() {
@@ -432,7 +506,7 @@ impl StreamSet for DirStreams {
         let name = &self.infos[id].name;
         if !self.open.contains_key(&id) {
             let mut f = File::open(&self.paths[id]).map_err(|e| Error::io(name, e))?;
-            let mut skip = [0u8; super::raw::HEADER_SIZE];
+            let mut skip = [0u8; crate::raw::HEADER_SIZE];
             f.read_exact(&mut skip).map_err(|e| Error::io(name, e))?;
             self.open.insert(id, f);
         }
@@ -459,10 +533,10 @@ impl StreamSet for DirStreams {
 
 #[cfg(test)]
 mod tests {
-    use super::super::raw::tests::{bytes, header, rev, rref};
-    use super::super::raw::HF_FORKED;
     use super::*;
-    use crate::addr::Gva;
+    use crate::raw::tests::{bytes, header, rev, rref};
+    use crate::raw::HF_FORKED;
+    use vmmu_core::addr::Gva;
 
     /// An in-memory set: (header bytes parsed, data words).
     struct MemSet {
@@ -536,9 +610,9 @@ mod tests {
     const EXIT: u64 = 9;
 
     fn load(va: u64) -> Event {
-        Event::Ref(crate::event::MemRef {
+        Event::Ref(vmmu_core::event::MemRef {
             va: Gva(va),
-            kind: crate::event::AccessKind::Load,
+            kind: vmmu_core::event::AccessKind::Load,
             size: 8,
             instrs: 0,
         })
@@ -590,20 +664,60 @@ mod tests {
         );
     }
 
+    /// An exe-name record for `name` (at most 8 bytes here).
+    fn exe_name(name: &str) -> Vec<u64> {
+        let mut w = [0u8; 8];
+        w[..name.len()].copy_from_slice(name.as_bytes());
+        vec![rev(0x0E, name.len() as u64, 1), u64::from_le_bytes(w)]
+    }
+
     #[test]
-    fn without_follow_children_only_the_root_image_is_kept() {
+    fn without_follow_children_children_are_noted_and_execs_still_followed() {
+        let mut root = exe_name("/bin/sh");
+        root.extend([rev(FORK, 11, 0), rref(LOAD, 0x2000, 8), rev(EXEC, 0, 0)]);
         let set = MemSet::new(vec![
-            (
-                10,
-                1,
-                0,
-                1,
-                vec![rev(FORK, 11, 0), rref(LOAD, 0x2000, 8), rev(EXEC, 0, 0)],
-            ),
+            (10, 1, 0, 1, root),
             (11, 10, HF_FORKED, 2, vec![rref(LOAD, 0x3000, 8)]),
-            (10, 1, 0, 3, vec![rref(LOAD, 0x4000, 8)]),
+            (10, 1, 0, 3, vec![rref(LOAD, 0x4000, 8), rev(EXIT, 0, 0)]),
         ]);
-        let ev = all(Merged::new(set, false));
+        let mut m = Merged::new(set, false);
+        let mut ev = Vec::new();
+        while m.next_batch(&mut ev, 100).unwrap() > 0 {}
+        assert_eq!(
+            ev,
+            vec![
+                Event::ProcessCreate { pid: 10 },
+                load(0x2000),
+                Event::Exec { pid: 10 },
+                load(0x4000),
+                Event::Exit { pid: 10 }
+            ]
+        );
+        let st = m.stats();
+        assert_eq!(
+            (st.execs, st.children_not_followed, st.execs_not_followed),
+            (1, 1, 0)
+        );
+        assert_eq!(st.not_followed.len(), 1);
+        let n = &st.not_followed[0];
+        assert_eq!((n.pid, n.command.as_str()), (11, "/bin/sh"));
+        assert_eq!(
+            n.message,
+            "pid 11 (forked by pid 10, `/bin/sh`) was not recorded: children are recorded \
+             with --follow-children"
+        );
+        assert!(!st.root_exec_not_followed);
+    }
+
+    #[test]
+    fn an_exec_whose_new_image_never_arrives_is_noted_with_its_program() {
+        let mut root = exe_name("/bin/sh");
+        root.extend([rref(LOAD, 0x2000, 8), rev(EXEC, 7, 1)]);
+        root.push(u64::from_le_bytes(*b"/bin/ls\0"));
+        let set = MemSet::new(vec![(10, 1, 0, 1, root)]);
+        let mut m = Merged::new(set, true);
+        let mut ev = Vec::new();
+        while m.next_batch(&mut ev, 100).unwrap() > 0 {}
         assert_eq!(
             ev,
             vec![
@@ -611,6 +725,17 @@ mod tests {
                 load(0x2000),
                 Event::Exit { pid: 10 }
             ]
+        );
+        let st = m.stats();
+        assert_eq!((st.execs, st.execs_not_followed), (0, 1));
+        assert!(st.root_exec_not_followed);
+        let n = &st.not_followed[0];
+        assert_eq!((n.pid, n.command.as_str()), (10, "/bin/ls"));
+        assert!(
+            n.message
+                .starts_with("pid 10 (`/bin/sh`) exec'd `/bin/ls`, which was not recorded"),
+            "{}",
+            n.message
         );
     }
 

@@ -9,9 +9,8 @@
 //! process the merger is not waiting for could deadlock the program (a parent waiting for a
 //! child that waits for it).
 
-use super::merge::{StreamId, StreamInfo, StreamSet};
-use super::raw::{StreamHeader, HEADER_SIZE};
-use crate::error::{Error, Result};
+use crate::merge::{StreamId, StreamInfo, StreamSet};
+use crate::raw::{StreamHeader, HEADER_SIZE};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{ErrorKind, Read};
@@ -22,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use vmmu_core::error::{Error, Result};
 
 /// Bytes read from a connection at a time.
 const CHUNK: usize = 1 << 20;

@@ -9,10 +9,11 @@
 //! fault). A process that never saw a mapping event (lackey and ChampSim traces) has every page
 //! mapped on first touch: its references are counted as unchecked, not as failures.
 
-use crate::error::{Error, Result};
-use crate::event::{Event, EventSource, Prot};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
+use vmmu_core::error::{Error, Result};
+use vmmu_core::event::{Event, EventSource, Prot};
+use vmmu_core::interval::RangeMap;
 
 /// How many examples of each problem a report keeps.
 const EXAMPLES: usize = 10;
@@ -130,16 +131,11 @@ impl CheckReport {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Vma {
-    start: u64,
-    end: u64,
-    prot: Prot,
-}
-
+/// A process's mappings as the checker replays them: the one interval set of vmmu, each range
+/// with its protection, and the index of the last range a reference fell in.
 #[derive(Clone, Debug, Default)]
 struct Space {
-    vmas: Vec<Vma>,
+    vmas: RangeMap<Prot>,
     hint: usize,
     heap: Option<(u64, u64)>,
     implicit: bool,
@@ -153,65 +149,10 @@ impl Space {
         }
     }
 
+    /// The protection of the mapping holding `va`.
     #[inline(always)]
-    fn find(&mut self, va: u64) -> Option<Vma> {
-        if let Some(v) = self.vmas.get(self.hint) {
-            if v.start <= va && va < v.end {
-                return Some(*v);
-            }
-        }
-        let i = self.vmas.partition_point(|v| v.end <= va);
-        let v = self.vmas.get(i)?;
-        if v.start <= va {
-            self.hint = i;
-            Some(*v)
-        } else {
-            None
-        }
-    }
-
-    fn any_in(&self, lo: u64, hi: u64) -> bool {
-        self.vmas.iter().any(|v| v.start < hi && v.end > lo)
-    }
-
-    fn remove(&mut self, lo: u64, hi: u64) {
-        let mut kept = Vec::with_capacity(self.vmas.len() + 1);
-        for v in &self.vmas {
-            if v.end <= lo || v.start >= hi {
-                kept.push(*v);
-                continue;
-            }
-            if v.start < lo {
-                kept.push(Vma { end: lo, ..*v });
-            }
-            if v.end > hi {
-                kept.push(Vma { start: hi, ..*v });
-            }
-        }
-        self.vmas = kept;
-        self.hint = 0;
-    }
-
-    fn insert(&mut self, v: Vma) {
-        self.remove(v.start, v.end);
-        let i = self.vmas.partition_point(|x| x.start < v.start);
-        self.vmas.insert(i, v);
-    }
-
-    fn protect(&mut self, lo: u64, hi: u64, prot: Prot) {
-        let pieces: Vec<Vma> = self
-            .vmas
-            .iter()
-            .filter(|v| v.start < hi && v.end > lo)
-            .map(|v| Vma {
-                start: v.start.max(lo),
-                end: v.end.min(hi),
-                prot,
-            })
-            .collect();
-        for p in pieces {
-            self.insert(p);
-        }
+    fn find(&mut self, va: u64) -> Option<Prot> {
+        self.vmas.get_near(va, &mut self.hint).map(|r| r.value)
     }
 }
 
@@ -287,7 +228,7 @@ impl Checker {
                 } else {
                     let last = r.va.0.wrapping_add(r.size.max(1) as u64 - 1);
                     match (s.find(r.va.0), s.find(last)) {
-                        (Some(v), Some(_)) if r.kind.is_write() && !v.prot.write() => {
+                        (Some(prot), Some(_)) if r.kind.is_write() && !prot.write() => {
                             Err(Some("write to a read-only mapping"))
                         }
                         (Some(_), Some(_)) => Ok(()),
@@ -310,10 +251,10 @@ impl Checker {
                                 event: idx,
                                 va: r.va.0,
                                 kind: match r.kind {
-                                    crate::event::AccessKind::Load => "load",
-                                    crate::event::AccessKind::Store => "store",
-                                    crate::event::AccessKind::Modify => "modify",
-                                    crate::event::AccessKind::Fetch => "fetch",
+                                    vmmu_core::event::AccessKind::Load => "load",
+                                    vmmu_core::event::AccessKind::Store => "store",
+                                    vmmu_core::event::AccessKind::Modify => "modify",
+                                    vmmu_core::event::AccessKind::Fetch => "fetch",
                                 },
                                 reason,
                             });
@@ -378,18 +319,15 @@ impl Checker {
                     Some("start must be page aligned and length non-zero")
                 } else {
                     s.implicit = false;
-                    s.insert(Vma {
-                        start: start.0,
-                        end: start.0.saturating_add(page_up(len)),
-                        prot,
-                    });
+                    s.vmas
+                        .insert(start.0, start.0.saturating_add(page_up(len)), prot);
                     None
                 }
             }
             Event::Munmap { start, len } => {
                 let hi = start.0.saturating_add(page_up(len));
-                if s.any_in(start.0, hi) {
-                    s.remove(start.0, hi);
+                if s.vmas.overlaps(start.0, hi) {
+                    s.vmas.remove(start.0, hi);
                     None
                 } else {
                     Some("nothing is mapped there")
@@ -397,8 +335,7 @@ impl Checker {
             }
             Event::Mprotect { start, len, prot } => {
                 let hi = start.0.saturating_add(page_up(len));
-                if s.any_in(start.0, hi) {
-                    s.protect(start.0, hi, prot);
+                if s.vmas.modify(start.0, hi, |_| prot) {
                     None
                 } else {
                     Some("nothing is mapped there")
@@ -410,13 +347,10 @@ impl Checker {
                 new,
                 new_len,
             } => match s.find(old.0) {
-                Some(v) => {
-                    s.remove(old.0, old.0.saturating_add(page_up(old_len)));
-                    s.insert(Vma {
-                        start: new.0,
-                        end: new.0.saturating_add(page_up(new_len)),
-                        prot: v.prot,
-                    });
+                Some(prot) => {
+                    s.vmas.remove(old.0, old.0.saturating_add(page_up(old_len)));
+                    s.vmas
+                        .insert(new.0, new.0.saturating_add(page_up(new_len)), prot);
                     None
                 }
                 None => Some("nothing is mapped at the old address"),
@@ -434,13 +368,9 @@ impl Checker {
                         s.implicit = false;
                         let cur_pg = page_up(cur);
                         if new_end > cur_pg {
-                            s.insert(Vma {
-                                start: cur_pg,
-                                end: new_end,
-                                prot: Prot::RW,
-                            });
+                            s.vmas.insert(cur_pg, new_end, Prot::RW);
                         } else if new_end < cur_pg {
-                            s.remove(new_end, cur_pg);
+                            s.vmas.remove(new_end, cur_pg);
                         }
                         s.heap = Some((base, new_end));
                         None
@@ -500,10 +430,10 @@ pub fn check_source(
     Ok(c.finish())
 }
 
-/// Checks the trace file at `path` (any format [`crate::trace::open`] reads); `progress` as
+/// Checks the trace file at `path` (any format [`vmmu_core::trace::open`] reads); `progress` as
 /// for [`check_source`].
 pub fn check(path: &str, progress: &mut dyn FnMut(u64) -> bool) -> Result<CheckReport> {
-    let mut src = crate::trace::open(path)?;
+    let mut src = vmmu_core::trace::open(path)?;
     let mut r = check_source(src.as_mut(), progress)?;
     r.trace = path.to_string();
     Ok(r)
@@ -512,8 +442,8 @@ pub fn check(path: &str, progress: &mut dyn FnMut(u64) -> bool) -> Result<CheckR
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::addr::Gva;
-    use crate::event::{AccessKind, MapFlags, MemRef, VecSource};
+    use vmmu_core::addr::Gva;
+    use vmmu_core::event::{AccessKind, MapFlags, MemRef, VecSource};
 
     fn r(va: u64, kind: AccessKind) -> Event {
         Event::Ref(MemRef {

@@ -1,0 +1,351 @@
+//! The memory-management hardware of one core: the TLB hierarchy, the walk hardware (page-walk
+//! cache, Nested TLB, paging-structure caches, the cache hierarchy) and the one walk, behind the
+//! operations the processor offers — look up, walk, invalidate, flush — (DESIGN.md "Hardware").
+//!
+//! The MMU walks whatever [`Tables`] the hypervisor hands it; it never asks which paging mode
+//! is active, and it uses the same caches in every mode. It knows nothing of hypervisors: a
+//! fault is a value it returns ([`WalkFault`]), and flushes are requested from above.
+//!
+//! **The D-assist** (Intel SDM Vol. 3A §4.8, §4.10.2.3): a store that hits a TLB entry whose
+//! dirty bit is clear does not write through it; the processor re-walks the tables to set the
+//! leaf's D bit (a real walk, with real page-entry references) and refills the entry. vmmu
+//! models it in every mode and counts it as a walk and by itself ([`MmuStats::d_assists`]). A
+//! store to a TLB entry without write permission faults without a walk (SDM §4.10.4.3 lets the
+//! processor use the TLB entry).
+
+use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::config::MachineConfig;
+use crate::hw::tlb::{Tag, TlbHierarchy, TlbLevel, TlbSide, Translation};
+use crate::mem::PhysMem;
+use crate::paging::PageTable;
+use crate::walk::nested::NestedWalker;
+use crate::walk::{self, Access, GuestTables, IdentityDim, ShadowTables, WalkFault, WalkHw};
+use serde::Serialize;
+
+/// The most 4 KiB pieces of a page one INVLPG invalidates one by one (a 2 MiB or 4 MiB page);
+/// beyond, the address space's entries are dropped.
+pub const INVLPG_SPAN: u64 = 1024;
+
+/// Counters of the MMU beyond its structures' own.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct MmuStats {
+    /// Cycles of L2-TLB hits, walks (references, PWC / NTLB / PSC lookups) and A/D updates.
+    pub translation_cycles: u64,
+    /// Cycles of data references beyond an L1 hit.
+    pub data_cycles: u64,
+    /// Stores that hit a clean TLB entry and re-walked to set D (also counted in `walks`).
+    pub d_assists: u64,
+    /// Accesses that a TLB entry forbids (a store to a read-only entry: copy-on-write, or a
+    /// shadow entry kept read-only to track D): a fault without a walk.
+    pub tlb_hit_faults: u64,
+    /// Walks that ended in a fault, for instruction fetches.
+    pub walk_faults_instr: u64,
+    /// Walks that ended in a fault, for loads and stores.
+    pub walk_faults_data: u64,
+    /// CR3 writes executed (context switches, exec).
+    pub cr3_writes: u64,
+    /// INVLPGs executed.
+    pub invlpgs: u64,
+    /// Flushes of one address space (a CR3 write without PCIDs, or a flush of a whole process).
+    pub context_flushes: u64,
+    /// Flushes of everything the VM has cached (a world switch without VPIDs, a mode switch).
+    pub vm_flushes: u64,
+    /// Flushes of the paging-structure caches alone (after the hypervisor removed shadow
+    /// tables they may point to).
+    pub psc_flushes: u64,
+}
+
+/// What a TLB lookup found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The access may go ahead at this host address.
+    Hit(Hpa),
+    /// No entry: walk.
+    Miss,
+    /// A store found a clean entry: walk to set D (the D-assist).
+    Clean,
+    /// The entry forbids the access: fault without a walk.
+    Denied,
+}
+
+/// The tables the hardware walks now, as the hypervisor hands them over.
+pub enum Tables<'a> {
+    /// The guest's tables, their output used as machine addresses (native paging, and direct
+    /// paging whose guest tables hold machine frames).
+    Guest {
+        /// Guest memory (the walker sets A/D bits in it).
+        mem: &'a mut PhysMem<Gpa>,
+        /// The tables CR3 points to.
+        pt: PageTable<Gva, Gpa>,
+    },
+    /// The 2D walk: the guest's tables over the nested tables.
+    Nested {
+        /// Guest memory.
+        mem: &'a mut PhysMem<Gpa>,
+        /// The guest tables CR3 points to.
+        pt: PageTable<Gva, Gpa>,
+        /// Host memory holding the nested tables.
+        hmem: &'a PhysMem<Hpa>,
+        /// The nested tables nCR3 / the EPTP points to.
+        npt: PageTable<Gpa, Hpa>,
+    },
+    /// Shadow tables in host memory; `None` before the hypervisor loads a root (every walk
+    /// faults).
+    Shadow {
+        /// Host memory.
+        hmem: &'a PhysMem<Hpa>,
+        /// The shadow tables CR3 points to.
+        pt: Option<PageTable<Gva, Hpa>>,
+    },
+}
+
+/// The MMU of one core.
+pub struct Mmu {
+    /// The TLBs.
+    pub tlb: TlbHierarchy,
+    /// The walk hardware and the caches.
+    pub hw: WalkHw,
+    /// Counters.
+    pub stats: MmuStats,
+    vpid: u16,
+    pcid: bool,
+    l1_latency: u32,
+    l2_tlb_latency: u64,
+    data_on: bool,
+    pwc_flush_on_tlb_flush: bool,
+}
+
+impl Mmu {
+    /// The MMU of machine `m`, tagging its entries with `vpid` (0: the host, or no VPIDs).
+    pub fn new(m: &MachineConfig, vpid: u16) -> Self {
+        Mmu {
+            tlb: TlbHierarchy::new(&m.tlb),
+            hw: WalkHw::new(m),
+            stats: MmuStats::default(),
+            vpid,
+            pcid: m.tlb.pcid,
+            l1_latency: m.caches.levels.first().map_or(0, |l| l.latency),
+            l2_tlb_latency: m.tlb.l2_latency as u64,
+            data_on: m.caches.data && !m.caches.levels.is_empty(),
+            pwc_flush_on_tlb_flush: m.pwc.flush_on_tlb_flush,
+        }
+    }
+
+    /// The tag of the address space with process-context id `pcid` (ignored without PCIDs).
+    #[inline]
+    pub fn tag(&self, pcid: u16) -> Tag {
+        Tag {
+            pcid: if self.pcid { pcid } else { 0 },
+            vpid: self.vpid,
+        }
+    }
+
+    /// Whether TLB entries carry PCIDs (a CR3 write then keeps other address spaces' entries).
+    #[inline]
+    pub fn pcid(&self) -> bool {
+        self.pcid
+    }
+
+    /// Looks `va` up in the TLBs for `access`.
+    #[inline]
+    pub fn lookup(&mut self, va: Gva, access: Access, tag: Tag) -> Lookup {
+        let side = side(access);
+        let Some((level, t)) = self.tlb.lookup(va, side, tag) else {
+            return Lookup::Miss;
+        };
+        if level == TlbLevel::L2 {
+            self.stats.translation_cycles += self.l2_tlb_latency;
+        }
+        if (access.write && !t.writable) || (access.fetch && !t.executable) {
+            self.stats.tlb_hit_faults += 1;
+            Lookup::Denied
+        } else if access.write && !t.dirty {
+            self.stats.d_assists += 1;
+            Lookup::Clean
+        } else {
+            Lookup::Hit(t.page.add(va.page_offset(t.size)))
+        }
+    }
+
+    /// Walks `tables` for `va` and fills the TLBs with the result; returns the host address of
+    /// the access, or the fault.
+    pub fn walk(
+        &mut self,
+        va: Gva,
+        access: Access,
+        tag: Tag,
+        tables: Tables<'_>,
+    ) -> Result<Hpa, WalkFault> {
+        let mut cycles = 0u64;
+        let psc_tag = tag.raw();
+        let hw = &mut self.hw;
+        let out: Result<Translation, WalkFault> = match tables {
+            Tables::Guest { mem, pt } => {
+                let mut src = GuestTables {
+                    mem,
+                    geo: pt.geo,
+                    nested: IdentityDim,
+                };
+                walk::walk(
+                    hw,
+                    &mut src,
+                    pt.geo,
+                    pt.root.0,
+                    va,
+                    access,
+                    psc_tag,
+                    &mut cycles,
+                )
+            }
+            Tables::Nested { mem, pt, hmem, npt } => {
+                let nested = NestedWalker {
+                    hmem,
+                    npt,
+                    vpid: self.vpid,
+                };
+                let mut src = GuestTables {
+                    mem,
+                    geo: pt.geo,
+                    nested,
+                };
+                walk::walk(
+                    hw,
+                    &mut src,
+                    pt.geo,
+                    pt.root.0,
+                    va,
+                    access,
+                    psc_tag,
+                    &mut cycles,
+                )
+            }
+            Tables::Shadow { hmem, pt: Some(pt) } => {
+                let mut src = ShadowTables {
+                    mem: hmem,
+                    geo: pt.geo,
+                };
+                walk::walk(
+                    hw,
+                    &mut src,
+                    pt.geo,
+                    pt.root.0,
+                    va,
+                    access,
+                    psc_tag,
+                    &mut cycles,
+                )
+            }
+            Tables::Shadow { pt: None, .. } => {
+                hw.stats.walks += 1;
+                hw.stats.walk_faults += 1;
+                Err(WalkFault::NotPresent { level: 0 })
+            }
+        };
+        self.stats.translation_cycles += cycles;
+        match out {
+            Ok(t) => {
+                self.tlb.fill(va, side(access), tag, t);
+                Ok(t.page.add(va.page_offset(t.size)))
+            }
+            Err(f) => {
+                if access.fetch {
+                    self.stats.walk_faults_instr += 1;
+                } else {
+                    self.stats.walk_faults_data += 1;
+                }
+                Err(f)
+            }
+        }
+    }
+
+    /// A data reference (load or store) to `hpa` through the cache hierarchy, when the data
+    /// caches are modelled: its latency beyond an L1 hit.
+    #[inline]
+    pub fn data(&mut self, hpa: Hpa) {
+        if self.data_on {
+            let (_, lat) = self.hw.caches.access(hpa, 0);
+            self.stats.data_cycles += lat.saturating_sub(self.l1_latency) as u64;
+        }
+    }
+
+    /// INVLPG of `va`, which the guest maps with a page of `size`, in the address space `tag`:
+    /// drops every TLB entry of that page — all of them when a large page is held as several
+    /// smaller (splintered) entries — and the tag's paging-structure-cache entries (Intel SDM
+    /// Vol. 3A §4.10.4.1). A page of more than [`INVLPG_SPAN`] 4 KiB pieces drops the tag's
+    /// non-global entries instead, an over-invalidation the SDM allows.
+    pub fn invlpg(&mut self, va: Gva, size: PageSize, tag: Tag) {
+        self.stats.invlpgs += 1;
+        let pieces = size.bytes() / PageSize::Size4K.bytes();
+        if pieces > INVLPG_SPAN {
+            self.drop_context(tag);
+        } else {
+            let base = va.page_base(size);
+            for i in 0..pieces {
+                self.tlb.invalidate_page(base.add(i << 12), tag);
+            }
+        }
+        self.hw.psc_guest.flush_tag(tag.raw());
+    }
+
+    /// Drops the TLB entries of a page after a fault on it (SDM §4.10.4.1: a page fault
+    /// invalidates the entries for the faulting address).
+    pub fn fault_invalidate(&mut self, va: Gva, tag: Tag) {
+        self.tlb.invalidate_page(va, tag);
+    }
+
+    /// Flushes one address space's non-global translations: its PCID's TLB entries (without
+    /// PCIDs, the VM's non-global entries: a CR3 write), its paging-structure-cache entries,
+    /// and the PWC where the machine flushes it with the TLB (seed 002 Table 2).
+    pub fn flush_context(&mut self, tag: Tag) {
+        self.stats.context_flushes += 1;
+        self.drop_context(tag);
+        self.hw.psc_guest.flush_tag(tag.raw());
+        if self.pwc_flush_on_tlb_flush {
+            self.hw.pwc.flush();
+        }
+    }
+
+    fn drop_context(&mut self, tag: Tag) {
+        if self.pcid {
+            self.tlb.flush_tag(tag);
+        } else {
+            self.tlb.flush_nonglobal(self.vpid);
+        }
+    }
+
+    /// Flushes everything the VM has cached: TLBs, page-walk cache, paging-structure caches
+    /// and the Nested TLB (a world switch without VPIDs; a change of paging mode, after which
+    /// no cached translation or table pointer of the other mode may be used — SDM §28.3.3.1,
+    /// AMD APM Vol. 2 §15.16.1).
+    pub fn flush_vm(&mut self) {
+        self.stats.vm_flushes += 1;
+        self.tlb.flush_all();
+        self.hw.pwc.flush();
+        self.hw.psc_guest.flush();
+        self.hw.psc_nested.flush();
+        self.hw.ntlb.flush();
+    }
+
+    /// Flushes the paging-structure caches: the hypervisor removed shadow tables that cached
+    /// entries may point to (what INVVPID or an INVLPG by the hypervisor also drops).
+    pub fn flush_paging_structures(&mut self) {
+        self.stats.psc_flushes += 1;
+        self.hw.psc_guest.flush();
+    }
+
+    /// Zeroes every counter (the end of a warm-up); cached contents stay.
+    pub fn reset_stats(&mut self) {
+        self.stats = MmuStats::default();
+        self.tlb.reset_stats();
+        self.hw.reset_stats();
+    }
+}
+
+#[inline]
+fn side(access: Access) -> TlbSide {
+    if access.fetch {
+        TlbSide::Instr
+    } else {
+        TlbSide::Data
+    }
+}

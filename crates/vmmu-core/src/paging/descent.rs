@@ -1,0 +1,261 @@
+//! The descent over the levels of a page table, written once (Intel SDM Vol. 3A §4.4–4.5; AMD
+//! APM Vol. 2 §5.3): from a table at some level, index it with the address, stop at a
+//! not-present entry, narrow the permissions by every entry that restricts them, end at a leaf
+//! (level 1, or a PS entry where the format allows a large page), else go down to the next
+//! table.
+//!
+//! What differs between the descents of vmmu — the hardware walk of guest or shadow tables,
+//! each dimension of the 2D walk, the shadow pager's software walk, the checker's functional
+//! translation — is *where an entry is read from and what reading it costs*: a [`Levels`]
+//! implementation supplies that, and may stop the descent (a nested fault while locating a
+//! guest table). The format's rules (leaf detection, the PAE top level) come from
+//! [`Geometry`]; nothing here knows about modes, caches or costs (STYLE.md: KVM's
+//! `FNAME(walk_addr_generic)` is the model).
+
+use super::format::Geometry;
+use super::pte::Pte;
+use crate::addr::PageSize;
+use crate::mem::{PhysAddr, PhysMem};
+use std::convert::Infallible;
+
+/// The access rights a path of entries grants (every level's R/W, U/S and NX combined).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Perms {
+    /// Stores allowed.
+    pub writable: bool,
+    /// User-mode accesses allowed.
+    pub user: bool,
+    /// Instruction fetches allowed.
+    pub exec: bool,
+}
+
+impl Perms {
+    /// No restriction yet (the start of a descent, or below a paging-structure-cache hit, whose
+    /// upper entries vmmu always makes permissive).
+    pub const ALL: Perms = Perms {
+        writable: true,
+        user: true,
+        exec: true,
+    };
+
+    /// Narrows the rights by entry `e`.
+    #[inline]
+    pub fn narrow(&mut self, e: Pte) {
+        self.writable &= e.writable();
+        self.user &= e.user();
+        self.exec &= e.executable();
+    }
+
+    /// Whether a store (`write`) or an instruction fetch (`fetch`) is allowed.
+    #[inline]
+    pub const fn allow(&self, write: bool, fetch: bool) -> bool {
+        (!write || self.writable) && (!fetch || self.exec)
+    }
+}
+
+/// Where a descent reads its entries, and what reading one does besides.
+pub trait Levels {
+    /// Why a descent can stop before reading an entry.
+    type Stop;
+
+    /// Reads the entry at byte `off` of the table at `table` (level `level`).
+    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Self::Stop>;
+
+    /// The descent used the non-leaf entry `e` (at `table + off`, level `level`) to reach its
+    /// next table.
+    #[inline]
+    fn pass(&mut self, _table: u64, _off: u64, _level: u8, _e: Pte) {}
+}
+
+/// The leaf a descent ended at.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Leaf {
+    /// Its level (1 for a 4 KiB page).
+    pub level: u8,
+    /// The address of the entry, in the table's address space.
+    pub entry: u64,
+    /// Its value.
+    pub pte: Pte,
+    /// The page size it maps.
+    pub size: PageSize,
+    /// The rights of the whole path.
+    pub perms: Perms,
+}
+
+impl Leaf {
+    /// The physical base of the page it maps, in the tables' output space.
+    #[inline]
+    pub const fn page(&self, geo: &Geometry) -> u64 {
+        self.pte.frame(geo.frame_mask()) & !self.size.offset_mask()
+    }
+}
+
+/// How a descent ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Descent<S> {
+    /// At a leaf.
+    Leaf(Leaf),
+    /// At a not-present entry of `level`, at address `entry`.
+    NotPresent {
+        /// The level of the missing entry.
+        level: u8,
+        /// Its address.
+        entry: u64,
+    },
+    /// The [`Levels`] stopped it.
+    Stopped(S),
+}
+
+/// Descends from the table at `table` of level `level` for `va` (the address the tables
+/// translate, raw), reading entries through `levels`.
+#[inline]
+pub fn descend<L: Levels>(
+    geo: &Geometry,
+    levels: &mut L,
+    mut table: u64,
+    mut level: u8,
+    va: u64,
+) -> Descent<L::Stop> {
+    let mut perms = Perms::ALL;
+    loop {
+        let off = geo.entry_offset(va, level);
+        let e = match levels.read(table, off, level) {
+            Ok(e) => e,
+            Err(s) => return Descent::Stopped(s),
+        };
+        if !e.present() {
+            return Descent::NotPresent {
+                level,
+                entry: table + off,
+            };
+        }
+        if geo.restricts(level) {
+            perms.narrow(e);
+        }
+        if let Some(size) = geo.leaf_at(level, e) {
+            return Descent::Leaf(Leaf {
+                level,
+                entry: table + off,
+                pte: e,
+                size,
+                perms,
+            });
+        }
+        levels.pass(table, off, level, e);
+        table = e.frame(geo.frame_mask());
+        level -= 1;
+    }
+}
+
+/// Reads entries from memory with no side effects: the functional descent of the shadow
+/// pager's software walks and the checker.
+pub struct Read<'a, A: PhysAddr> {
+    /// The memory holding the tables.
+    pub mem: &'a PhysMem<A>,
+    /// Their format.
+    pub geo: Geometry,
+}
+
+impl<A: PhysAddr> Levels for Read<'_, A> {
+    type Stop = Infallible;
+
+    #[inline]
+    fn read(&mut self, table: u64, off: u64, _level: u8) -> Result<Pte, Infallible> {
+        Ok(self.geo.read_entry(self.mem, A::from_raw(table + off)))
+    }
+}
+
+/// A functional descent that also records, per level, the table read and the entry found
+/// there: what the shadow pager needs to build the shadow path.
+pub struct Trace<'a, A: PhysAddr> {
+    /// Where the entries are read.
+    pub read: Read<'a, A>,
+    /// `(table, entry)` per level (index = level); levels not reached are left as they were.
+    pub path: [(u64, Pte); 6],
+}
+
+impl<'a, A: PhysAddr> Trace<'a, A> {
+    /// A recorder over `mem` with tables of format `geo`.
+    pub fn new(mem: &'a PhysMem<A>, geo: Geometry) -> Self {
+        Trace {
+            read: Read { mem, geo },
+            path: [(0, Pte(0)); 6],
+        }
+    }
+}
+
+impl<A: PhysAddr> Levels for Trace<'_, A> {
+    type Stop = Infallible;
+
+    #[inline]
+    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Infallible> {
+        let e = self.read.read(table, off, level)?;
+        self.path[level as usize] = (table, e);
+        Ok(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::{Gpa, Gva};
+    use crate::config::PagingFormat;
+    use crate::paging::PageTable;
+
+    fn table(format: PagingFormat) -> (PhysMem<Gpa>, PageTable<Gva, Gpa>) {
+        let mut mem = PhysMem::new(64 << 20);
+        let mut next = 0x10_0000u64;
+        let pt = PageTable::new(Geometry::of(format), &mut mem, &mut || {
+            next += 0x1000;
+            Some(Gpa(next))
+        })
+        .unwrap();
+        (mem, pt)
+    }
+
+    #[test]
+    fn the_pae_top_level_restricts_nothing() {
+        let (mut mem, pt) = table(PagingFormat::Pae);
+        let mut next = 0x80_0000u64;
+        let mut log = Vec::new();
+        pt.map(
+            &mut mem,
+            &mut || {
+                next += 0x1000;
+                Some(Gpa(next))
+            },
+            Gva(0x4000_1000),
+            Gpa(0x7000),
+            PageSize::Size4K,
+            Pte::RW | Pte::US,
+            &mut log,
+        )
+        .unwrap();
+        // The PDPTE written by `map` has only P: were it read as a restricting entry, the page
+        // would be read-only and supervisor-only.
+        assert_eq!(log[0].new & (Pte::RW | Pte::US), 0);
+        let geo = pt.geo;
+        let d = descend(
+            &geo,
+            &mut Read { mem: &mem, geo },
+            pt.root.0,
+            3,
+            0x4000_1234,
+        );
+        let Descent::Leaf(leaf) = d else {
+            panic!("{d:?}")
+        };
+        assert_eq!(leaf.perms, Perms::ALL);
+        assert_eq!((leaf.level, leaf.page(&geo)), (1, 0x7000));
+    }
+
+    #[test]
+    fn a_descent_stops_at_the_first_missing_level_and_records_its_path() {
+        let (mem, pt) = table(PagingFormat::Long4);
+        let geo = pt.geo;
+        let mut t = Trace::new(&mem, geo);
+        let d = descend(&geo, &mut t, pt.root.0, 4, 0x7000_0000);
+        assert!(matches!(d, Descent::NotPresent { level: 4, .. }), "{d:?}");
+        assert_eq!(t.path[4].0, pt.root.0);
+    }
+}

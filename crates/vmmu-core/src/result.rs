@@ -1,0 +1,374 @@
+//! The result of a run as a typed value, schema `vmmu.result/2` (docs/statistics.md defines
+//! every field and its unit). The CLI, the Python API and JSON all read this one type; every
+//! figure has one home (a page-walk cache's hits live in `walk_caches`, nowhere else).
+
+use crate::config::{Mode, SimConfig, Technique};
+use crate::error::Result;
+use crate::event::EventSource;
+use crate::hw::HitMiss;
+use crate::shadow::ShadowStats;
+use crate::sim::{Progress, Simulator, Warmup};
+use crate::vmm::exits::{ExitCount, ExitReason};
+use crate::vmm::mode_index;
+use crate::walk::step::{step_name, COL_G, GRID};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The schema identifier written into every result.
+pub const SCHEMA: &str = "vmmu.result/2";
+
+/// A count split by the side of the access.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BySide {
+    /// Instruction fetches.
+    pub instr: u64,
+    /// Loads and stores.
+    pub data: u64,
+}
+
+/// Hits and misses of the page-walk caching structures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WalkCaches {
+    /// The AMD page-walk cache.
+    pub pwc: HitMiss,
+    /// The Nested TLB.
+    pub ntlb: HitMiss,
+    /// The paging-structure caches (both dimensions; one lookup per walk and dimension).
+    pub psc: HitMiss,
+}
+
+/// Cycles by cause (DESIGN.md "Timing"); they sum to `cycles`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CyclesByCause {
+    /// Instructions × base CPI.
+    pub base: u64,
+    /// L2-TLB hits, walks, A/D updates.
+    pub translation: u64,
+    /// Data references beyond an L1 hit.
+    pub data: u64,
+    /// The guest kernel's own work.
+    pub guest_kernel: u64,
+    /// Exits and hypervisor handlers (mode switches apart).
+    pub hypervisor: u64,
+    /// The exits that changed the paging mode, with their handlers.
+    pub mode_switch: u64,
+}
+
+/// The guest kernel's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GuestCounts {
+    /// Pages mapped by `MAP_POPULATE`.
+    pub pages_populated: u64,
+    /// 4 KiB pages mapped.
+    pub pages_mapped_4k: u64,
+    /// 2 MiB pages mapped.
+    pub pages_mapped_2m: u64,
+    /// 4 MiB pages mapped.
+    pub pages_mapped_4m: u64,
+    /// 1 GiB pages mapped.
+    pub pages_mapped_1g: u64,
+    /// Guest page-table frames allocated.
+    pub table_frames: u64,
+    /// Processes created.
+    pub processes: u64,
+    /// Touches outside every mapping.
+    pub unmapped_touches: u64,
+}
+
+/// The nested tables.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NestedCounts {
+    /// 4 KiB nested pages.
+    pub pages_4k: u64,
+    /// 2 MiB nested pages.
+    pub pages_2m: u64,
+    /// 1 GiB nested pages.
+    pub pages_1g: u64,
+    /// Nested-table frames.
+    pub table_frames: u64,
+}
+
+/// Operations the guest executed on the MMU, and flushes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OsEvents {
+    /// CR3 writes.
+    pub cr3_writes: u64,
+    /// INVLPGs.
+    pub invlpgs: u64,
+    /// Flushes of one address space.
+    pub tlb_flushes: u64,
+    /// Flushes of everything the VM caches (world switches without VPIDs, mode switches).
+    pub vm_flushes: u64,
+    /// Flushes of the paging-structure caches after shadow tables were removed.
+    pub psc_flushes: u64,
+    /// Accesses a TLB entry forbade (a fault without a walk).
+    pub tlb_hit_faults: u64,
+}
+
+/// How the simulation itself went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct SimInfo {
+    /// Events simulated (warm-up included).
+    pub events: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Events per wall-clock second.
+    pub events_per_second: f64,
+}
+
+/// Everything a run reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunResult {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// The paging mode the run started in.
+    pub mode: &'static str,
+    /// The machine preset.
+    pub machine: String,
+    /// The workload, as its source describes itself.
+    pub workload: String,
+    /// The page-walk caching design.
+    pub pwc_design: &'static str,
+    /// The seed.
+    pub seed: u64,
+    /// How sensitive operations reach the hypervisor (shadow mode only).
+    pub technique: Option<&'static str>,
+    /// The cost profile (virtualized modes only).
+    pub profile: Option<String>,
+    /// Instructions retired.
+    pub instructions: u64,
+    /// Loads, stores and read-modify-writes.
+    pub memory_refs: u64,
+    /// Instruction fetches.
+    pub fetches: u64,
+    /// Total cycles.
+    pub cycles: u64,
+    /// Cycles per instruction.
+    pub cpi: f64,
+    /// Hits and misses per TLB.
+    pub tlb: BTreeMap<&'static str, HitMiss>,
+    /// Page walks (faulting walks and D-assists included).
+    pub walks: u64,
+    /// Walks that ended in a fault.
+    pub walk_faults: u64,
+    /// Faulting walks by side.
+    pub walk_faults_by_side: BySide,
+    /// Stores that re-walked to set a dirty bit.
+    pub d_assists: u64,
+    /// Accessed/dirty-bit writes by the walker.
+    pub ad_updates: u64,
+    /// Page-entry references.
+    pub walk_refs: u64,
+    /// References per walk.
+    pub walk_refs_per_walk: f64,
+    /// References by `{column,row}` cell.
+    pub walk_refs_by_step: BTreeMap<String, u64>,
+    /// References the page-walk cache served, by `{column,row}` cell (seed 002 Figure 8).
+    pub pwc_hits_by_step: BTreeMap<String, u64>,
+    /// References by the structure that served them.
+    pub walk_refs_served_by: BTreeMap<String, u64>,
+    /// Hits and misses of the page-walk caching structures.
+    pub walk_caches: WalkCaches,
+    /// Hits and misses per cache level.
+    pub caches: BTreeMap<String, HitMiss>,
+    /// Hypervisor operations by reason.
+    pub exits: BTreeMap<&'static str, ExitCount>,
+    /// World switches of every reason.
+    pub world_switches: u64,
+    /// The shadow pager's counters (runs that used shadow paging).
+    pub shadow: Option<ShadowStats>,
+    /// Cycles by cause.
+    pub cycles_by_cause: CyclesByCause,
+    /// Changes of paging mode.
+    pub mode_switches: u64,
+    /// Instructions retired per mode.
+    pub instructions_in_mode: BTreeMap<&'static str, u64>,
+    /// Guest demand-paging faults.
+    pub page_faults: u64,
+    /// Guest demand-paging faults by side.
+    pub page_faults_by_side: BySide,
+    /// Copy-on-write faults.
+    pub cow_faults: u64,
+    /// The guest kernel's counters.
+    pub guest: GuestCounts,
+    /// The nested tables (virtualized modes).
+    pub nested: Option<NestedCounts>,
+    /// MMU operations and flushes.
+    pub os_events: OsEvents,
+    /// Translations verified by the checked mode.
+    pub checked_translations: u64,
+    /// What the warm-up left out.
+    pub warmup: Warmup,
+    /// The configuration.
+    pub config: SimConfig,
+    /// The simulation's own figures.
+    pub sim: SimInfo,
+}
+
+impl RunResult {
+    /// The result of the finished simulation `sim` of `workload`, which took `seconds`.
+    pub fn of(sim: &Simulator, workload: &str, seconds: f64) -> RunResult {
+        let cfg = &sim.cfg;
+        let c = &sim.counters;
+        let m = &sim.mmu;
+        let w = &m.hw.stats;
+        let vmm = &sim.vmm;
+        let os = &sim.os.stats;
+        let exits = vmm.exits();
+        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
+        let by_cause = CyclesByCause {
+            base: (c.instructions as f64 * cfg.machine.core.base_cpi).round() as u64,
+            translation: m.stats.translation_cycles,
+            data: m.stats.data_cycles,
+            guest_kernel: os.kernel_cycles,
+            hypervisor: exits.total_cycles() - mode_switch,
+            mode_switch,
+        };
+        let cycles = by_cause.base
+            + by_cause.translation
+            + by_cause.data
+            + by_cause.guest_kernel
+            + by_cause.hypervisor
+            + by_cause.mode_switch;
+        let in_mode = vmm.stats.instructions_in_mode;
+        let two_d = in_mode[mode_index(Mode::Nested)] > 0
+            || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0));
+        let cells = |grid: &crate::walk::step::Grid| {
+            let mut by_step = BTreeMap::new();
+            for (col, rows) in grid.iter().enumerate() {
+                for (row, &n) in rows.iter().enumerate() {
+                    if n > 0 && (two_d || col == COL_G) {
+                        by_step.insert(step_name(col, row, !two_d), n);
+                    }
+                }
+            }
+            by_step
+        };
+        let cache_stats = m.hw.caches.stats();
+        let mut served = BTreeMap::new();
+        served.insert("pwc".to_string(), w.served_pwc);
+        for (i, (name, _)) in cache_stats.iter().enumerate() {
+            served.insert(name.clone(), w.served_level[i]);
+        }
+        served.insert("dram".to_string(), w.served_level[cache_stats.len()]);
+        let (pg, pn) = (m.hw.psc_guest.stats(), m.hw.psc_nested.stats());
+        let host = vmm.host().stats.clone();
+        let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        let virtualized = cfg.mode != Mode::Native;
+        // The nested tables are the guest-physical map of nested and shadow (hvm) paging.
+        let has_nested_tables = match (cfg.mode, cfg.hypervisor.technique) {
+            (Mode::Native, _) | (Mode::Shadow, Technique::Pv | Technique::Previrt) => false,
+            (Mode::Nested, _) | (Mode::Shadow, Technique::Hvm) => true,
+        };
+        RunResult {
+            schema: SCHEMA,
+            mode: cfg.mode.name(),
+            machine: cfg.machine.name.clone(),
+            workload: workload.to_string(),
+            pwc_design: cfg.machine.pwc.design.name(),
+            seed: cfg.seed,
+            technique: (cfg.mode == Mode::Shadow).then(|| cfg.hypervisor.technique.name()),
+            profile: virtualized.then(|| cfg.hypervisor.profile.clone()),
+            instructions: c.instructions,
+            memory_refs: c.memory_refs,
+            fetches: c.fetches,
+            cycles,
+            cpi: ratio(cycles, c.instructions),
+            tlb: m.tlb.stats().into_iter().collect(),
+            walks: w.walks,
+            walk_faults: w.walk_faults,
+            walk_faults_by_side: BySide {
+                instr: m.stats.walk_faults_instr,
+                data: m.stats.walk_faults_data,
+            },
+            d_assists: m.stats.d_assists,
+            ad_updates: w.ad_updates,
+            walk_refs: w.total_refs(),
+            walk_refs_per_walk: ratio(w.total_refs(), w.walks),
+            walk_refs_by_step: cells(&w.refs),
+            pwc_hits_by_step: cells(&w.pwc_hits),
+            walk_refs_served_by: served,
+            walk_caches: WalkCaches {
+                pwc: m.hw.pwc.stats(),
+                ntlb: m.hw.ntlb.stats(),
+                psc: HitMiss {
+                    hits: pg.hits + pn.hits,
+                    misses: pg.misses + pn.misses,
+                },
+            },
+            caches: cache_stats.into_iter().collect(),
+            exits: exits.table(),
+            world_switches: exits.world_switches(),
+            shadow: vmm.shadow_stats(),
+            cycles_by_cause: by_cause,
+            mode_switches: vmm.stats.mode_switches,
+            instructions_in_mode: [Mode::Native, Mode::Nested, Mode::Shadow]
+                .into_iter()
+                .filter(|&md| in_mode[mode_index(md)] > 0 || md == cfg.mode)
+                .map(|md| (md.name(), in_mode[mode_index(md)]))
+                .collect(),
+            page_faults: os.page_faults_instr + os.page_faults_data,
+            page_faults_by_side: BySide {
+                instr: os.page_faults_instr,
+                data: os.page_faults_data,
+            },
+            cow_faults: os.cow_faults,
+            guest: GuestCounts {
+                pages_populated: os.pages_populated,
+                pages_mapped_4k: os.pages_mapped[0],
+                pages_mapped_2m: os.pages_mapped[1],
+                pages_mapped_4m: os.pages_mapped[2],
+                pages_mapped_1g: os.pages_mapped[3],
+                table_frames: os.table_frames,
+                processes: os.processes,
+                unmapped_touches: os.unmapped_touches,
+            },
+            nested: has_nested_tables.then(|| NestedCounts {
+                pages_4k: host.nested_pages[0],
+                pages_2m: host.nested_pages[1],
+                pages_1g: host.nested_pages[3],
+                table_frames: host.nested_table_frames,
+            }),
+            os_events: OsEvents {
+                cr3_writes: m.stats.cr3_writes,
+                invlpgs: m.stats.invlpgs,
+                tlb_flushes: m.stats.context_flushes,
+                vm_flushes: m.stats.vm_flushes,
+                psc_flushes: m.stats.psc_flushes,
+                tlb_hit_faults: m.stats.tlb_hit_faults,
+            },
+            checked_translations: c.checked,
+            warmup: sim.warmed,
+            config: cfg.clone(),
+            sim: SimInfo {
+                events: c.events + sim.warmed.events,
+                seconds,
+                events_per_second: if seconds > 0.0 {
+                    (c.events + sim.warmed.events) as f64 / seconds
+                } else {
+                    0.0
+                },
+            },
+        }
+    }
+
+    /// The result as a JSON value.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a result serializes")
+    }
+}
+
+/// Runs `source` under `cfg` to the end and returns the result (schema `vmmu.result/2`, see
+/// docs/statistics.md). `progress` is called about every million events; returning `false`
+/// stops the run with [`crate::Error::Interrupted`].
+pub fn run(
+    cfg: &SimConfig,
+    source: &mut dyn EventSource,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<RunResult> {
+    let start = std::time::Instant::now();
+    let mut sim = Simulator::new(cfg)?;
+    sim.run(source, progress)?;
+    let secs = start.elapsed().as_secs_f64();
+    Ok(RunResult::of(&sim, &source.describe(), secs))
+}

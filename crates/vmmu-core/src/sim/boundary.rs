@@ -1,0 +1,81 @@
+//! The boundaries between events where the run changes course: the end of the warm-up, after
+//! which every counter restarts, and the mode switches of `hypervisor.switch.at`. Both are
+//! taken at the first event boundary at or after their point.
+
+use super::{Counters, Simulator, Warmup};
+use crate::error::{Error, Result};
+
+impl Simulator {
+    /// The next boundary: the end of the warm-up, or the next mode switch.
+    pub(super) fn plan(&mut self) {
+        let w = self.cfg.warmup;
+        let warm = |n: u64| if self.warming && n > 0 { n } else { u64::MAX };
+        let switch = self.switches.last().copied().unwrap_or(u64::MAX);
+        self.next_instr = warm(w.instructions).min(switch);
+        self.next_refs = warm(w.refs);
+    }
+
+    /// Ends the warm-up and carries out the mode switches that are due.
+    pub(super) fn boundary(&mut self) -> Result<()> {
+        let instr = self.warmed.instructions + self.counters.instructions;
+        let refs = self.warmed.refs + self.counters.memory_refs + self.counters.fetches;
+        let w = self.cfg.warmup;
+        if self.warming
+            && ((w.instructions > 0 && instr >= w.instructions) || (w.refs > 0 && refs >= w.refs))
+        {
+            self.end_warmup();
+        }
+        while self.switches.last().is_some_and(|&at| instr >= at) {
+            self.switches.pop();
+            self.vmm
+                .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
+        }
+        self.plan();
+        Ok(())
+    }
+
+    /// Restarts every counter; the model's state (tables, TLBs, caches, shadow cache) stays.
+    fn end_warmup(&mut self) {
+        self.warming = false;
+        let c = &self.counters;
+        self.warmed = Warmup {
+            events: c.events,
+            refs: c.memory_refs + c.fetches,
+            instructions: c.instructions,
+        };
+        self.counters = Counters::default();
+        self.mmu.reset_stats();
+        self.os.reset_stats();
+        self.vmm.reset_stats(0);
+    }
+
+    /// The run ended: a warm-up that never finished left nothing to count.
+    pub(super) fn check_warmup_ended(&self) -> Result<()> {
+        if !self.warming {
+            return Ok(());
+        }
+        let w = self.cfg.warmup;
+        let (n, unit, had, field) = if w.refs > 0 {
+            (
+                w.refs,
+                "references",
+                self.counters.memory_refs + self.counters.fetches,
+                "warmup.refs",
+            )
+        } else {
+            (
+                w.instructions,
+                "instructions",
+                self.counters.instructions,
+                "warmup.instructions",
+            )
+        };
+        Err(Error::config(
+            field,
+            format!(
+                "a warm-up of {n} {unit} is longer than the workload ({had} {unit}): nothing \
+                 would be counted"
+            ),
+        ))
+    }
+}

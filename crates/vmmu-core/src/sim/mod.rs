@@ -1,0 +1,332 @@
+//! The simulator: the event loop (DESIGN.md "Architecture"). Each event goes to the guest OS,
+//! whose effects go to the hypervisor, which drives the MMU; the counters are read into a
+//! [`crate::result::RunResult`] afterwards. The loop only delivers events — it never asks which paging mode is active:
+//! the mode lives in [`Vmm`], the hardware in [`Mmu`], the guest kernel in [`GuestOs`].
+//!
+//! `cycles = instructions × base_CPI + translation + data + guest_kernel + hypervisor +
+//! mode_switch` (docs/statistics.md). The loop streams events in batches and allocates nothing
+//! per reference; a mode switch or the end of the warm-up happens between two events, at the
+//! first boundary at or after its point.
+
+mod boundary;
+mod check;
+
+use crate::config::SimConfig;
+use crate::error::{Error, Result};
+use crate::event::{Event, EventSource, MemRef};
+use crate::guest::{GuestOs, OsEffects, OsError};
+use crate::hw::tlb::Tag;
+use crate::mmu::{Lookup, Mmu};
+use crate::paging::Geometry;
+use crate::vmm::{Resolution, Vmm};
+use crate::walk::{Access, WalkFault};
+
+/// Progress of a running simulation, reported to the caller's callback.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    /// Events simulated so far.
+    pub events: u64,
+    /// Total events if the source knows it.
+    pub total: Option<u64>,
+}
+
+/// The part of a run a warm-up left out of every count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Warmup {
+    /// Events of the warm-up.
+    pub events: u64,
+    /// Memory references of the warm-up.
+    pub refs: u64,
+    /// Instructions of the warm-up.
+    pub instructions: u64,
+}
+
+/// Counters kept by the event loop itself.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Events consumed (after the warm-up).
+    pub events: u64,
+    /// Instructions retired.
+    pub instructions: u64,
+    /// Data references (load, store, modify: one each).
+    pub memory_refs: u64,
+    /// Instruction fetches.
+    pub fetches: u64,
+    /// Translations verified by the checked mode.
+    pub checked: u64,
+}
+
+const BATCH: usize = 65_536;
+const PROGRESS_EVERY: u64 = 1 << 20;
+/// Faults one access may take before the run stops as stuck (a demand fault under shadow
+/// paging takes two; a copy-on-write store through a clean entry, three).
+const MAX_FAULTS: u32 = 6;
+
+/// One simulation: the guest, its hypervisor, the MMU and the counters.
+pub struct Simulator {
+    /// The configuration (validated).
+    pub cfg: SimConfig,
+    /// The guest kernel and its memory.
+    pub os: GuestOs,
+    /// The hypervisor, owner of the paging mode.
+    pub vmm: Vmm,
+    /// The MMU hardware.
+    pub mmu: Mmu,
+    /// Counters.
+    pub counters: Counters,
+    /// What the warm-up left out (zero while it lasts, or without one).
+    pub warmed: Warmup,
+    fx: OsEffects,
+    geo: Geometry,
+    /// The current address space's TLB tag.
+    tag: Tag,
+    /// Mode switches still to come, as total instruction counts (warm-up included).
+    switches: Vec<u64>,
+    /// The warm-up is still running.
+    warming: bool,
+    /// The next boundary, in total instructions and in total references.
+    next_instr: u64,
+    next_refs: u64,
+}
+
+fn os_err(e: OsError, event: u64, what: &Event) -> Error {
+    match e {
+        OsError::OutOfMemory => Error::OutOfMemory {
+            space: "guest physical",
+            reason: format!("at event {event} ({what:?}): raise guest.memory"),
+        },
+        OsError::Segv(reason) | OsError::Impossible(reason) => Error::Event {
+            event,
+            what: format!("{what:?}"),
+            reason,
+        },
+    }
+}
+
+impl Simulator {
+    /// Builds a simulator for `cfg` (validated again here).
+    pub fn new(cfg: &SimConfig) -> Result<Self> {
+        cfg.validate()?;
+        let mmu = Mmu::new(&cfg.machine, Vmm::vpid(cfg));
+        let mut switches = cfg.hypervisor.switch.at.clone();
+        switches.reverse();
+        let mut sim = Simulator {
+            os: GuestOs::new(&cfg.guest, &cfg.machine.kernel, cfg.seed),
+            vmm: Vmm::new(cfg)?,
+            tag: mmu.tag(0),
+            mmu,
+            counters: Counters::default(),
+            warmed: Warmup::default(),
+            fx: OsEffects::default(),
+            geo: Geometry::of(cfg.guest.format),
+            switches,
+            warming: cfg.warmup.refs > 0 || cfg.warmup.instructions > 0,
+            next_instr: 0,
+            next_refs: u64::MAX,
+            cfg: cfg.clone(),
+        };
+        sim.plan();
+        Ok(sim)
+    }
+
+    /// Runs `source` to its end.
+    pub fn run(
+        &mut self,
+        source: &mut dyn EventSource,
+        progress: &mut dyn FnMut(&Progress) -> bool,
+    ) -> Result<()> {
+        let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
+        let total = source.len_hint();
+        let mut next_report = PROGRESS_EVERY;
+        loop {
+            buf.clear();
+            if source.next_batch(&mut buf, BATCH)? == 0 {
+                break;
+            }
+            for e in &buf {
+                self.step(e)?;
+            }
+            let done = self.counters.events + self.warmed.events;
+            if done >= next_report {
+                next_report = done + PROGRESS_EVERY;
+                if !progress(&Progress {
+                    events: done,
+                    total,
+                }) {
+                    return Err(Error::Interrupted { events: done });
+                }
+            }
+        }
+        self.check_warmup_ended()?;
+        self.vmm.finish(self.counters.instructions);
+        progress(&Progress {
+            events: self.counters.events + self.warmed.events,
+            total,
+        });
+        Ok(())
+    }
+
+    /// Simulates one event.
+    #[inline]
+    pub fn step(&mut self, e: &Event) -> Result<()> {
+        if self.warmed.instructions + self.counters.instructions >= self.next_instr
+            || self.warmed.refs + self.counters.memory_refs + self.counters.fetches
+                >= self.next_refs
+        {
+            self.boundary()?;
+        }
+        let idx = self.warmed.events + self.counters.events;
+        self.counters.events += 1;
+        match e {
+            Event::Ref(r) => self.reference(r, idx),
+            Event::Compute { instrs } => {
+                self.counters.instructions += instrs;
+                Ok(())
+            }
+            other => self.os_event(other, idx),
+        }
+    }
+
+    #[inline]
+    fn reference(&mut self, r: &MemRef, idx: u64) -> Result<()> {
+        let c = &mut self.counters;
+        c.instructions += r.instrs as u64;
+        let access = Access {
+            write: r.kind.is_write(),
+            fetch: r.kind.is_fetch(),
+        };
+        if access.fetch {
+            c.fetches += 1;
+        } else {
+            c.memory_refs += 1;
+        }
+        if !self.geo.is_canonical(r.va.raw()) {
+            return Err(Error::Address {
+                addr: r.va.raw(),
+                event: idx,
+                reason: format!(
+                    "not a canonical {}-bit address for {:?} paging",
+                    self.geo.va_bits, self.geo.format
+                ),
+            });
+        }
+        let pid = match self.os.current_pid() {
+            Some(p) => p,
+            None => self.implicit_process(r, idx)?,
+        };
+        let tag = self.tag;
+        let mut faults = 0;
+        let hpa = loop {
+            match self.mmu.lookup(r.va, access, tag) {
+                Lookup::Hit(hpa) => break hpa,
+                Lookup::Denied => {
+                    self.fault(pid, r, idx, access, WalkFault::Protection, &mut faults)?;
+                    self.mmu.fault_invalidate(r.va, tag);
+                }
+                Lookup::Miss | Lookup::Clean => {
+                    let pt = self.os.tables(pid).ok_or_else(|| Error::Check {
+                        event: idx,
+                        detail: format!("process {pid} runs but has no tables"),
+                    })?;
+                    let tables = self.vmm.tables(&mut self.os.mem, pt);
+                    match self.mmu.walk(r.va, access, tag, tables) {
+                        Ok(hpa) => break hpa,
+                        Err(f) => self.fault(pid, r, idx, access, f, &mut faults)?,
+                    }
+                }
+            }
+        };
+        if self.cfg.check {
+            self.check(pid, r, hpa, idx)?;
+        }
+        if !access.fetch {
+            self.mmu.data(hpa);
+        }
+        Ok(())
+    }
+
+    /// A reference before any process exists: the guest creates pid 1.
+    fn implicit_process(&mut self, r: &MemRef, idx: u64) -> Result<u32> {
+        let mut fx = std::mem::take(&mut self.fx);
+        fx.clear();
+        let res = self
+            .os
+            .ensure_implicit_process(&mut fx)
+            .map_err(|e| os_err(e, idx, &Event::Ref(*r)))
+            .and_then(|pid| {
+                self.vmm
+                    .effects(&mut self.mmu, &self.os, &fx)
+                    .map_err(|e| e.at(idx))?;
+                Ok(pid)
+            });
+        self.fx = fx;
+        self.tag = self
+            .mmu
+            .tag(self.os.pcid(self.os.current_pid().unwrap_or(0)));
+        res
+    }
+
+    /// A fault on the way to a translation: the hypervisor sees it first, the guest kernel
+    /// handles what is the guest's.
+    fn fault(
+        &mut self,
+        pid: u32,
+        r: &MemRef,
+        idx: u64,
+        access: Access,
+        f: WalkFault,
+        faults: &mut u32,
+    ) -> Result<()> {
+        *faults += 1;
+        if *faults > MAX_FAULTS {
+            return Err(Error::Check {
+                event: idx,
+                detail: format!(
+                    "fault {f:?} at {} not resolved after {MAX_FAULTS} tries",
+                    r.va
+                ),
+            });
+        }
+        let res = self
+            .vmm
+            .fault(&mut self.mmu, &mut self.os, pid, r.va, access, f)
+            .map_err(|e| e.at(idx))?;
+        match res {
+            Resolution::Retry => Ok(()),
+            Resolution::Guest => {
+                let mut fx = std::mem::take(&mut self.fx);
+                fx.clear();
+                let res = self
+                    .os
+                    .fault(r.va, access.write, access.fetch, &mut fx)
+                    .map_err(|e| os_err(e, idx, &Event::Ref(*r)))
+                    .and_then(|_| {
+                        self.vmm
+                            .effects(&mut self.mmu, &self.os, &fx)
+                            .map_err(|e| e.at(idx))
+                    });
+                self.fx = fx;
+                res
+            }
+        }
+    }
+
+    fn os_event(&mut self, e: &Event, idx: u64) -> Result<()> {
+        let mut fx = std::mem::take(&mut self.fx);
+        fx.clear();
+        let res = self
+            .os
+            .event(e, &mut fx)
+            .map_err(|err| os_err(err, idx, e))
+            .and_then(|_| {
+                self.vmm
+                    .effects(&mut self.mmu, &self.os, &fx)
+                    .map_err(|err| err.at(idx))
+            });
+        self.fx = fx;
+        if let Some(pid) = self.os.current_pid() {
+            self.tag = self.mmu.tag(self.os.pcid(pid));
+        }
+        res
+    }
+}
