@@ -85,7 +85,10 @@ fn the_counter_sees_the_simulators_allocations() {
         sim.step(e).unwrap();
     }
     assert!(after_setup > before);
-    assert!(allocations() > after_setup, "simulating the first references allocates");
+    assert!(
+        allocations() > after_setup,
+        "simulating the first references allocates"
+    );
 }
 
 const NESTED_2D_NT: &[(&str, &str)] = &[("mode", "nested"), ("machine.pwc.design", "2d+nt")];
