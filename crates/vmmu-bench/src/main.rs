@@ -87,19 +87,6 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// CPU seconds (user + system) of this process so far.
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // Fields after the command name (which may hold spaces) start at `) `.
-    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 after the name; 100 Hz.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 fn git_commit() -> String {
     let out = Command::new("git")
         .args(["describe", "--always", "--dirty", "--abbrev=12"])
@@ -124,7 +111,7 @@ fn child(name: &str, env: &Env) -> ExitCode {
                 "value": m.value,
                 "count": m.count,
                 "secs": m.secs,
-                "cpu_s": cpu_seconds(),
+                "cpu_s": rows::cpu_seconds(),
                 "peak_rss_mib": rows::peak_rss_mib(),
                 "target": m.target,
                 "extra": extra,

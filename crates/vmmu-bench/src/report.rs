@@ -90,8 +90,19 @@ pub fn print_line(f: &Figure) {
         }
         None => "no target".to_string(),
     };
+    // The same count over CPU seconds (last run), with its ratio to the target: on a loaded
+    // machine, time spent waiting for a core is in the wall-clock value but not in this one.
+    let cpu = match (f.detail["extra"]["per_cpu_s"].as_f64(), f.target) {
+        (Some(c), Some(t)) if c > 0.0 => format!(
+            "  per CPU s {} (ratio {:.2})",
+            fmt_value(c),
+            target_ratio(f.row.unit, c, t)
+        ),
+        (Some(c), None) if c > 0.0 => format!("  per CPU s {}", fmt_value(c)),
+        _ => String::new(),
+    };
     println!(
-        "{:<52} {:>9} {unit:<10}  {target}{spread}",
+        "{:<52} {:>9} {unit:<10}  {target}{cpu}{spread}",
         f.row.label,
         fmt_value(v)
     );

@@ -394,19 +394,21 @@ fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
         sim.step(&buf[0])?;
     }
     let setup = t0.elapsed().as_secs_f64();
+    let refs0 = refs_of(&sim);
+    let cpu0 = cpu_seconds();
     let t = Instant::now();
     if let Some(e) = first {
         sim.step(&e)?;
     }
     sim.run(src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
-    let n = refs_of(&sim);
+    let n = refs_of(&sim) - refs0;
     Ok(Measured {
         value: n as f64 / secs / 1e6,
         count: n,
         secs,
         target: None,
-        extra: vec![("setup_s", setup)],
+        extra: vec![("setup_s", setup), ("per_cpu_s", per_cpu_s(n, cpu0))],
     })
 }
 
@@ -414,6 +416,7 @@ fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
 fn sim_events(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     let mut src = workload::open(spec)?;
     let mut sim = simulator(overrides)?;
+    let cpu0 = cpu_seconds();
     let t = Instant::now();
     sim.run(src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
@@ -423,7 +426,7 @@ fn sim_events(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
         count: n,
         secs,
         target: None,
-        extra: Vec::new(),
+        extra: vec![("per_cpu_s", per_cpu_s(n, cpu0))],
     })
 }
 
@@ -468,6 +471,7 @@ fn decode(env: &Env) -> Result<Measured> {
     let path = env.dir.join(format!("stride-{refs}.vtrace"));
     write_trace(&format!("stride:footprint=1G,refs={refs},stride=64"), &path)?;
     let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let cpu0 = cpu_seconds();
     let t = Instant::now();
     let n = drain(&path)?;
     let secs = t.elapsed().as_secs_f64();
@@ -476,7 +480,10 @@ fn decode(env: &Env) -> Result<Measured> {
         count: n,
         secs,
         target: None,
-        extra: vec![("bytes_per_ref", bytes as f64 / n.max(1) as f64)],
+        extra: vec![
+            ("bytes_per_ref", bytes as f64 / n.max(1) as f64),
+            ("per_cpu_s", per_cpu_s(n, cpu0)),
+        ],
     })
 }
 
@@ -582,6 +589,31 @@ fn replay(env: &Env, mode: &str) -> Result<Measured> {
 }
 
 /// Peak resident memory of this process in MiB (`VmHWM`).
+/// CPU seconds (user + system, every thread) of this process so far, at the kernel's 100 Hz
+/// accounting resolution.
+pub fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) start at `) `.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 after the name; 100 Hz.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The rate of `count` items over the CPU seconds since `cpu0` (millions per CPU second), the
+/// figure a loaded machine disturbs least: time spent waiting for a core is not in it.
+fn per_cpu_s(count: u64, cpu0: f64) -> f64 {
+    let cpu = cpu_seconds() - cpu0;
+    if cpu > 0.0 {
+        count as f64 / cpu / 1e6
+    } else {
+        0.0
+    }
+}
+
 pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()

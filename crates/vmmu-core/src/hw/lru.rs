@@ -12,7 +12,7 @@
 //! sentinel node, so a hit, an eviction and a removal are O(1), branch-free, and the LRU order
 //! is exact and explicit. How a lookup finds its way depends on the shape:
 //! - fully-associative arrays of more than [`SCAN_WAYS`] ways (a 64-entry TLB, a 24-entry PWC)
-//!   keep an open-addressing hash index from key to way (linear probing, at most a quarter
+//!   keep an open-addressing hash index from key to way (linear probing, at most an eighth
 //!   full, backward-shift deletion): one or two probes;
 //! - sets of more than [`SCAN_WAYS`] ways of set-associative arrays (caches, L2 TLBs) keep a
 //!   16-bit fingerprint of each key side by side (a 32-way set's fingerprints are one 64-byte
@@ -21,10 +21,8 @@
 //!   vector compares and touches no key;
 //! - smaller sets compare their keys directly.
 //!
-//! (Measured with callgrind on random walks, docs/performance.md: the fingerprint search beats
-//! the key scans it replaced in caches, the hash index beats fingerprints in the 24- and
-//! 64-entry fully-associative arrays, and trying the most recently used way first costs more
-//! on random streams than it saves on repeated hits.)
+//! Why these three and no most-recently-used-first probe: docs/performance.md, "The LRU
+//! arrays".
 //!
 //! Simplifications: replacement is exact LRU (real designs often use pseudo-LRU, e.g. tree-PLRU
 //! in caches); the set index of a key is the caller's hash (`u64`) reduced modulo the set count
