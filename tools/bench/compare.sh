@@ -47,7 +47,8 @@ mkdir -p "$ROOT/results"
 # `vmmu repro all` runs the installed package of the working tree on both sides: it measures
 # the working tree only, so it is left out of the base run.
 echo "== $rev =="
-(cd "$wt" && "$wt/target/release/vmmu-bench" --json "$ROOT/results/bench-$short.json" "$@")
+# The recording figure needs the vg-memtrace Valgrind tool, built in the working tree only.
+(cd "$wt" && VMMU_VALGRIND_LIB=${VMMU_VALGRIND_LIB:-$ROOT/tools/vg-memtrace/build/lib} "$wt/target/release/vmmu-bench" --json "$ROOT/results/bench-$short.json" "$@")
 echo "== working tree =="
 (cd "$ROOT" && "$ROOT/target/release/vmmu-bench" --vmmu "$vmmu" --json "$ROOT/results/bench.json" "$@")
 echo

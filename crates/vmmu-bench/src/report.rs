@@ -132,7 +132,11 @@ pub fn to_json(figs: &[Figure], context: Value) -> Value {
     json!({ "schema": "vmmu.bench/1", "context": context, "figures": figures })
 }
 
-fn figure_values(doc: &Value) -> Vec<(String, Option<f64>, bool, String)> {
+/// Per figure of a `results/bench.json`: name, value, whether higher is better, unit, and the
+/// rate per CPU second where the figure has one.
+type FigureValues = (String, Option<f64>, bool, String, Option<f64>);
+
+fn figure_values(doc: &Value) -> Vec<FigureValues> {
     doc["figures"]
         .as_array()
         .map(|a| {
@@ -143,6 +147,9 @@ fn figure_values(doc: &Value) -> Vec<(String, Option<f64>, bool, String)> {
                         f["value"].as_f64(),
                         f["higher_is_better"].as_bool().unwrap_or(true),
                         f["unit"].as_str().unwrap_or("").to_string(),
+                        f["detail"]["extra"]["per_cpu_s"]
+                            .as_f64()
+                            .filter(|c| *c > 0.0),
                     )
                 })
                 .collect()
@@ -151,7 +158,8 @@ fn figure_values(doc: &Value) -> Vec<(String, Option<f64>, bool, String)> {
 }
 
 /// Prints two bench results side by side, figure by figure: base, new, and the speed-up
-/// (new over base for rates, base over new for time and memory: above 1 is better).
+/// (new over base for rates, base over new for time and memory: above 1 is better), and the
+/// speed-up of the rates per CPU second, which a loaded machine disturbs least.
 pub fn compare(base: &Value, new: &Value) {
     let describe = |d: &Value| {
         format!(
@@ -163,8 +171,8 @@ pub fn compare(base: &Value, new: &Value) {
     println!("base: {}", describe(base));
     println!("new:  {}", describe(new));
     println!(
-        "{:<28} {:>10} {:>10} {:<10} {:>8}",
-        "figure", "base", "new", "unit", "speed-up"
+        "{:<28} {:>10} {:>10} {:<10} {:>8} {:>12}",
+        "figure", "base", "new", "unit", "speed-up", "per CPU s"
     );
     let b = figure_values(base);
     let n = figure_values(new);
@@ -181,7 +189,7 @@ pub fn compare(base: &Value, new: &Value) {
         if bv.is_none() && nv.is_none() {
             continue;
         }
-        let show = |x: Option<&(String, Option<f64>, bool, String)>| {
+        let show = |x: Option<&FigureValues>| {
             x.and_then(|x| x.1).map_or("—".to_string(), fmt_value)
         };
         let unit = bv.or(nv).map_or("", |x| x.3.as_str());
@@ -192,8 +200,12 @@ pub fn compare(base: &Value, new: &Value) {
             }
             _ => "—".to_string(),
         };
+        let cpu_speedup = match (bv.and_then(|x| x.4), nv.and_then(|x| x.4)) {
+            (Some(a), Some(c)) => format!("{:.2}x", c / a),
+            _ => "—".to_string(),
+        };
         println!(
-            "{name:<28} {:>10} {:>10} {unit:<10} {speedup:>8}",
+            "{name:<28} {:>10} {:>10} {unit:<10} {speedup:>8} {cpu_speedup:>12}",
             show(bv),
             show(nv)
         );
