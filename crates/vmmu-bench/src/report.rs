@@ -189,9 +189,8 @@ pub fn compare(base: &Value, new: &Value) {
         if bv.is_none() && nv.is_none() {
             continue;
         }
-        let show = |x: Option<&FigureValues>| {
-            x.and_then(|x| x.1).map_or("—".to_string(), fmt_value)
-        };
+        let show =
+            |x: Option<&FigureValues>| x.and_then(|x| x.1).map_or("—".to_string(), fmt_value);
         let unit = bv.or(nv).map_or("", |x| x.3.as_str());
         let higher = bv.or(nv).is_none_or(|x| x.2);
         let speedup = match (bv.and_then(|x| x.1), nv.and_then(|x| x.1)) {
