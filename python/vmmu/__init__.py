@@ -9,6 +9,8 @@ from vmmu import exceptions
 from vmmu._core import __version__
 from vmmu.api import (
     MODES,
+    POLICIES,
+    STATIC_MODES,
     Result,
     compare,
     config,
@@ -24,6 +26,8 @@ from vmmu.api import (
 
 __all__ = [
     "MODES",
+    "POLICIES",
+    "STATIC_MODES",
     "Result",
     "__version__",
     "compare",

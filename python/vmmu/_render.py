@@ -347,7 +347,70 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
         reasons = {k for r in results.values() for k in (r.get("exits") or {})}
         for reason in sorted(reasons):
             row(f"  {reason}", lambda r, k=reason: exits_cell(r, k))
+    if any(r.get("mode_switches") or r.get("policy") for r in results.values()):
+        section("paging modes")
+        row("  mode switches", lambda r: num(r.get("mode_switches")))
+        row(
+            "  switch cycles",
+            lambda r: (
+                f"{human(_get(r, 'cycles_by_cause', 'mode_switch'))} "
+                f"({pct(_get(r, 'cycles_by_cause', 'mode_switch'), r.get('cycles'))})"
+            ),
+        )
+        for m in ("shadow", "nested"):
+            row(
+                f"  instructions {m}",
+                lambda r, m=m: pct(_get(r, "instructions_in_mode", m) or 0, r.get("instructions")),
+            )
+        row("  windows", lambda r: num(len(r.get("timeline") or [])) if r.get("timeline") else DASH)
     row("sim seconds", lambda r: num(_get(r, "sim", "seconds")), style="dim")
+    return t
+
+
+def timeline_table(result: Mapping[str, Any], limit: int | None = None) -> Table:
+    """An adaptive run's windows: one row per PMU window (``docs/statistics.md``)."""
+    windows = result.get("timeline") or []
+    policy = result.get("policy") or "?"
+    t = _table(
+        f"timeline — {policy}, {len(windows)} windows, {result.get('mode_switches', 0)} "
+        "mode switches"
+    )
+    cols = [
+        ("window", "window"),
+        ("instructions", "instructions_end"),
+        ("CPI", "cpi"),
+        ("L2 TLB misses/kinstr", "tlb_misses_per_kinstr"),
+        ("paging exits/kinstr", "paging_exits_per_kinstr"),
+        ("mode", "mode"),
+        ("state", "state"),
+        ("threshold_vexit", "threshold_vexit"),
+        ("threshold_tmiss", "threshold_tmiss"),
+        ("switches", "switches"),
+        ("decision", "decision"),
+    ]
+    for label, _ in cols:
+        t.add_column(label, justify="left" if label in ("mode", "state", "decision") else "right")
+    shown = windows if limit is None else windows[:limit]
+    for w in shown:
+        cells = []
+        for _, key in cols:
+            v = w.get(key)
+            if v is None:
+                cells.append(DASH)
+            elif isinstance(v, float):
+                cells.append(
+                    f"{v:.3f}"
+                    if key != "threshold_vexit" and key != "threshold_tmiss"
+                    else human(v)
+                )
+            elif isinstance(v, int):
+                cells.append(num(v))
+            else:
+                cells.append(str(v))
+        style = "bold" if w.get("decision") not in ("stay", "end") else None
+        t.add_row(*cells, style=style)
+    if limit is not None and len(windows) > limit:
+        t.add_row(f"… {len(windows) - limit} more", *([""] * (len(cols) - 1)), style="dim")
     return t
 
 

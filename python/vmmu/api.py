@@ -23,8 +23,19 @@ from vmmu._progress import ProgressBars
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Paging modes the engine implements, in display order (adaptive joins later).
-MODES: tuple[str, ...] = ("native", "nested", "shadow")
+#: Paging modes the engine implements, in display order; ``adaptive`` switches between
+#: shadow and nested paging by a policy (``docs/policies.md``).
+MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive")
+
+#: The modes :func:`compare` runs by default.
+STATIC_MODES: tuple[str, ...] = ("native", "nested", "shadow")
+
+#: Paging-mode policies of an adaptive run (``policy.kind``, ``docs/policies.md``).
+POLICIES: tuple[str, ...] = ("dav2m", "costmodel", "oracle", "static-shadow", "static-nested")
+
+#: The adaptive columns ``vmmu compare --adaptive`` adds: seed 001's DAV²M, the oracle bound
+#: and vmmu's cost model.
+ADAPTIVE_COLUMNS: tuple[str, ...] = ("dav2m", "oracle", "costmodel")
 
 #: How sensitive operations reach the hypervisor (``--technique``).
 TECHNIQUES: tuple[str, ...] = ("hvm", "pv", "previrt")
@@ -94,11 +105,17 @@ def overrides(
     switch_at: Iterable[int] | None = None,
     warmup: int | None = None,
     warmup_instructions: int | None = None,
+    policy: str | None = None,
+    time_scale: float | None = None,
 ) -> list[tuple[str, str]]:
     """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
     pairs: list[tuple[str, str]] = []
     if mode is not None:
         pairs.append(("mode", f'"{mode}"'))
+    if policy is not None:
+        pairs.append(("policy.kind", f'"{policy}"'))
+    if time_scale is not None:
+        pairs.append(("policy.time_scale", repr(float(time_scale))))
     if pwc is not None:
         pairs.append(("machine.pwc.design", f'"{pwc}"'))
     if nested_page_size is not None:
@@ -214,6 +231,19 @@ class Result(Mapping[str, Any]):
 
         return pd.DataFrame([self.flat()])
 
+    def timeline_frame(self) -> pd.DataFrame:
+        """An adaptive run's timeline, one row per PMU window indexed by ``window``
+        (``docs/statistics.md``, "timeline"). Raises ``ValueError`` for a run without one."""
+        import pandas as pd
+
+        t = self._data.get("timeline")
+        if not t:
+            raise ValueError(
+                f"the {self._data.get('mode', '?')} run has no timeline "
+                "(adaptive runs record one: mode='adaptive')"
+            )
+        return pd.DataFrame(t).set_index("window")
+
 
 def _progress_arg(progress: bool | Progress | None) -> tuple[ProgressBars | None, Any]:
     if progress is True:
@@ -241,7 +271,9 @@ def run(
     ``vpid`` / ``pcid`` turn TLB tags on or off; ``switch_at`` lists the instruction counts at
     which the VM switches between shadow and nested paging; ``warmup`` references (or
     ``warmup_instructions`` instructions) are simulated first and left out of every count;
-    ``set`` overrides any field by its dotted path. ``progress`` is ``True`` for a progress
+    ``set`` overrides any field by its dotted path. ``mode="adaptive"`` switches between shadow
+    and nested paging by ``policy`` (:data:`POLICIES`, default ``dav2m``) whose windows
+    ``time_scale`` shrinks (``docs/policies.md``). ``progress`` is ``True`` for a progress
     bar on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
     events (return ``False`` to stop).
     """
@@ -263,9 +295,18 @@ def run_modes(
     **options: Any,
 ) -> dict[str, Result]:
     """Runs the same simulation in each mode (in parallel threads; the engine releases the
-    GIL) and returns ``{mode: Result}`` in the order given. A ``switch_at`` applies to the
-    virtualized modes only (a native run has no hypervisor to switch)."""
-    modes = list(modes or MODES)
+    GIL) and returns ``{mode: Result}`` in the order given. A mode may also be a policy of
+    :data:`POLICIES` (an adaptive run with that policy, keyed by the policy's name). A
+    ``switch_at`` applies to the static virtualized modes only (a native run has no hypervisor
+    to switch, an adaptive run's policy switches); ``policy`` and ``time_scale`` apply to the
+    adaptive runs only."""
+    modes = list(modes or STATIC_MODES)
+    unknown = [m for m in modes if m not in MODES and m not in POLICIES]
+    if unknown:
+        raise ValueError(
+            f"unknown mode `{', '.join(unknown)}` "
+            f"(modes: {', '.join(MODES)}; policies: {', '.join(POLICIES)})"
+        )
     if not modes:
         raise ValueError("no modes to run")
     own_bars = progress is True
@@ -281,7 +322,13 @@ def run_modes(
             return report(done, total) if report is not None else True
 
         opts = dict(options)
-        if mode == "native":
+        if mode in POLICIES:
+            opts["policy"] = mode
+            mode = "adaptive"
+        if mode != "adaptive":
+            opts.pop("policy", None)
+            opts.pop("time_scale", None)
+        if mode in ("native", "adaptive"):
             opts.pop("switch_at", None)
         return run(mode=mode, progress=cb, **opts)
 
@@ -353,7 +400,8 @@ def compare(
     progress: bool = False,
     **options: Any,
 ) -> pd.DataFrame:
-    """Runs each mode (default: all, :data:`MODES`) on the same inputs and returns a
+    """Runs each mode (default: :data:`STATIC_MODES`; policies of :data:`POLICIES` too, see
+    :func:`run_modes`) on the same inputs and returns a
     DataFrame indexed by mode, one column per dotted result key, plus ``overhead`` (fraction
     of native cycles, ``cycles / native cycles - 1``). Takes :func:`run`'s keywords."""
     import pandas as pd

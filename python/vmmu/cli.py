@@ -205,6 +205,21 @@ def machine_options(f: Callable) -> Callable:
             help="Like --warmup, counted in instructions (warmup.instructions).",
         ),
         click.option(
+            "--policy",
+            type=click.Choice(api.POLICIES),
+            help="With --mode adaptive: the policy that switches between shadow and nested "
+            "paging (policy.kind; default dav2m); parameters as --set policy.KEY=VALUE "
+            "(docs/policies.md).",
+        ),
+        click.option(
+            "--time-scale",
+            type=float,
+            metavar="F",
+            help="With --mode adaptive: shrink every policy window (and threshold) by F, "
+            "e.g. 1e-4 for a PMU window of 1e5 instead of seed 001's 1e9 instructions "
+            "(policy.time_scale).",
+        ),
+        click.option(
             "--set",
             "set_",
             multiple=True,
@@ -261,6 +276,8 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "switch_at": kw["switch_at"],
         "warmup": kw["warmup"],
         "warmup_instructions": kw["warmup_instructions"],
+        "policy": kw["policy"],
+        "time_scale": kw["time_scale"],
         "set": kw["set_"],
     }
 
@@ -317,12 +334,13 @@ def run(as_json: bool, mode: str, **kw: Any) -> None:
 
 def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str]:
     if value is None:
-        return list(api.MODES)
+        return list(api.STATIC_MODES)
     modes = [m.strip() for m in value.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in api.MODES]
+    unknown = [m for m in modes if m not in api.MODES and m not in api.POLICIES]
     if unknown or not modes:
         raise click.BadParameter(
-            f"unknown mode `{','.join(unknown)}` (modes: {', '.join(api.MODES)})"
+            f"unknown mode `{','.join(unknown)}` (modes: {', '.join(api.MODES)}; "
+            f"policies, each an adaptive run: {', '.join(api.POLICIES)})"
         )
     return modes
 
@@ -347,7 +365,14 @@ def _parse_sensitivity(
     "--modes",
     callback=_parse_modes,
     metavar="MODE,...",
-    help=f"Modes to compare (default: all, {','.join(api.MODES)}).",
+    help=f"Modes to compare (default: {','.join(api.STATIC_MODES)}); a policy name "
+    f"({','.join(api.POLICIES)}) is an adaptive run with that policy.",
+)
+@click.option(
+    "--adaptive",
+    is_flag=True,
+    help=f"Add the adaptive columns {','.join(api.ADAPTIVE_COLUMNS)} "
+    "(DAV²M, the oracle bound, vmmu's cost model).",
 )
 @click.option("--serial", is_flag=True, help="Run the modes one after another, not in parallel.")
 @click.option(
@@ -362,6 +387,7 @@ def _parse_sensitivity(
 @click.option("--report", metavar="FILE.html", help="Also write an HTML report of the results.")
 def compare(
     modes: list[str],
+    adaptive: bool,
     serial: bool,
     sensitivity: list[tuple[str, list[str]]],
     as_json: bool,
@@ -371,6 +397,8 @@ def compare(
     """Run each paging mode on the same workload and print them side by side."""
     source = _source(kw)
     opts = _options(kw)
+    if adaptive:
+        modes = [*modes, *(m for m in api.ADAPTIVE_COLUMNS if m not in modes)]
     with ProgressBars() as bars:
         results = api.run_modes(modes, parallel=not serial, progress=bars, **source, **opts)
     studies = []
@@ -551,6 +579,58 @@ def record(
         _err().print(_render.key_values(shown, title=f"wrote {out}"))
     for w in summary.get("warnings", []):
         click.secho(f"warning: {w}", fg="yellow", err=True)
+
+
+@cli.command()
+@click.argument("result_path", metavar="RESULT.json", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--column",
+    metavar="NAME",
+    help="In a `vmmu compare --json` file: the column (mode or policy) to show.",
+)
+@click.option("-o", "--output", metavar="FILE.{png,svg,pdf}", help="Also draw the figure.")
+@click.option("--limit", type=int, default=60, show_default=True, help="Rows printed at most.")
+def timeline(result_path: str, column: str | None, output: str | None, limit: int) -> None:
+    """Print an adaptive run's windows (from `vmmu run --mode adaptive --json`) and draw them:
+    CPI per window over the paging mode's bands, as seed 001 Figures 9 and 11."""
+    with open(result_path, encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            _fail(f"{result_path}: not JSON ({e})")
+    if isinstance(data, dict) and "results" in data and "schema" not in data:
+        data = data["results"]
+    if isinstance(data, dict) and "schema" not in data:
+        names = [k for k, v in data.items() if isinstance(v, dict) and v.get("timeline")]
+        if column is None:
+            if len(names) != 1:
+                _fail(
+                    f"{result_path}: {len(names)} results have a timeline "
+                    f"({', '.join(names) or 'none'}); pick one with --column NAME"
+                )
+            column = names[0]
+        if column not in data:
+            _fail(f"{result_path}: no column `{column}` (columns: {', '.join(data)})")
+        data = data[column]
+    result = api.Result(data)
+    if not result.get("timeline"):
+        _fail(
+            f"{result_path}: the {result.get('mode', '?')} run has no timeline "
+            "(adaptive runs record one: vmmu run --mode adaptive --json)"
+        )
+    _out().print(_render.timeline_table(result, limit=limit))
+    if output is not None:
+        from pathlib import Path
+
+        from vmmu import figures
+
+        if Path(output).suffix.lower() not in figures.FORMATS:
+            raise click.BadParameter(
+                f"{output}: use a .png, .svg or .pdf file name", param_hint="'-o'"
+            )
+        fig = figures.timeline(result.to_dict())
+        figures.save(fig, output)
+        _err().print(f"figure: {output}")
 
 
 cli.add_command(repro)

@@ -30,7 +30,7 @@ IDENTITY = ("mode", "machine", "workload", "pwc_design", "technique", "profile",
 
 #: Natural orders of categorical values (values not listed sort after, alphabetically).
 KNOWN_ORDERS: dict[str, tuple[Any, ...]] = {
-    "mode": (*api.MODES, "adaptive"),
+    "mode": api.MODES,
     "pwc": api.PWC_DESIGNS,
     "pwc_design": api.PWC_DESIGNS,
     "nested_page_size": api.NESTED_PAGE_SIZES,

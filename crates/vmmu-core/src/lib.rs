@@ -26,6 +26,7 @@ pub mod interval;
 pub mod mem;
 pub mod mmu;
 pub mod paging;
+pub mod policy;
 pub mod result;
 pub mod shadow;
 pub mod sim;

@@ -137,9 +137,12 @@ fn concatenated_gzip_members_read_as_one_stream() {
 
 /// The line number and reason of the error reading `text` gives.
 fn line_error(text: &str) -> (u64, String) {
-    match read_text("bad.lackey", text) {
+    // A file of its own per call: tests run in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    match read_text(&format!("bad-{n}.lackey"), text) {
         Err(Error::TraceLine { line, reason, path }) => {
-            assert!(path.ends_with("bad.lackey"));
+            assert!(path.ends_with(".lackey"));
             (line, reason)
         }
         other => panic!("{text:?}: {other:?}"),

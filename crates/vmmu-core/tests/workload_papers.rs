@@ -8,7 +8,7 @@ use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event};
 use vmmu_core::workload;
 
-const NAMES: [&str; 12] = [
+const NAMES: [&str; 15] = [
     "memorymotion",
     "aim9-page_test",
     "aim9-brk_test",
@@ -21,6 +21,9 @@ const NAMES: [&str; 12] = [
     "compile",
     "swim",
     "gcc",
+    "zeusmp",
+    "gzip",
+    "mixed-phases",
 ];
 
 /// A small version of each workload (a fraction of a second under every mode, debug build).
@@ -38,6 +41,9 @@ fn small(name: &str) -> String {
         "compile" => "jobs=2,text=32,heap=64,blocks=40,instrs=100",
         "swim" => "footprint=4M,points=2000",
         "gcc" => "inputs=2,phases=3,arena=16,heap=32,text=40,blocks=30",
+        "zeusmp" => "footprint=4M,points=2000",
+        "gzip" => "inputs=2,buffer=64K,reads=8,hash=4,instrs=200",
+        "mixed-phases" => "phases=3,footprint=1M,points=2000,jobs=2,pages=8,instrs=200",
         other => panic!("no small version of {other}"),
     };
     format!("{name}:{params}")

@@ -201,15 +201,56 @@ impl SimConfig {
     }
 
     /// Applies `--set` overrides to this config (all defaults expanded first), then validates.
+    ///
+    /// The policy section is optional, so it is prepared first: a `policy.kind` override
+    /// loads that policy's defaults (later `policy.KEY` overrides then apply to it, as
+    /// `hypervisor.profile` loads a profile's numbers), and an adaptive run, or any
+    /// `policy.KEY` override, without a policy gets DAV²M's.
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
-        let mut full = toml::Value::try_from(self)
+        let mut base = self.clone();
+        base.prepare_policy(overrides)?;
+        let mut full = toml::Value::try_from(&base)
             .map_err(|e| Error::config("config", format!("cannot expand defaults: {e}")))?;
         for (path, raw) in overrides {
             set_path(&mut full, path, parse_override_value(raw))?;
         }
-        let cfg: SimConfig = deserialize_at(full, "")?;
+        let mut cfg: SimConfig = deserialize_at(full, "")?;
+        if cfg.mode == Mode::Adaptive && cfg.policy.is_none() {
+            cfg.policy = PolicyConfig::default_of("dav2m");
+        }
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// Gives the config the policy section `overrides` need (see [`Self::with_overrides`]).
+    fn prepare_policy(&mut self, overrides: &[(String, String)]) -> Result<()> {
+        let unquote = |v: &str| v.trim().trim_matches('"').to_string();
+        if let Some((_, raw)) = overrides.iter().rev().find(|(p, _)| p == "policy.kind") {
+            let kind = unquote(raw);
+            let fresh = PolicyConfig::default_of(&kind).ok_or_else(|| {
+                Error::config(
+                    "policy.kind",
+                    format!(
+                        "unknown policy `{kind}` (policies: {})",
+                        POLICY_KINDS.join(", ")
+                    ),
+                )
+            })?;
+            if self.policy.as_ref().map(PolicyConfig::kind) != Some(kind.as_str()) {
+                self.policy = Some(fresh);
+            }
+            return Ok(());
+        }
+        let adaptive = overrides
+            .iter()
+            .rev()
+            .find(|(p, _)| p == "mode")
+            .is_some_and(|(_, v)| unquote(v) == Mode::Adaptive.name());
+        let touches = overrides.iter().any(|(p, _)| p.starts_with("policy."));
+        if self.policy.is_none() && (adaptive || touches) {
+            self.policy = PolicyConfig::default_of("dav2m");
+        }
+        Ok(())
     }
 
     /// The config as TOML text (every default written out).

@@ -14,9 +14,14 @@
 //! as a TOML value (falling back to a string), so a typo is an error, never a silent no-op.
 
 mod load;
+mod policy;
 mod validate;
 
 pub use load::{build, load_machine, load_profile, PRESETS, PROFILES};
+pub use policy::{
+    scaled, CostModelConfig, Dav2mConfig, PolicyConfig, StartMode, TransReset, WindowConfig,
+    POLICY_KINDS,
+};
 
 use crate::addr::{parse_bytes, PageSize};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -73,6 +78,9 @@ pub enum Mode {
     /// Shadow paging: the hypervisor's software MMU keeps gVA → hPA tables the hardware walks
     /// like native ones (with `technique = "hvm"`); `pv` and `previrt` use direct paging.
     Shadow,
+    /// Shadow and nested paging in turn, switched by a policy (`[policy]`, docs/policies.md);
+    /// never the state of the hypervisor, which is always in one of the two.
+    Adaptive,
 }
 
 impl Mode {
@@ -82,6 +90,7 @@ impl Mode {
             Mode::Native => "native",
             Mode::Nested => "nested",
             Mode::Shadow => "shadow",
+            Mode::Adaptive => "adaptive",
         }
     }
 }
@@ -397,6 +406,10 @@ pub struct CostProfile {
     /// revalidating shadow pages is charged per page (`unshadow`, `resync_page`), building
     /// a shadow root as `make_shadow`; the refill afterwards is simulated.
     pub mode_switch: u64,
+    /// Handling a PMU-overflow interrupt that exits to the hypervisor (a sampling policy's
+    /// window, seed 001 §4–§5): reading the counters, rearming the overflow, the policy's
+    /// arithmetic, the interrupt's acknowledgement.
+    pub pmu_exit: u64,
     /// Where each number comes from.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -699,6 +712,9 @@ pub struct SimConfig {
     /// A warm-up simulated in full but left out of every reported count.
     #[serde(default)]
     pub warmup: WarmupConfig,
+    /// The paging-mode policy of an adaptive run (only with `mode = "adaptive"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyConfig>,
 }
 
 /// A warm-up: the model runs fully (TLBs, caches, shadow tables and the guest's tables fill),
@@ -727,6 +743,7 @@ impl SimConfig {
             seed: 0,
             check: false,
             warmup: WarmupConfig::default(),
+            policy: None,
         }
     }
 }

@@ -125,6 +125,7 @@ impl SimConfig {
             ));
         }
         self.validate_hypervisor()?;
+        self.validate_policy()?;
         let w = &self.warmup;
         if w.refs > 0 && w.instructions > 0 {
             return Err(Error::config(
@@ -220,4 +221,219 @@ impl SimConfig {
         }
         Ok(())
     }
+}
+
+impl SimConfig {
+    /// An adaptive run and its policy: the policy belongs to adaptive mode, which needs shadow
+    /// paging by trap-and-emulate to switch, and whose switches are the policy's alone.
+    fn validate_policy(&self) -> Result<()> {
+        let h = &self.hypervisor;
+        match (self.mode, &self.policy) {
+            (Mode::Adaptive, None) => {
+                return Err(Error::config(
+                    "policy",
+                    format!(
+                        "mode = \"adaptive\" needs a policy: policy.kind = {}",
+                        POLICY_KINDS.join(" | ")
+                    ),
+                ))
+            }
+            (Mode::Native | Mode::Nested | Mode::Shadow, Some(p)) => {
+                return Err(Error::config(
+                    "policy",
+                    format!(
+                        "policy `{}` switches the paging mode of an adaptive run; this run's \
+                         mode is `{}` (use mode = \"adaptive\")",
+                        p.kind(),
+                        self.mode.name()
+                    ),
+                ))
+            }
+            (Mode::Native | Mode::Nested | Mode::Shadow, None) => return Ok(()),
+            (Mode::Adaptive, Some(_)) => {}
+        }
+        if h.technique != Technique::Hvm {
+            return Err(Error::config(
+                "hypervisor.technique",
+                format!(
+                    "technique `{}` uses direct paging, whose guest tables hold machine frames: \
+                     an adaptive run switches between shadow paging by trap-and-emulate and \
+                     nested paging (technique = \"hvm\")",
+                    h.technique.name()
+                ),
+            ));
+        }
+        if !h.switch.at.is_empty() {
+            return Err(Error::config(
+                "hypervisor.switch.at",
+                "an adaptive run switches when its policy decides; give either a policy or \
+                 switch points, not both",
+            ));
+        }
+        match self.policy.as_ref().expect("matched above") {
+            PolicyConfig::Dav2m(c) => validate_dav2m(c),
+            PolicyConfig::Costmodel(c) => {
+                check_scale(c.time_scale, c.window_inst)?;
+                at_least_one("policy.average", c.average)?;
+                if !(c.hysteresis.is_finite() && c.hysteresis >= 0.0) {
+                    return Err(Error::config(
+                        "policy.hysteresis",
+                        "must be a number of at least 0 (the fraction of a switch's cost the \
+                         accumulated gain must exceed it by)",
+                    ));
+                }
+                Ok(())
+            }
+            PolicyConfig::Oracle(c)
+            | PolicyConfig::StaticShadow(c)
+            | PolicyConfig::StaticNested(c) => check_scale(c.time_scale, c.window_inst),
+        }
+    }
+}
+
+/// `time_scale` and `window_inst`: positive, and the scaled window at least one instruction.
+fn check_scale(time_scale: f64, window_inst: f64) -> Result<()> {
+    if !(time_scale.is_finite() && time_scale > 0.0) {
+        return Err(Error::config(
+            "policy.time_scale",
+            format!("must be a positive number (found {time_scale})"),
+        ));
+    }
+    positive("policy.window_inst", window_inst)?;
+    if window_inst * time_scale < 1.0 {
+        return Err(Error::config(
+            "policy.window_inst",
+            format!(
+                "{window_inst} instructions × time_scale {time_scale} is less than one \
+                 instruction"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn positive(field: &str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::config(
+            field,
+            format!("must be a positive number (found {v})"),
+        ))
+    }
+}
+
+fn at_least_one(field: &str, v: u32) -> Result<()> {
+    if v >= 1 {
+        Ok(())
+    } else {
+        Err(Error::config(field, "must be at least 1"))
+    }
+}
+
+/// DAV²M's rules (seed 001 §7): positive windows in the order window_inst ≤ window_vexit <
+/// window_tmiss < window_trans, each a whole number of PMU windows (the policy counts time in
+/// PMU overflows), Prepaging ending after PreNested, pFactor ≥ 1, thresholds that can only
+/// rise.
+fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
+    check_scale(c.time_scale, c.window_inst)?;
+    let windows = [
+        ("policy.window_vexit", c.window_vexit),
+        ("policy.window_tmiss", c.window_tmiss),
+        ("policy.window_trans", c.window_trans),
+        ("policy.window_prepaging", c.window_prepaging),
+    ];
+    for (f, w) in windows {
+        positive(f, w)?;
+    }
+    let order = [
+        (
+            "policy.window_vexit",
+            c.window_inst <= c.window_vexit,
+            "window_inst ≤ window_vexit",
+        ),
+        (
+            "policy.window_tmiss",
+            c.window_vexit < c.window_tmiss,
+            "window_vexit < window_tmiss",
+        ),
+        (
+            "policy.window_trans",
+            c.window_tmiss < c.window_trans,
+            "window_tmiss < window_trans",
+        ),
+        (
+            "policy.window_prepaging",
+            c.window_vexit < c.window_prepaging,
+            "window_vexit < window_prepaging (Prepaging follows PreNested)",
+        ),
+    ];
+    for (f, holds, rule) in order {
+        if !holds {
+            return Err(Error::config(
+                f,
+                format!(
+                    "windows out of order: seed 001 §7 requires window_inst ≤ window_vexit < \
+                     window_tmiss < window_trans; {rule} fails (window_inst {}, window_vexit {}, \
+                     window_tmiss {}, window_trans {}, window_prepaging {})",
+                    c.window_inst,
+                    c.window_vexit,
+                    c.window_tmiss,
+                    c.window_trans,
+                    c.window_prepaging
+                ),
+            ));
+        }
+    }
+    for (f, w) in windows {
+        let units = w / c.window_inst;
+        if (units - units.round()).abs() > 1e-9 * units.max(1.0) {
+            return Err(Error::config(
+                f,
+                format!(
+                    "{w} is not a whole number of PMU windows (window_inst = {}): the policy \
+                     counts time in PMU overflows",
+                    c.window_inst
+                ),
+            ));
+        }
+    }
+    if !(c.p_factor.is_finite() && c.p_factor >= 1.0) {
+        return Err(Error::config(
+            "policy.p_factor",
+            format!(
+                "must be at least 1 (found {}): a probed mode is kept unless its CPI exceeds the \
+                 other's by this factor",
+                c.p_factor
+            ),
+        ));
+    }
+    for (f, t) in [
+        ("policy.threshold_vexit", c.threshold_vexit),
+        ("policy.threshold_tmiss", c.threshold_tmiss),
+    ] {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(Error::config(
+                f,
+                format!("must be a count of at least 0 (found {t})"),
+            ));
+        }
+    }
+    if !(c.threshold_step.is_finite() && c.threshold_step >= 1.0) {
+        return Err(Error::config(
+            "policy.threshold_step",
+            format!(
+                "must be at least 1 (found {}): thresholds are only ever raised",
+                c.threshold_step
+            ),
+        ));
+    }
+    at_least_one("policy.cpi_average", c.cpi_average)?;
+    if c.cpi_average > 1024 {
+        return Err(Error::config(
+            "policy.cpi_average",
+            "must be at most 1024 windows",
+        ));
+    }
+    Ok(())
 }

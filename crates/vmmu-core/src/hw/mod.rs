@@ -23,7 +23,7 @@ pub mod stack;
 pub mod tlb;
 
 /// Hit and miss counts of one structure (a lookup counts exactly one of them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HitMiss {
     /// Lookups that found their entry.
     pub hits: u64,

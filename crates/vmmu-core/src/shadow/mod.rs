@@ -33,7 +33,7 @@ use crate::paging::descent::{descend, Descent, Perms, Trace};
 use crate::paging::{Geometry, PageTable, Pte, TableWrite};
 use pages::{ShadowPage, SpKey};
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, Default)]
 struct GfnInfo {
@@ -48,7 +48,7 @@ struct GfnInfo {
 }
 
 /// Counters of the shadow pager.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShadowStats {
     /// Shadow pages built.
     pub pages_built: u64,

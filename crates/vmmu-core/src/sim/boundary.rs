@@ -1,18 +1,25 @@
 //! The boundaries between events where the run changes course: the end of the warm-up, after
-//! which every counter restarts, and the mode switches of `hypervisor.switch.at`. Both are
-//! taken at the first event boundary at or after their point.
+//! which every counter restarts, the mode switches of `hypervisor.switch.at`, and a policy's
+//! PMU windows and paging-exit wake-ups (`adaptive.rs`). Each is taken at the first event
+//! boundary at or after its point.
 
 use super::{Counters, Simulator, Warmup};
 use crate::error::{Error, Result};
 
 impl Simulator {
-    /// The next boundary: the end of the warm-up, or the next mode switch.
+    /// The next boundary: the end of the warm-up, the next mode switch, the end of the
+    /// policy's window, or the paging-exit count the policy waits for.
     pub(super) fn plan(&mut self) {
         let w = self.cfg.warmup;
         let warm = |n: u64| if self.warming && n > 0 { n } else { u64::MAX };
         let switch = self.switches.last().copied().unwrap_or(u64::MAX);
-        self.next_instr = warm(w.instructions).min(switch);
+        let (window, exits) = match &self.adaptive {
+            Some(a) if !self.warming => (self.warmed.instructions + a.next, a.exit_wake()),
+            Some(_) | None => (u64::MAX, u64::MAX),
+        };
+        self.next_instr = warm(w.instructions).min(switch).min(window);
         self.next_refs = warm(w.refs);
+        self.next_exits = exits;
     }
 
     /// Ends the warm-up and carries out the mode switches that are due.
@@ -29,6 +36,9 @@ impl Simulator {
             self.switches.pop();
             self.vmm
                 .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
+        }
+        if !self.warming {
+            self.adapt()?;
         }
         self.plan();
         Ok(())
@@ -47,6 +57,7 @@ impl Simulator {
         self.mmu.reset_stats();
         self.os.reset_stats();
         self.vmm.reset_stats(0);
+        self.start_windows();
     }
 
     /// The run ended: a warm-up that never finished left nothing to count.

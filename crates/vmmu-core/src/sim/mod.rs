@@ -8,8 +8,11 @@
 //! per reference; a mode switch or the end of the warm-up happens between two events, at the
 //! first boundary at or after its point.
 
+mod adaptive;
 mod boundary;
 mod check;
+
+pub use adaptive::WindowRecord;
 
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
@@ -18,8 +21,11 @@ use crate::guest::{GuestOs, OsEffects, OsError};
 use crate::hw::tlb::Tag;
 use crate::mmu::{Lookup, Mmu};
 use crate::paging::Geometry;
+use crate::vmm::exits::ExitReason;
 use crate::vmm::{Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
+use adaptive::Adaptive;
+use serde::{Deserialize, Serialize};
 
 /// Progress of a running simulation, reported to the caller's callback.
 #[derive(Clone, Copy, Debug, Default)]
@@ -31,7 +37,7 @@ pub struct Progress {
 }
 
 /// The part of a run a warm-up left out of every count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Warmup {
     /// Events of the warm-up.
     pub events: u64,
@@ -39,6 +45,35 @@ pub struct Warmup {
     pub refs: u64,
     /// Instructions of the warm-up.
     pub instructions: u64,
+}
+
+/// Cycles by cause (DESIGN.md "Timing"); they sum to the run's cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CyclesByCause {
+    /// Instructions × base CPI.
+    pub base: u64,
+    /// L2-TLB hits, walks, A/D updates.
+    pub translation: u64,
+    /// Data references beyond an L1 hit.
+    pub data: u64,
+    /// The guest kernel's own work.
+    pub guest_kernel: u64,
+    /// Exits and hypervisor handlers (mode switches apart).
+    pub hypervisor: u64,
+    /// The exits that changed the paging mode, with their handlers.
+    pub mode_switch: u64,
+}
+
+impl CyclesByCause {
+    /// Their sum: the cycles of the run.
+    pub fn total(&self) -> u64 {
+        self.base
+            + self.translation
+            + self.data
+            + self.guest_kernel
+            + self.hypervisor
+            + self.mode_switch
+    }
 }
 
 /// Counters kept by the event loop itself.
@@ -87,6 +122,10 @@ pub struct Simulator {
     /// The next boundary, in total instructions and in total references.
     next_instr: u64,
     next_refs: u64,
+    /// The paging-exit count at which the policy wants to be woken (`u64::MAX`: never).
+    next_exits: u64,
+    /// The paging-mode policy of an adaptive run, its windows and timeline.
+    adaptive: Option<Box<Adaptive>>,
 }
 
 fn os_err(e: OsError, event: u64, what: &Event) -> Error {
@@ -123,8 +162,11 @@ impl Simulator {
             warming: cfg.warmup.refs > 0 || cfg.warmup.instructions > 0,
             next_instr: 0,
             next_refs: u64::MAX,
+            next_exits: u64::MAX,
+            adaptive: None,
             cfg: cfg.clone(),
         };
+        sim.adaptive = Adaptive::of(&sim);
         sim.plan();
         Ok(sim)
     }
@@ -157,8 +199,7 @@ impl Simulator {
                 }
             }
         }
-        self.check_warmup_ended()?;
-        self.vmm.finish(self.counters.instructions);
+        self.finish()?;
         progress(&Progress {
             events: self.counters.events + self.warmed.events,
             total,
@@ -166,13 +207,75 @@ impl Simulator {
         Ok(())
     }
 
-    /// Simulates one event.
-    #[inline]
-    pub fn step(&mut self, e: &Event) -> Result<()> {
-        if self.warmed.instructions + self.counters.instructions >= self.next_instr
+    /// Ends the run after the last event: a warm-up must have ended, the last window joins
+    /// the timeline, the hypervisor closes its books.
+    pub fn finish(&mut self) -> Result<()> {
+        self.check_warmup_ended()?;
+        self.close_timeline();
+        self.vmm.finish(self.counters.instructions);
+        Ok(())
+    }
+
+    /// Whether the warm-up is still running (nothing is counted yet).
+    pub fn warming(&self) -> bool {
+        self.warming
+    }
+
+    /// The timeline of an adaptive run's windows (`None` without a run-time policy).
+    pub fn timeline(&self) -> Option<&[WindowRecord]> {
+        self.adaptive.as_ref().map(|a| a.timeline())
+    }
+
+    /// Cycles by cause so far (docs/statistics.md).
+    pub fn cycles_by_cause(&self) -> CyclesByCause {
+        let exits = self.vmm.exits();
+        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
+        CyclesByCause {
+            base: (self.counters.instructions as f64 * self.cfg.machine.core.base_cpi).round()
+                as u64,
+            translation: self.mmu.stats.translation_cycles,
+            data: self.mmu.stats.data_cycles,
+            guest_kernel: self.os.stats.kernel_cycles,
+            hypervisor: exits.total_cycles() - mode_switch,
+            mode_switch,
+        }
+    }
+
+    /// Simulates `e`, first calling `observe` when a window of `window` counted instructions
+    /// has ended since the last call (`next`: where the current window ends; start it at 0,
+    /// and the first call after counting starts observes the start). The windows end where an
+    /// adaptive run's PMU windows end: at the first event boundary at or after each multiple.
+    pub fn step_observed(
+        &mut self,
+        e: &Event,
+        window: u64,
+        next: &mut u64,
+        observe: &mut dyn FnMut(&Simulator),
+    ) -> Result<()> {
+        if self.boundary_due() {
+            self.boundary()?;
+        }
+        if !self.warming && self.counters.instructions >= *next {
+            observe(self);
+            *next = (self.counters.instructions / window + 1) * window;
+        }
+        self.step(e)
+    }
+
+    /// Whether a boundary (warm-up end, mode switch, policy wake-up) is due before the next
+    /// event.
+    #[inline(always)]
+    fn boundary_due(&self) -> bool {
+        self.warmed.instructions + self.counters.instructions >= self.next_instr
             || self.warmed.refs + self.counters.memory_refs + self.counters.fetches
                 >= self.next_refs
-        {
+            || self.vmm.paging_exits() >= self.next_exits
+    }
+
+    /// Simulates one event.
+    #[inline(always)]
+    pub fn step(&mut self, e: &Event) -> Result<()> {
+        if self.boundary_due() {
             self.boundary()?;
         }
         let idx = self.warmed.events + self.counters.events;
@@ -187,7 +290,7 @@ impl Simulator {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn reference(&mut self, r: &MemRef, idx: u64) -> Result<()> {
         let c = &mut self.counters;
         c.instructions += r.instrs as u64;

@@ -8,7 +8,7 @@
 //! switch flushes the TLB, and the simulation pays for the refills — that indirect cost is
 //! simulated, never folded into these constants.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Why the hypervisor ran.
@@ -34,11 +34,14 @@ pub enum ExitReason {
     InPlaceCall,
     /// An exit taken to change the paging mode (seed 001 §5).
     ModeSwitch,
+    /// A PMU-overflow interrupt that exits so a sampling policy can read the counters
+    /// (seed 001 §4–§6: every `window_inst` instructions).
+    PmuOverflow,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 10] = [
+    pub const ALL: [ExitReason; 11] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -49,6 +52,7 @@ impl ExitReason {
         ExitReason::FaultBounce,
         ExitReason::InPlaceCall,
         ExitReason::ModeSwitch,
+        ExitReason::PmuOverflow,
     ];
 
     /// The name used in results.
@@ -64,6 +68,25 @@ impl ExitReason {
             ExitReason::FaultBounce => "fault_bounce",
             ExitReason::InPlaceCall => "inplace_vmm_call",
             ExitReason::ModeSwitch => "mode_switch",
+            ExitReason::PmuOverflow => "pmu_overflow",
+        }
+    }
+
+    /// Whether the exit is paging-related in seed 001's sense (the exits a shadow pager takes
+    /// for the guest's paging: the count a policy watches under shadow paging).
+    pub const fn is_paging(self) -> bool {
+        match self {
+            ExitReason::HiddenFault
+            | ExitReason::GuestFault
+            | ExitReason::PtWrite
+            | ExitReason::Cr3Write
+            | ExitReason::Invlpg => true,
+            ExitReason::NestedFault
+            | ExitReason::Hypercall
+            | ExitReason::FaultBounce
+            | ExitReason::InPlaceCall
+            | ExitReason::ModeSwitch
+            | ExitReason::PmuOverflow => false,
         }
     }
 
@@ -80,8 +103,8 @@ impl ExitReason {
 /// Counts and cycles per reason.
 #[derive(Clone, Debug, Default)]
 pub struct ExitStats {
-    count: [u64; 10],
-    cycles: [u64; 10],
+    count: [u64; 11],
+    cycles: [u64; 11],
 }
 
 impl ExitStats {
@@ -117,13 +140,13 @@ impl ExitStats {
     }
 
     /// The reasons that occurred, in report order, with their counts and cycles.
-    pub fn table(&self) -> BTreeMap<&'static str, ExitCount> {
+    pub fn table(&self) -> BTreeMap<String, ExitCount> {
         ExitReason::ALL
             .iter()
             .filter(|r| self.count(**r) > 0)
             .map(|&r| {
                 (
-                    r.name(),
+                    r.name().to_string(),
                     ExitCount {
                         count: self.count(r),
                         cycles: self.cycles(r),
@@ -136,7 +159,7 @@ impl ExitStats {
 }
 
 /// One row of the exits table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitCount {
     /// Operations of this reason.
     pub count: u64,

@@ -69,6 +69,9 @@ pub const fn mode_index(mode: Mode) -> usize {
         Mode::Native => 0,
         Mode::Nested => 1,
         Mode::Shadow => 2,
+        Mode::Adaptive => {
+            panic!("adaptive is a policy over nested and shadow paging, never the paging state")
+        }
     }
 }
 
@@ -79,6 +82,10 @@ struct Account {
     /// TLB entries are tagged by VPID/ASID, so world switches keep them.
     tagged: bool,
     exits: ExitStats,
+    /// Paging-related exits ([`ExitReason::is_paging`]) and their cycles: what a policy
+    /// watches under shadow paging.
+    paging_exits: u64,
+    paging_exit_cycles: u64,
 }
 
 impl Account {
@@ -94,9 +101,14 @@ impl Account {
             | ExitReason::Cr3Write
             | ExitReason::Invlpg
             | ExitReason::NestedFault
-            | ExitReason::ModeSwitch => self.round_trip,
+            | ExitReason::ModeSwitch
+            | ExitReason::PmuOverflow => self.round_trip,
         };
         self.exits.record(reason, round_trip + handler);
+        if reason.is_paging() {
+            self.paging_exits += 1;
+            self.paging_exit_cycles += round_trip + handler;
+        }
         if reason.is_world_switch() && !self.tagged {
             mmu.flush_vm();
         }
@@ -128,13 +140,27 @@ impl Vmm {
     pub fn new(cfg: &SimConfig) -> Result<Self> {
         let h = &cfg.hypervisor;
         let geo = Geometry::of(cfg.guest.format);
-        let paging = match (cfg.mode, h.technique) {
+        // An adaptive run starts in its policy's mode (validated: with technique hvm).
+        let start = match (cfg.mode, &cfg.policy) {
+            (Mode::Adaptive, Some(p)) => p.start(),
+            (Mode::Adaptive, None) => {
+                return Err(Error::config("policy", "an adaptive run needs a policy"))
+            }
+            (m @ (Mode::Native | Mode::Nested | Mode::Shadow), _) => m,
+        };
+        let paging = match (start, h.technique) {
             (Mode::Native, _) => Paging::Native,
             (Mode::Nested, _) => Paging::Nested,
             (Mode::Shadow, Technique::Hvm) => {
                 Paging::Shadow(Box::new(ShadowPager::new(&h.shadow, geo)))
             }
             (Mode::Shadow, t @ (Technique::Pv | Technique::Previrt)) => Paging::Direct(t),
+            (Mode::Adaptive, _) => {
+                return Err(Error::config(
+                    "policy",
+                    "a policy starts in nested or shadow paging",
+                ))
+            }
         };
         Ok(Vmm {
             paging,
@@ -150,6 +176,8 @@ impl Vmm {
                 round_trip: h.costs.exit_round_trip,
                 tagged: cfg.machine.tlb.vpid,
                 exits: ExitStats::default(),
+                paging_exits: 0,
+                paging_exit_cycles: 0,
             },
             since: 0,
             stats: VmmStats::default(),
@@ -465,6 +493,31 @@ impl Vmm {
         Ok(())
     }
 
+    /// A PMU-overflow interrupt exits so that a sampling policy reads the counters.
+    pub fn pmu_exit(&mut self, mmu: &mut Mmu) {
+        self.acct
+            .charge(mmu, ExitReason::PmuOverflow, self.costs.pmu_exit);
+    }
+
+    /// Paging-related exits so far ([`ExitReason::is_paging`]).
+    #[inline]
+    pub fn paging_exits(&self) -> u64 {
+        self.acct.paging_exits
+    }
+
+    /// Cycles of the paging-related exits so far (round trips and handlers).
+    pub fn paging_exit_cycles(&self) -> u64 {
+        self.acct.paging_exit_cycles
+    }
+
+    /// Instructions retired in each mode (index [`mode_index`]) when `instructions` have
+    /// retired in all, the current mode's open period included.
+    pub fn instructions_in_mode(&self, instructions: u64) -> [u64; 3] {
+        let mut in_mode = self.stats.instructions_in_mode;
+        in_mode[mode_index(self.mode())] += instructions.saturating_sub(self.since);
+        in_mode
+    }
+
     /// Closes the books at the end of the run (`instructions` retired in all).
     pub fn finish(&mut self, instructions: u64) {
         let m = mode_index(self.mode());
@@ -476,6 +529,8 @@ impl Vmm {
     /// (tables, shadow cache, backing) stays.
     pub fn reset_stats(&mut self, instructions: u64) {
         self.acct.exits = ExitStats::default();
+        self.acct.paging_exits = 0;
+        self.acct.paging_exit_cycles = 0;
         self.stats = VmmStats::default();
         self.since = instructions;
         self.retired = ShadowStats::default();

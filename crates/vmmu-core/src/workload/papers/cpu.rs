@@ -18,7 +18,7 @@ use crate::workload::spec::Values;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The swim binary: a small Fortran program.
-const SWIM_IMAGE: Image = Image {
+pub(crate) const SWIM_IMAGE: Image = Image {
     text: 16,
     data: 4,
     heap: 4,
@@ -44,6 +44,22 @@ pub(crate) const SWIM: PaperDef = PaperDef {
         p("ipr", "4", "instructions retired per data reference (the stencil's arithmetic)"),
         p("prefault", "0", "0: the program writes every page once before the time-step loop (a demand fault each), as 171.swim's initialisation does; 1: the mapping carries MAP_POPULATE instead (mapped at mmap time, no faults)"),
         p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE: THP / MAP_HUGETLB)"),
+    ],
+    build: build_swim,
+};
+
+/// `zeusmp`: the swim program with 434.zeusmp's access pattern.
+pub(crate) const ZEUSMP: PaperDef = PaperDef {
+    name: "zeusmp",
+    description: "434.zeusmp (seed 001: best under shadow paging, yet static thresholds on the TLB miss rate 'would lead to a consistent selection of nested paging, ... 8% slower'): the swim program sweeping `arrays` 3-D grid arrays along their slowest dimension, each point a page further (`stride` = 4 KiB + 8 bytes): a TLB miss per array touched, but walks whose page entries neighbour the last ones (page-walk caches and data caches hit), so nested paging loses less than on swim's random points. Mappings never change after the start",
+    own: &[
+        p("footprint", "128M", "bytes of the grid arrays (binary multiples), one anonymous mapping"),
+        p("arrays", "8", "grid arrays the footprint is split into"),
+        p("points", "1M", "grid points updated (5 events each: a fetch, three loads, a store)"),
+        p("stride", "4104", "bytes from one point's index to the next (a multiple of 8): a page and one element, a sweep along the slowest dimension"),
+        p("ipr", "4", "instructions retired per data reference"),
+        p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
+        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
     ],
     build: build_swim,
 };

@@ -21,7 +21,7 @@ pub(crate) const SHELL: Image = Image {
 };
 
 /// The MemoryMotion program itself: small, dynamically linked.
-const PROGRAM: Image = Image {
+pub(crate) const PROGRAM: Image = Image {
     text: 4,
     data: 2,
     heap: 2,

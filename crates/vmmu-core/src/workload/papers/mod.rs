@@ -1,6 +1,7 @@
 //! Workloads named after the benchmarks the papers measure (seed 000's MemoryMotion and Aim9
-//! memory tests, seed 004's kernel microbenchmarks and Apache compile, seed 001's 171.swim and
-//! 403.gcc), written `NAME[:k=v,...]` like the pattern generators.
+//! memory tests, seed 004's kernel microbenchmarks and Apache compile, seed 001's 171.swim,
+//! 434.zeusmp, 403.gcc and 164.gzip, and `mixed-phases` for adaptive paging), written
+//! `NAME[:k=v,...]` like the pattern generators.
 //!
 //! Where a pattern generator is one process touching one region, these are *programs*: they
 //! create processes, fork, exec, exit and switch between them, map text, data, heap (brk),
@@ -19,6 +20,7 @@ mod compile;
 mod cpu;
 mod kernel;
 mod memorymotion;
+mod phases;
 mod script;
 
 use super::spec::{ParamDef, Spec, Values};
@@ -66,7 +68,10 @@ const PAPERS: &[PaperDef] = &[
     kernel::FW,
     compile::COMPILE,
     cpu::SWIM,
+    cpu::ZEUSMP,
     cpu::GCC,
+    phases::GZIP,
+    phases::MIXED_PHASES,
 ];
 
 fn params_of(d: &PaperDef) -> Vec<ParamDef> {

@@ -1,24 +1,31 @@
 //! The result of a run as a typed value, schema `vmmu.result/2` (docs/statistics.md defines
 //! every field and its unit). The CLI, the Python API and JSON all read this one type; every
-//! figure has one home (a page-walk cache's hits live in `walk_caches`, nowhere else).
+//! figure has one home (a page-walk cache's hits live in `walk_caches`, nowhere else). An
+//! adaptive run adds its `timeline`; the oracle's result is stitched from two simulations
+//! ([`oracle`]).
 
-use crate::config::{Mode, SimConfig, Technique};
+pub mod oracle;
+mod stitch;
+
+use crate::config::{Mode, PolicyConfig, SimConfig, Technique};
 use crate::error::Result;
 use crate::event::EventSource;
 use crate::hw::HitMiss;
 use crate::shadow::ShadowStats;
-use crate::sim::{Progress, Simulator, Warmup};
-use crate::vmm::exits::{ExitCount, ExitReason};
+pub use crate::sim::CyclesByCause;
+use crate::sim::{Progress, Simulator, Warmup, WindowRecord};
+use crate::vmm::exits::ExitCount;
 use crate::vmm::mode_index;
 use crate::walk::step::{step_name, COL_G, GRID};
-use serde::Serialize;
+use oracle::OracleSummary;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The schema identifier written into every result.
 pub const SCHEMA: &str = "vmmu.result/2";
 
 /// A count split by the side of the access.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BySide {
     /// Instruction fetches.
     pub instr: u64,
@@ -27,7 +34,7 @@ pub struct BySide {
 }
 
 /// Hits and misses of the page-walk caching structures.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WalkCaches {
     /// The AMD page-walk cache.
     pub pwc: HitMiss,
@@ -37,25 +44,8 @@ pub struct WalkCaches {
     pub psc: HitMiss,
 }
 
-/// Cycles by cause (DESIGN.md "Timing"); they sum to `cycles`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct CyclesByCause {
-    /// Instructions × base CPI.
-    pub base: u64,
-    /// L2-TLB hits, walks, A/D updates.
-    pub translation: u64,
-    /// Data references beyond an L1 hit.
-    pub data: u64,
-    /// The guest kernel's own work.
-    pub guest_kernel: u64,
-    /// Exits and hypervisor handlers (mode switches apart).
-    pub hypervisor: u64,
-    /// The exits that changed the paging mode, with their handlers.
-    pub mode_switch: u64,
-}
-
 /// The guest kernel's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GuestCounts {
     /// Pages mapped by `MAP_POPULATE`.
     pub pages_populated: u64,
@@ -76,7 +66,7 @@ pub struct GuestCounts {
 }
 
 /// The nested tables.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NestedCounts {
     /// 4 KiB nested pages.
     pub pages_4k: u64,
@@ -89,7 +79,7 @@ pub struct NestedCounts {
 }
 
 /// Operations the guest executed on the MMU, and flushes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OsEvents {
     /// CR3 writes.
     pub cr3_writes: u64,
@@ -106,7 +96,7 @@ pub struct OsEvents {
 }
 
 /// How the simulation itself went.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SimInfo {
     /// Events simulated (warm-up included).
     pub events: u64,
@@ -117,22 +107,25 @@ pub struct SimInfo {
 }
 
 /// Everything a run reports.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
     /// [`SCHEMA`].
-    pub schema: &'static str,
-    /// The paging mode the run started in.
-    pub mode: &'static str,
+    pub schema: String,
+    /// The paging mode the run started in (`adaptive` for a policy's run).
+    pub mode: String,
+    /// The policy of an adaptive run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
     /// The machine preset.
     pub machine: String,
     /// The workload, as its source describes itself.
     pub workload: String,
     /// The page-walk caching design.
-    pub pwc_design: &'static str,
+    pub pwc_design: String,
     /// The seed.
     pub seed: u64,
-    /// How sensitive operations reach the hypervisor (shadow mode only).
-    pub technique: Option<&'static str>,
+    /// How sensitive operations reach the hypervisor (shadow and adaptive modes).
+    pub technique: Option<String>,
     /// The cost profile (virtualized modes only).
     pub profile: Option<String>,
     /// Instructions retired.
@@ -146,7 +139,7 @@ pub struct RunResult {
     /// Cycles per instruction.
     pub cpi: f64,
     /// Hits and misses per TLB.
-    pub tlb: BTreeMap<&'static str, HitMiss>,
+    pub tlb: BTreeMap<String, HitMiss>,
     /// Page walks (faulting walks and D-assists included).
     pub walks: u64,
     /// Walks that ended in a fault.
@@ -172,7 +165,7 @@ pub struct RunResult {
     /// Hits and misses per cache level.
     pub caches: BTreeMap<String, HitMiss>,
     /// Hypervisor operations by reason.
-    pub exits: BTreeMap<&'static str, ExitCount>,
+    pub exits: BTreeMap<String, ExitCount>,
     /// World switches of every reason.
     pub world_switches: u64,
     /// The shadow pager's counters (runs that used shadow paging).
@@ -182,7 +175,7 @@ pub struct RunResult {
     /// Changes of paging mode.
     pub mode_switches: u64,
     /// Instructions retired per mode.
-    pub instructions_in_mode: BTreeMap<&'static str, u64>,
+    pub instructions_in_mode: BTreeMap<String, u64>,
     /// Guest demand-paging faults.
     pub page_faults: u64,
     /// Guest demand-paging faults by side.
@@ -203,6 +196,12 @@ pub struct RunResult {
     pub config: SimConfig,
     /// The simulation's own figures.
     pub sim: SimInfo,
+    /// An adaptive run's windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<WindowRecord>>,
+    /// The oracle's bound and schedule (policy `oracle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<OracleSummary>,
 }
 
 impl RunResult {
@@ -215,22 +214,9 @@ impl RunResult {
         let vmm = &sim.vmm;
         let os = &sim.os.stats;
         let exits = vmm.exits();
-        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
-        let by_cause = CyclesByCause {
-            base: (c.instructions as f64 * cfg.machine.core.base_cpi).round() as u64,
-            translation: m.stats.translation_cycles,
-            data: m.stats.data_cycles,
-            guest_kernel: os.kernel_cycles,
-            hypervisor: exits.total_cycles() - mode_switch,
-            mode_switch,
-        };
-        let cycles = by_cause.base
-            + by_cause.translation
-            + by_cause.data
-            + by_cause.guest_kernel
-            + by_cause.hypervisor
-            + by_cause.mode_switch;
-        let in_mode = vmm.stats.instructions_in_mode;
+        let by_cause = sim.cycles_by_cause();
+        let cycles = by_cause.total();
+        let in_mode = vmm.instructions_in_mode(c.instructions);
         let two_d = in_mode[mode_index(Mode::Nested)] > 0
             || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0));
         let cells = |grid: &crate::walk::step::Grid| {
@@ -258,23 +244,30 @@ impl RunResult {
         // The nested tables are the guest-physical map of nested and shadow (hvm) paging.
         let has_nested_tables = match (cfg.mode, cfg.hypervisor.technique) {
             (Mode::Native, _) | (Mode::Shadow, Technique::Pv | Technique::Previrt) => false,
-            (Mode::Nested, _) | (Mode::Shadow, Technique::Hvm) => true,
+            (Mode::Nested | Mode::Adaptive, _) | (Mode::Shadow, Technique::Hvm) => true,
         };
+        let shadow_technique = matches!(cfg.mode, Mode::Shadow | Mode::Adaptive);
         RunResult {
-            schema: SCHEMA,
-            mode: cfg.mode.name(),
+            schema: SCHEMA.to_string(),
+            mode: cfg.mode.name().to_string(),
+            policy: cfg.policy.as_ref().map(|p| p.kind().to_string()),
             machine: cfg.machine.name.clone(),
             workload: workload.to_string(),
-            pwc_design: cfg.machine.pwc.design.name(),
+            pwc_design: cfg.machine.pwc.design.name().to_string(),
             seed: cfg.seed,
-            technique: (cfg.mode == Mode::Shadow).then(|| cfg.hypervisor.technique.name()),
+            technique: shadow_technique.then(|| cfg.hypervisor.technique.name().to_string()),
             profile: virtualized.then(|| cfg.hypervisor.profile.clone()),
             instructions: c.instructions,
             memory_refs: c.memory_refs,
             fetches: c.fetches,
             cycles,
             cpi: ratio(cycles, c.instructions),
-            tlb: m.tlb.stats().into_iter().collect(),
+            tlb: m
+                .tlb
+                .stats()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
             walks: w.walks,
             walk_faults: w.walk_faults,
             walk_faults_by_side: BySide {
@@ -305,7 +298,7 @@ impl RunResult {
             instructions_in_mode: [Mode::Native, Mode::Nested, Mode::Shadow]
                 .into_iter()
                 .filter(|&md| in_mode[mode_index(md)] > 0 || md == cfg.mode)
-                .map(|md| (md.name(), in_mode[mode_index(md)]))
+                .map(|md| (md.name().to_string(), in_mode[mode_index(md)]))
                 .collect(),
             page_faults: os.page_faults_instr + os.page_faults_data,
             page_faults_by_side: BySide {
@@ -349,6 +342,8 @@ impl RunResult {
                     0.0
                 },
             },
+            timeline: sim.timeline().map(<[WindowRecord]>::to_vec),
+            oracle: None,
         }
     }
 
@@ -366,6 +361,9 @@ pub fn run(
     source: &mut dyn EventSource,
     progress: &mut dyn FnMut(&Progress) -> bool,
 ) -> Result<RunResult> {
+    if let Some(PolicyConfig::Oracle(_)) = &cfg.policy {
+        return oracle::run(cfg, source, progress);
+    }
     let start = std::time::Instant::now();
     let mut sim = Simulator::new(cfg)?;
     sim.run(source, progress)?;
