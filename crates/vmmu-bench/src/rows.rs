@@ -23,6 +23,8 @@ pub enum Unit {
     Seconds,
     /// Peak resident memory of the measuring process, MiB.
     MiB,
+    /// A time over another time.
+    Ratio,
 }
 
 impl Unit {
@@ -33,6 +35,7 @@ impl Unit {
             Unit::MEventsPerSec => "M events/s",
             Unit::Seconds => "s",
             Unit::MiB => "MiB",
+            Unit::Ratio => "x",
         }
     }
 
@@ -80,6 +83,10 @@ pub enum Kind {
     ReplayMemory { refs: u64 },
     /// Wall time of `vmmu repro all` (needs the `vmmu` command).
     ReproAll,
+    /// Simulation time of an adaptive run of `mixed-phases` under `policy` over the static
+    /// modes' (docs/policies.md): over the slower static mode's, or over both static runs'
+    /// together for the oracle, which runs both.
+    Adaptive { policy: &'static str },
 }
 
 /// One figure of the bench.
@@ -269,6 +276,29 @@ pub const ROWS: &[Row] = &[
         kind: Kind::ReplayMemory { refs: 50_000_000 },
     },
     Row {
+        name: "adaptive-dav2m",
+        label: "mixed-phases adaptive dav2m / slower static mode",
+        unit: Unit::Ratio,
+        target: Target::Fixed(1.3),
+        kind: Kind::Adaptive { policy: "dav2m" },
+    },
+    Row {
+        name: "adaptive-costmodel",
+        label: "mixed-phases adaptive costmodel / slower static",
+        unit: Unit::Ratio,
+        target: Target::Fixed(1.3),
+        kind: Kind::Adaptive {
+            policy: "costmodel",
+        },
+    },
+    Row {
+        name: "adaptive-oracle",
+        label: "mixed-phases adaptive oracle / both static runs",
+        unit: Unit::Ratio,
+        target: Target::Fixed(1.1),
+        kind: Kind::Adaptive { policy: "oracle" },
+    },
+    Row {
         name: "repro-all",
         label: "`vmmu repro all`, wall time",
         unit: Unit::Seconds,
@@ -357,7 +387,44 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
         Kind::Replay { mode } => replay(env, mode),
         Kind::ReplayMemory { refs } => replay_memory(env, refs),
         Kind::ReproAll => repro_all(env),
+        Kind::Adaptive { policy } => adaptive(policy),
     }
+}
+
+/// Seconds to run `spec` whole, result included, under `overrides`.
+fn whole_run(spec: &str, overrides: &[(&str, &str)]) -> Result<f64> {
+    let cfg = config::build("bhargava08", &overrides_of(overrides))?;
+    let mut src = workload::open(spec)?;
+    let t = Instant::now();
+    vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// An adaptive run's simulation time over the static modes' (see [`Kind::Adaptive`]).
+fn adaptive(policy: &str) -> Result<Measured> {
+    let spec = "mixed-phases";
+    let shadow = whole_run(spec, &[("mode", "shadow")])?;
+    let nested = whole_run(spec, &[("mode", "nested")])?;
+    let secs = whole_run(
+        spec,
+        &[
+            ("mode", "adaptive"),
+            ("policy.kind", policy),
+            ("policy.time_scale", "1e-4"),
+        ],
+    )?;
+    let base = if policy == "oracle" {
+        shadow + nested
+    } else {
+        shadow.max(nested)
+    };
+    Ok(Measured {
+        value: secs / base,
+        count: 0,
+        secs,
+        target: None,
+        extra: vec![("shadow_s", shadow), ("nested_s", nested)],
+    })
 }
 
 fn overrides_of(overrides: &[(&str, &str)]) -> Vec<(String, String)> {
