@@ -23,7 +23,16 @@ from vmmu._progress import human
 DASH = "–"
 TLB_ORDER = ("l1d", "l1i", "l2", "l2i")
 SERVED_ORDER = ("pwc", "l1", "l2", "l3", "dram")
-CAUSE_ORDER = ("base", "translation", "data", "guest_kernel", "hypervisor", "mode_switch")
+CAUSE_ORDER = (
+    "base",
+    "translation",
+    "data",
+    "guest_kernel",
+    "hypervisor",
+    "mode_switch",
+    "shootdown_wait",
+    "pager_lock_wait",
+)
 WALK_CACHE_ORDER = ("pwc", "ntlb", "psc")
 
 
@@ -213,6 +222,51 @@ def _walk_caches(r: Mapping[str, Any]) -> list[Table]:
     return _hit_miss_table("page-walk caches", _used_walk_caches(r), WALK_CACHE_ORDER)
 
 
+#: The rows of a multi-vCPU run's ``shootdowns`` shown by ``compare`` and ``run``.
+SHOOTDOWN_ROWS = (
+    ("shootdowns", "shootdowns"),
+    ("ipis", "IPIs"),
+    ("remote_invlpgs", "remote INVLPGs"),
+    ("remote_context_flushes", "remote flushes"),
+    ("handler_cycles", "handler cycles"),
+    ("wait_cycles", "wait cycles"),
+    ("remote_flushes", "shadow remote flushes"),
+)
+
+#: The per-vCPU columns of ``vmmu run``.
+VCPU_COLUMNS = (
+    ("cycles", "cycles"),
+    ("idle_cycles", "idle"),
+    ("instructions", "instr"),
+    ("walks", "walks"),
+    ("context_switches", "ctx sw"),
+    ("migrations", "migr"),
+    ("shootdowns", "shootdowns"),
+    ("ipis_received", "IPIs in"),
+    ("shootdown_handler_cycles", "handler cyc"),
+    ("shootdown_wait_cycles", "wait cyc"),
+)
+
+
+def _vcpus(r: Mapping[str, Any]) -> list[Table]:
+    vcpus = r.get("vcpus") or []
+    if not vcpus:
+        return []
+    t = _table("vCPUs")
+    t.add_column("vCPU")
+    for _, label in VCPU_COLUMNS:
+        t.add_column(label, justify="right")
+    for v in vcpus:
+        t.add_row(str(v.get("vcpu")), *(num(v.get(k)) for k, _ in VCPU_COLUMNS))
+    tables = [t]
+    sd = r.get("shootdowns") or {}
+    if sd:
+        tables.append(
+            key_values({label: sd.get(k) for k, label in SHOOTDOWN_ROWS}, "TLB shootdowns")
+        )
+    return tables
+
+
 def _exits(r: Mapping[str, Any]) -> list[Table]:
     exits = r.get("exits") or {}
     if not exits:
@@ -247,6 +301,7 @@ def result_tables(r: Mapping[str, Any]) -> RenderableType:
         ([grid] if grid is not None else [])
         + ([_shares("walk refs served by", "refs", served, SERVED_ORDER)] if served else []),
         _exits(r),
+        _vcpus(r),
     ]
     parts: list[RenderableType] = [_heading(r), Text("")]
     for row in rows:
@@ -286,6 +341,8 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
 
     row("cycles", lambda r: num(r.get("cycles")), style="bold")
     t.add_row("overhead vs native", *(signed_pct(over.get(m)) for m in modes), style="bold")
+    if any(r.get("elapsed_cycles") is not None for r in results.values()):
+        row("elapsed (slowest vCPU)", lambda r: num(r.get("elapsed_cycles")), style="bold")
     row("CPI", lambda r: num(r.get("cpi")))
     row("instructions", lambda r: num(r.get("instructions")))
     row("memory refs", lambda r: num(r.get("memory_refs")))
@@ -333,6 +390,10 @@ def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, A
                     else DASH
                 ),
             )
+    if any(r.get("shootdowns") for r in results.values()):
+        section("TLB shootdowns")
+        for key, label in SHOOTDOWN_ROWS:
+            row(f"  {label}", lambda r, k=key: num(_get(r, "shootdowns", k)))
     if any(r.get("exits") for r in results.values()):
         section("exits (% cycles)")
 

@@ -105,6 +105,9 @@ def overrides(
     switch_at: Iterable[int] | None = None,
     warmup: int | None = None,
     warmup_instructions: int | None = None,
+    vcpus: int | None = None,
+    overcommit: bool = False,
+    pin: Mapping[int, int] | None = None,
     policy: str | None = None,
     time_scale: float | None = None,
 ) -> list[tuple[str, str]]:
@@ -151,6 +154,13 @@ def overrides(
         pairs.append(("warmup.refs", str(int(warmup))))
     if warmup_instructions is not None:
         pairs.append(("warmup.instructions", str(int(warmup_instructions))))
+    if vcpus is not None:
+        pairs.append(("guest.vcpus", str(int(vcpus))))
+    if overcommit:
+        pairs.append(("guest.overcommit", "true"))
+    if pin:
+        table = ", ".join(f'"{int(t)}" = {int(v)}' for t, v in sorted(pin.items()))
+        pairs.append(("guest.affinity", "{ " + table + " }"))
     pairs.extend(_set_pairs(set))
     return pairs
 
@@ -271,11 +281,13 @@ def run(
     ``vpid`` / ``pcid`` turn TLB tags on or off; ``switch_at`` lists the instruction counts at
     which the VM switches between shadow and nested paging; ``warmup`` references (or
     ``warmup_instructions`` instructions) are simulated first and left out of every count;
-    ``set`` overrides any field by its dotted path. ``mode="adaptive"`` switches between shadow
-    and nested paging by ``policy`` (:data:`POLICIES`, default ``dav2m``) whose windows
-    ``time_scale`` shrinks (``docs/policies.md``). ``progress`` is ``True`` for a progress
-    bar on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
-    events (return ``False`` to stop).
+    ``vcpus`` gives the guest that many vCPUs (``overcommit`` allows more than the machine's
+    cores; ``pin`` maps thread ids to the vCPU each is pinned to); ``set`` overrides any
+    field by its dotted path. ``mode="adaptive"`` switches between shadow and nested paging by
+    ``policy`` (:data:`POLICIES`, default ``dav2m``) whose windows ``time_scale`` shrinks
+    (``docs/policies.md``). ``progress`` is ``True`` for a progress bar on stderr, or a
+    callable ``(done, total) -> bool | None`` called about once per million events (return
+    ``False`` to stop).
     """
     pairs = overrides(mode=mode, **options)
     bars, cb = _progress_arg(progress)

@@ -117,6 +117,18 @@ def _parse_switch_at(
     return [_parse_count(x, "--switch-at") for x in value.split(",") if x.strip()]
 
 
+def _parse_pin(
+    _ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> dict[int, int] | None:
+    pins: dict[int, int] = {}
+    for item in value:
+        tid, sep, vcpu = item.partition("=")
+        if not sep or not tid.strip().isdigit() or not vcpu.strip().isdigit():
+            raise click.BadParameter(f"{item!r}: expected TID=VCPU, e.g. 3=1", param=param)
+        pins[int(tid)] = int(vcpu)
+    return pins or None
+
+
 def _parse_warmup(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     return None if value is None else _parse_count(value, f"--{param.name.replace('_', '-')}")
 
@@ -205,6 +217,25 @@ def machine_options(f: Callable) -> Callable:
             help="Like --warmup, counted in instructions (warmup.instructions).",
         ),
         click.option(
+            "--vcpus",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Virtual processors of the guest (guest.vcpus; at most machine.core.cores "
+            "unless --overcommit).",
+        ),
+        click.option(
+            "--overcommit",
+            is_flag=True,
+            help="Allow more vCPUs than the machine has cores (guest.overcommit).",
+        ),
+        click.option(
+            "--pin",
+            multiple=True,
+            metavar="TID=VCPU",
+            callback=_parse_pin,
+            help="Pin a guest thread to a vCPU (guest.affinity; repeatable).",
+        ),
+        click.option(
             "--policy",
             type=click.Choice(api.POLICIES),
             help="With --mode adaptive: the policy that switches between shadow and nested "
@@ -276,6 +307,9 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "switch_at": kw["switch_at"],
         "warmup": kw["warmup"],
         "warmup_instructions": kw["warmup_instructions"],
+        "vcpus": kw["vcpus"],
+        "overcommit": kw["overcommit"],
+        "pin": kw["pin"],
         "policy": kw["policy"],
         "time_scale": kw["time_scale"],
         "set": kw["set_"],

@@ -104,6 +104,13 @@ def test_workloads_lists_generators_with_parameters_and_defaults(invoke):
         (["run", "--workload", TINY, "--warmup", "-5"], ["--warmup"]),
         (["run", "--workload", TINY, "--warmup", "1G"], ["warmup.refs", "longer"]),
         (["compare", "--workload", TINY, "--sensitivity", "seed=1"], ["PATH=LO:HI"]),
+        (["run", "--workload", TINY, "--vcpus", "0"], ["guest.vcpus", "at least 1"]),
+        (["run", "--workload", TINY, "--vcpus", "64"], ["guest.vcpus", "overcommit"]),
+        (
+            ["run", "--workload", TINY, "--vcpus", "2", "--pin", "3=5"],
+            ["guest.affinity.3", "vCPU 5"],
+        ),
+        (["run", "--workload", TINY, "--pin", "x"], ["--pin", "TID=VCPU"]),
         (
             ["compare", "--workload", TINY, "--sensitivity", "machine.bogus=1:2"],
             ["machine.bogus"],
@@ -216,3 +223,18 @@ def test_sensitivity_reruns_the_comparison_at_each_end_of_the_range(invoke):
     assert sorted(rows[0]["ranking"]) == ["native", "nested", "shadow"]
     # A dearer guest fault is paid in every mode: the virtualized overheads shrink.
     assert rows[1]["overhead"]["shadow"] < rows[0]["overhead"]["shadow"]
+
+
+def test_compare_on_several_vcpus_shows_shootdowns_and_ipis(invoke):
+    spec = "database:threads=4,queries=5,pool=4M,rows=16,temp=32K,instrs=1000"
+    r = invoke("compare", "--vcpus", "4", "--workload", spec, "--modes", "native,nested,shadow")
+    assert r.exit_code == 0, r.stderr
+    for row in ("TLB shootdowns", "IPIs", "remote INVLPGs", "elapsed (slowest vCPU)"):
+        assert row in r.stdout, row
+    r = invoke("run", "--vcpus", "4", "--workload", spec, "--mode", "shadow", "--json")
+    res = json.loads(r.stdout)
+    assert len(res["vcpus"]) == 4
+    assert res["shootdowns"]["ipis"] > 0
+    assert res["exits"]["ipi_send"]["count"] == res["shootdowns"]["ipis"]
+    r = invoke("run", "--vcpus", "4", "--workload", spec)
+    assert r.exit_code == 0 and "vCPUs" in r.stdout

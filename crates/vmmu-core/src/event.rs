@@ -7,6 +7,8 @@
 //! Events that name no process apply to the *current* process: the one created by the first
 //! `ProcessCreate` (or an implicit pid 1 when a trace has no process events), changed by
 //! `Switch`, `Fork` does not switch (the parent keeps running), `Exec` replaces the current image.
+//! Within a process, `Thread` names the thread the following events belong to; on several
+//! vCPUs the guest scheduler runs threads concurrently (docs/model.md, "vCPUs").
 
 use crate::addr::Gva;
 use serde::{Deserialize, Serialize};
@@ -131,10 +133,34 @@ pub enum Event {
         /// The process that ends.
         pid: u32,
     },
-    /// The scheduler switches to `pid` (a CR3 write).
+    /// The scheduler switches to `pid` (a CR3 write), that is to its main thread (`tid = pid`).
     Switch {
         /// The process switched to.
         pid: u32,
+    },
+    /// Process `pid` starts a thread `tid` (`clone` with `CLONE_VM`): it shares the address
+    /// space. Thread ids are unique across the guest, and a process's main thread is
+    /// `tid = pid`.
+    ThreadCreate {
+        /// The process.
+        pid: u32,
+        /// The new thread.
+        tid: u32,
+    },
+    /// Thread `tid` of process `pid` ends (the main thread ends with the process, `Exit`).
+    ThreadExit {
+        /// The process.
+        pid: u32,
+        /// The thread.
+        tid: u32,
+    },
+    /// The events that follow are thread `tid`'s, of process `pid` (a switch between threads of
+    /// one process writes no CR3).
+    Thread {
+        /// The process.
+        pid: u32,
+        /// The thread.
+        tid: u32,
     },
     /// `mmap`: a new region in the current process.
     Mmap {

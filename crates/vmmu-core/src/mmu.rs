@@ -333,6 +333,30 @@ impl Mmu {
         self.hw.psc_guest.flush();
     }
 
+    /// Adds `o`'s counters to these (the totals of several cores).
+    pub fn absorb_stats(&mut self, o: &Mmu) {
+        let (s, t) = (&mut self.stats, &o.stats);
+        s.translation_cycles += t.translation_cycles;
+        s.data_cycles += t.data_cycles;
+        s.d_assists += t.d_assists;
+        s.tlb_hit_faults += t.tlb_hit_faults;
+        s.walk_faults_instr += t.walk_faults_instr;
+        s.walk_faults_data += t.walk_faults_data;
+        s.cr3_writes += t.cr3_writes;
+        s.invlpgs += t.invlpgs;
+        s.context_flushes += t.context_flushes;
+        s.vm_flushes += t.vm_flushes;
+        s.psc_flushes += t.psc_flushes;
+        self.tlb.absorb_stats(&o.tlb);
+        self.hw.absorb_stats(&o.hw);
+    }
+
+    /// Exchanges the cache levels shared by all cores with `o`'s (the MMU of the core that
+    /// runs next takes them).
+    pub fn swap_shared(&mut self, o: &mut Mmu) {
+        self.hw.caches.swap_shared(&mut o.hw.caches);
+    }
+
     /// Zeroes every counter (the end of a warm-up); cached contents stay.
     pub fn reset_stats(&mut self) {
         self.stats = MmuStats::default();

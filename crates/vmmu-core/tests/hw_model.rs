@@ -488,6 +488,7 @@ proptest! {
             size: Bytes(size),
             ways,
             latency,
+            shared: false,
         };
         let cfg = CacheConfig {
             line: 64,

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use vmmu_core::config::{self, load_profile, CostProfile, PROFILES};
 use vmmu_core::Error;
 
-/// The numeric fields of a cost profile, read from the struct itself (every field of the
-/// serialized profile except the descriptive `name`, `description` and `sources`).
+/// The numeric and flag fields of a cost profile, read from the struct itself (every field of
+/// the serialized profile except the descriptive `name`, `description` and `sources`).
 fn numeric_fields(p: &CostProfile) -> Vec<String> {
     let value = toml::Value::try_from(p).expect("a cost profile serializes");
     let table = value.as_table().expect("a cost profile is a table");
@@ -18,8 +18,8 @@ fn numeric_fields(p: &CostProfile) -> Vec<String> {
             continue;
         }
         assert!(
-            v.is_integer(),
-            "field `{k}` of CostProfile is not a number; update this test"
+            v.is_integer() || v.is_bool(),
+            "field `{k}` of CostProfile is neither a number nor a flag; update this test"
         );
         out.push(k.clone());
     }

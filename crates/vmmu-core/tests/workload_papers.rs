@@ -8,7 +8,7 @@ use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event};
 use vmmu_core::workload;
 
-const NAMES: [&str; 15] = [
+const NAMES: [&str; 17] = [
     "memorymotion",
     "aim9-page_test",
     "aim9-brk_test",
@@ -21,6 +21,8 @@ const NAMES: [&str; 15] = [
     "compile",
     "swim",
     "gcc",
+    "database",
+    "xenapp",
     "zeusmp",
     "gzip",
     "mixed-phases",
@@ -41,6 +43,8 @@ fn small(name: &str) -> String {
         "compile" => "jobs=2,text=32,heap=64,blocks=40,instrs=100",
         "swim" => "footprint=4M,points=2000",
         "gcc" => "inputs=2,phases=3,arena=16,heap=32,text=40,blocks=30",
+        "database" => "threads=3,queries=4,pool=2M,rows=16,temp=16K,instrs=100",
+        "xenapp" => "sessions=3,apps=2,heap=16,work=50,instrs=100",
         "zeusmp" => "footprint=4M,points=2000",
         "gzip" => "inputs=2,buffer=64K,reads=8,hash=4,instrs=200",
         "mixed-phases" => "phases=3,footprint=1M,points=2000,jobs=2,pages=8,instrs=200",
@@ -410,4 +414,26 @@ fn bad_parameters_are_errors_naming_them() {
         };
         assert!(err.contains(&format!("`{key}`")), "{spec}: {err}");
     }
+}
+
+#[test]
+fn a_parallel_compile_has_an_exact_length_and_the_same_work() {
+    let serial = "compile:jobs=7,text=32,heap=64,blocks=40,instrs=100";
+    let parallel = format!("{serial},parallel=3");
+    let (n, hint) = count_events(&parallel);
+    assert_eq!(Some(n), hint);
+    let refs = |spec: &str| {
+        events(spec)
+            .iter()
+            .filter(|e| matches!(e, Event::Ref(_)))
+            .count()
+    };
+    assert_eq!(refs(serial), refs(&parallel));
+    let forks = |spec: &str| {
+        events(spec)
+            .iter()
+            .filter(|e| matches!(e, Event::Fork { .. }))
+            .count()
+    };
+    assert_eq!(forks(serial), forks(&parallel));
 }

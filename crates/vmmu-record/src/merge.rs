@@ -16,7 +16,9 @@
 //! exec whose new image never arrived are noted in [`MergeStats::not_followed`], with the pid
 //! and the program, so that the recording can say what its trace lacks.
 //!
-//! Within a process, threads keep the order Valgrind ran them in (one at a time). A pid that is
+//! Within a process, threads keep the order Valgrind ran them in (one at a time), marked by
+//! `Thread` events; a process's first thread is its main thread (`tid = pid`), the others get
+//! guest thread ids from [`FRESH_TID`] up, so a multi-vCPU replay can run them concurrently. A pid that is
 //! still live in the merged order when it is reused (possible only after pid wraparound) gets a
 //! fresh id above Linux's largest pid, 2^22.
 
@@ -124,6 +126,12 @@ struct Frame {
     chunk: Vec<u8>,
     pos: usize,
     is_root: bool,
+    /// Valgrind's id of the process's main thread (its first).
+    main_vg: Option<u32>,
+    /// Valgrind thread id → guest thread id, for the other threads.
+    tids: FxHashMap<u32, u32>,
+    /// The guest thread running (a `Thread` event that names it again is left out).
+    running_tid: u32,
 }
 
 /// Events decoded per refill of the internal buffer.
@@ -133,6 +141,8 @@ const BATCH: usize = 16 * 1024;
 const HEADROOM: usize = 96;
 /// Fresh ids for reused pids start above Linux's largest `pid_max`.
 const FRESH_PID: u32 = 1 << 22;
+/// Guest ids of secondary threads start here, above every pid.
+pub const FRESH_TID: u32 = 1 << 30;
 
 /// The merged event stream of a [`StreamSet`].
 pub struct Merged<S: StreamSet> {
@@ -144,6 +154,7 @@ pub struct Merged<S: StreamSet> {
     pending_pos: usize,
     live: FxHashSet<u32>,
     next_fresh: u32,
+    next_tid: u32,
     stats: MergeStats,
 }
 
@@ -160,6 +171,7 @@ impl<S: StreamSet> Merged<S> {
             pending_pos: 0,
             live: FxHashSet::default(),
             next_fresh: FRESH_PID,
+            next_tid: FRESH_TID,
             stats: MergeStats::default(),
         }
     }
@@ -198,6 +210,9 @@ impl<S: StreamSet> Merged<S> {
             chunk: Vec::new(),
             pos: 0,
             is_root,
+            main_vg: None,
+            tids: FxHashMap::default(),
+            running_tid: sim_pid,
         });
     }
 
@@ -242,12 +257,76 @@ impl<S: StreamSet> Merged<S> {
                 }
                 continue;
             }
-            match top.dec.decode(&top.chunk, &mut top.pos, out, limit)? {
+            let from = out.len();
+            let threads = top.dec.counts().thread_switches + top.dec.counts().threads_created;
+            let step = top.dec.decode(&top.chunk, &mut top.pos, out, limit)?;
+            let top = self.stack.last().expect("top");
+            if top.dec.counts().thread_switches + top.dec.counts().threads_created != threads
+                || out[from..]
+                    .iter()
+                    .any(|e| matches!(e, Event::ThreadExit { .. }))
+            {
+                self.map_threads(out, from);
+            }
+            match step {
                 Step::NeedMore | Step::Full => {}
                 Step::Control(Control::Fork { child }) => self.fork(child, out)?,
             }
         }
         Ok(true)
+    }
+
+    /// Gives the thread events decoded from `out[from..]` (Valgrind thread ids, no pid) the
+    /// running process's pid and guest thread ids; the main thread's exit is its process's.
+    fn map_threads(&mut self, out: &mut Vec<Event>, from: usize) {
+        let top = self.stack.last_mut().expect("a running process");
+        let pid = top.sim_pid;
+        let tail: Vec<Event> = out.drain(from..).collect();
+        for e in tail {
+            match e {
+                Event::Thread { tid: vg, .. } => {
+                    let main = *top.main_vg.get_or_insert(vg);
+                    let tid = if vg == main {
+                        pid
+                    } else if let Some(&t) = top.tids.get(&vg) {
+                        t
+                    } else {
+                        // A thread Valgrind runs before reporting its creation.
+                        let t = self.next_tid;
+                        self.next_tid += 1;
+                        top.tids.insert(vg, t);
+                        out.push(Event::ThreadCreate { pid, tid: t });
+                        t
+                    };
+                    if tid != top.running_tid {
+                        top.running_tid = tid;
+                        out.push(Event::Thread { pid, tid });
+                    }
+                }
+                // Valgrind reports the creation of an image's first thread too: that thread
+                // is the process's main thread.
+                Event::ThreadCreate { tid: vg, .. } if top.main_vg.is_none() => {
+                    top.main_vg = Some(vg);
+                }
+                Event::ThreadCreate { tid: vg, .. } => {
+                    let t = self.next_tid;
+                    self.next_tid += 1;
+                    top.tids.insert(vg, t);
+                    out.push(Event::ThreadCreate { pid, tid: t });
+                }
+                Event::ThreadExit { tid: vg, .. } => {
+                    if let Some(t) = top.tids.remove(&vg) {
+                        if top.running_tid == t {
+                            // The events after a running thread's exit are the main
+                            // thread's (the guest and the scheduler fall back to it).
+                            top.running_tid = pid;
+                        }
+                        out.push(Event::ThreadExit { pid, tid: t });
+                    }
+                }
+                other => out.push(other),
+            }
+        }
     }
 
     fn note(&mut self, pid: u32, command: &str, message: String) {

@@ -568,9 +568,34 @@ impl StreamDecoder {
                 need(0, "exit")?;
                 self.exit = Some(value as u32 as i32);
             }
-            E_THREAD => self.counts.thread_switches += 1,
-            E_THREAD_CREATE => self.counts.threads_created += 1,
-            E_THREAD_EXIT | E_STARTUP_DONE => {}
+            // Thread events carry Valgrind's thread ids and no pid: the merge, which knows
+            // the guest pid, maps them to guest thread ids.
+            E_THREAD => {
+                self.counts.thread_switches += 1;
+                self.flush_instrs(out);
+                out.push(Event::Thread {
+                    pid: 0,
+                    tid: value as u32,
+                });
+            }
+            E_THREAD_CREATE => {
+                self.counts.threads_created += 1;
+                self.os_event(
+                    Event::ThreadCreate {
+                        pid: 0,
+                        tid: value as u32,
+                    },
+                    out,
+                );
+            }
+            E_THREAD_EXIT => {
+                self.flush_instrs(out);
+                out.push(Event::ThreadExit {
+                    pid: 0,
+                    tid: value as u32,
+                });
+            }
+            E_STARTUP_DONE => {}
             E_EXE_NAME => self.exe = Some(payload_string(value, &p)),
             _ => return Err(self.corrupt(format!("unknown event type {ty:#x}"))),
         }

@@ -453,6 +453,48 @@ fn threads_share_their_process_and_their_stacks_are_mapped() {
         .count();
     assert!(stacks >= 5, "the main stack and 4 thread stacks: {stacks}");
     check_ok(out.to_str().unwrap());
+    // The four workers are guest threads of the process, each created before it runs.
+    let pid = match ev[0] {
+        Event::ProcessCreate { pid } => pid,
+        ref e => panic!("the trace starts with {e:?}"),
+    };
+    let created: Vec<u32> = ev
+        .iter()
+        .filter_map(|e| match *e {
+            Event::ThreadCreate { pid: p, tid } if p == pid => Some(tid),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created.len(), 4, "{created:?}");
+    assert!(created.iter().all(|&t| t >= vmmu_record::merge::FRESH_TID));
+    for &t in &created {
+        let made = ev
+            .iter()
+            .position(|e| *e == Event::ThreadCreate { pid, tid: t })
+            .unwrap();
+        let ran = ev
+            .iter()
+            .position(|e| *e == Event::Thread { pid, tid: t })
+            .unwrap_or_else(|| panic!("thread {t} never runs"));
+        assert!(made < ran);
+    }
+    // Replayed on four vCPUs with every translation checked, the threads spread out.
+    for mode in ["native", "nested", "shadow"] {
+        let cfg = vmmu_core::config::build(
+            "nehalem-x5560",
+            &[
+                ("mode".into(), format!("\"{mode}\"")),
+                ("guest.vcpus".into(), "4".into()),
+                ("check".into(), "true".into()),
+            ],
+        )
+        .unwrap();
+        let mut src = vmmu_core::trace::open(out.to_str().unwrap()).unwrap();
+        let r = vmmu_core::result::run(&cfg, &mut *src, &mut |_| true).unwrap();
+        let busy = r.vcpus.iter().filter(|v| v.instructions > 0).count();
+        assert!(busy >= 2, "{mode}: {:?}", r.vcpus);
+        assert_eq!(r.checked_translations, r.memory_refs + r.fetches, "{mode}");
+    }
 }
 
 #[test]

@@ -181,6 +181,33 @@ pub struct GuestConfig {
     /// Guest frame allocator.
     #[serde(default)]
     pub allocator: AllocatorConfig,
+    /// Virtual processors (docs/model.md, "vCPUs"): each has its own MMU (TLBs, walk caches,
+    /// private cache levels) and clock; the guest scheduler places threads on them.
+    #[serde(default = "one")]
+    pub vcpus: u32,
+    /// Allow more vCPUs than the machine has cores (`machine.core.cores`); off, such a
+    /// configuration is rejected, since vCPUs would then time-share cores, which vmmu does
+    /// not model.
+    #[serde(default)]
+    pub overcommit: bool,
+    /// The guest scheduler's time slice, in cycles: a thread that has run this long yields
+    /// its vCPU to the next runnable thread on the vCPU's run queue.
+    #[serde(default = "default_time_slice")]
+    pub time_slice: u64,
+    /// Threads pinned to vCPUs (`sched_setaffinity` to one CPU): thread id → vCPU index. A
+    /// pinned thread is placed there and never migrates.
+    #[serde(default)]
+    pub affinity: BTreeMap<String, u32>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Linux CFS's `sched_min_granularity` (3 ms on a multi-core machine, scaled by
+/// 1 + log2(CPUs) from 0.75 ms) at about 2 GHz: 6 M cycles.
+fn default_time_slice() -> u64 {
+    6_000_000
 }
 
 fn default_guest_memory() -> Bytes {
@@ -216,6 +243,15 @@ pub struct KernelCosts {
     pub exit: u64,
     /// A context switch (scheduler and the CR3 write).
     pub context_switch: u64,
+    /// `clone(CLONE_VM)`: creating a thread, which shares its process's address space.
+    pub thread_create: u64,
+    /// A TLB shootdown's initiator: building the request and sending an IPI to each other
+    /// processor that may cache the address space (`flush_tlb_others`), beyond waiting for
+    /// their acknowledgements (the wait is the remote handlers' simulated time).
+    pub ipi_send: u64,
+    /// A TLB shootdown on a receiving processor: the interrupt's entry and exit and the flush
+    /// handler's acknowledgement, beyond `per_page` per page it invalidates.
+    pub ipi_receive: u64,
 }
 
 impl Default for GuestConfig {
@@ -225,6 +261,10 @@ impl Default for GuestConfig {
             page_size: GuestPageSize::default(),
             memory: default_guest_memory(),
             allocator: AllocatorConfig::default(),
+            vcpus: 1,
+            overcommit: false,
+            time_slice: default_time_slice(),
+            affinity: BTreeMap::new(),
         }
     }
 }
@@ -406,6 +446,19 @@ pub struct CostProfile {
     /// revalidating shadow pages is charged per page (`unshadow`, `resync_page`), building
     /// a shadow root as `make_shadow`; the refill afterwards is simulated.
     pub mode_switch: u64,
+    /// Handling a guest IPI (a write of the local APIC's interrupt command register):
+    /// decoding it and queueing the interrupt for each destination vCPU.
+    pub ipi_send: u64,
+    /// Delivering an interrupt to a vCPU that is running: the host IPI that forces it out of
+    /// the guest and the injection at the next entry. Not an exit with posted interrupts.
+    pub ipi_deliver: u64,
+    /// Emulating the guest's end-of-interrupt write to its local APIC. Not an exit with
+    /// virtual-interrupt delivery (APICv / AVIC).
+    pub eoi: u64,
+    /// Posted interrupts and virtual-interrupt delivery (Intel APICv, AMD AVIC): interrupts
+    /// reach a running vCPU without an exit and its EOI does not exit (Intel SDM Vol. 3C,
+    /// "Posted-Interrupt Processing", "Virtual-Interrupt Delivery").
+    pub posted_interrupts: bool,
     /// Handling a PMU-overflow interrupt that exits to the hypervisor (a sampling policy's
     /// window, seed 001 §4–§5): reading the counters, rearming the overflow, the policy's
     /// arithmetic, the interrupt's acknowledgement.
@@ -484,6 +537,9 @@ pub struct CoreConfig {
     pub base_cpi: f64,
     /// Clock frequency in GHz (for converting cycles to seconds in reports only).
     pub freq_ghz: f64,
+    /// Cores of the machine: the most vCPUs a VM may have without overcommit.
+    #[serde(default = "one")]
+    pub cores: u32,
 }
 
 /// One TLB array: `entries` entries in sets of `ways`, LRU, holding the listed page sizes.
@@ -628,6 +684,9 @@ pub struct CacheLevelConfig {
     pub ways: u32,
     /// Load-to-use latency of a hit at this level, in cycles.
     pub latency: u32,
+    /// Shared by every core (a last-level cache); otherwise each core has its own.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// The memory hierarchy seen by page-entry references and (optionally) data references.

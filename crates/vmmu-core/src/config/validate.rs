@@ -67,6 +67,19 @@ impl SimConfig {
                     format!("gives {sets} sets; the set count must be a power of two"),
                 ));
             }
+            if !c.shared && i > 0 && m.caches.levels[i - 1].shared {
+                return Err(Error::config(
+                    format!("{f}.shared"),
+                    format!(
+                        "a private level below the shared level {:?}: the levels shared by \
+                         all cores must be the last ones",
+                        m.caches.levels[i - 1].name
+                    ),
+                ));
+            }
+        }
+        if m.core.cores == 0 {
+            return Err(Error::config("machine.core.cores", "must be at least 1"));
         }
         if !m
             .caches
@@ -87,6 +100,45 @@ impl SimConfig {
                         .join(", ")
                 ),
             ));
+        }
+        let g = &self.guest;
+        if g.vcpus == 0 {
+            return Err(Error::config("guest.vcpus", "must be at least 1"));
+        }
+        if g.vcpus > self.machine.core.cores && !g.overcommit {
+            return Err(Error::config(
+                "guest.vcpus",
+                format!(
+                    "{} vCPUs on the {}-core machine {:?}: vCPUs would time-share cores, which \
+                     vmmu does not model; use at most {} or set guest.overcommit = true",
+                    g.vcpus, self.machine.core.cores, self.machine.name, self.machine.core.cores
+                ),
+            ));
+        }
+        if g.time_slice == 0 {
+            return Err(Error::config(
+                "guest.time_slice",
+                "must be at least 1 cycle",
+            ));
+        }
+        for (tid, &v) in &g.affinity {
+            let field = format!("guest.affinity.{tid}");
+            if tid.parse::<u32>().is_err() {
+                return Err(Error::config(
+                    field,
+                    "the key must be a thread id (a number)",
+                ));
+            }
+            if v >= g.vcpus {
+                return Err(Error::config(
+                    field,
+                    format!(
+                        "pins thread {tid} to vCPU {v}, which does not exist: the guest has {} \
+                         vCPU(s), numbered from 0",
+                        g.vcpus
+                    ),
+                ));
+            }
         }
         let gmem = self.guest.memory.0;
         if gmem < (16 << 20) || !gmem.is_multiple_of(2 << 20) {
@@ -251,6 +303,17 @@ impl SimConfig {
             }
             (Mode::Native | Mode::Nested | Mode::Shadow, None) => return Ok(()),
             (Mode::Adaptive, Some(_)) => {}
+        }
+        if self.guest.vcpus > 1 {
+            return Err(Error::config(
+                "guest.vcpus",
+                format!(
+                    "an adaptive run's policy reads one core's performance counters, and the \
+                     oracle runs its static simulations in lockstep on one vCPU: adaptive runs \
+                     have one vCPU (this one asks for {})",
+                    self.guest.vcpus
+                ),
+            ));
         }
         if h.technique != Technique::Hvm {
             return Err(Error::config(

@@ -106,6 +106,10 @@ pub struct GuestOs {
     costs: KernelCosts,
     procs: FxHashMap<u32, Process>,
     current: Option<u32>,
+    /// The running thread (a process's main thread is `tid = pid`).
+    current_tid: Option<u32>,
+    /// Threads beyond each process's main thread: tid → pid.
+    threads: FxHashMap<u32, u32>,
     /// Reference counts of frames shared copy-on-write (absent = 1).
     shared: FxHashMap<u64, u32>,
     /// Counters.
@@ -123,6 +127,8 @@ impl GuestOs {
             costs: *costs,
             procs: FxHashMap::default(),
             current: None,
+            current_tid: None,
+            threads: FxHashMap::default(),
             shared: FxHashMap::default(),
             stats: OsStats::default(),
         }
@@ -132,6 +138,38 @@ impl GuestOs {
     #[inline]
     pub fn current_pid(&self) -> Option<u32> {
         self.current
+    }
+
+    /// The running thread's tid.
+    #[inline]
+    pub fn current_tid(&self) -> Option<u32> {
+        self.current_tid.or(self.current)
+    }
+
+    /// The process thread `tid` belongs to, if it lives (a main thread's tid is its pid).
+    pub fn thread_pid(&self, tid: u32) -> Option<u32> {
+        match self.threads.get(&tid) {
+            Some(&pid) => Some(pid),
+            None => self.procs.contains_key(&tid).then_some(tid),
+        }
+    }
+
+    /// Puts thread `tid` of `pid` on the processor without a context switch: the scheduler of
+    /// a multi-vCPU guest loads the state of the vCPU it simulates next (each vCPU keeps its
+    /// own running thread and CR3; nothing is written or charged).
+    pub fn resume(&mut self, running: Option<(u32, u32)>) {
+        self.current = running.map(|(pid, _)| pid);
+        self.current_tid = running.map(|(_, tid)| tid);
+    }
+
+    /// Charges kernel work done outside an event (a TLB-shootdown IPI's handler).
+    pub fn charge(&mut self, cycles: u64) {
+        self.stats.kernel_cycles += cycles;
+    }
+
+    /// The kernel's costs.
+    pub fn costs(&self) -> &KernelCosts {
+        &self.costs
     }
 
     /// A process by pid.
@@ -189,7 +227,17 @@ impl GuestOs {
             ),
             Event::Exec { pid } => (self.exec(pid, fx), c.exec),
             Event::Exit { pid } => (self.exit(pid, fx), c.exit),
-            Event::Switch { pid } => (self.switch(pid, fx), c.context_switch),
+            Event::Switch { pid } => (self.switch(pid, pid, true, fx), c.context_switch),
+            Event::Thread { pid, tid } => {
+                let cost = if self.current_tid() == Some(tid) {
+                    0
+                } else {
+                    c.context_switch
+                };
+                (self.switch(pid, tid, false, fx), cost)
+            }
+            Event::ThreadCreate { pid, tid } => (self.thread_create(pid, tid), c.thread_create),
+            Event::ThreadExit { pid, tid } => (self.thread_exit(pid, tid), c.exit),
             Event::Munmap { start, len } => (self.munmap(start, len, fx), c.syscall),
             Event::Mprotect { start, len, prot } => {
                 (self.mprotect(start, len, prot, fx), c.syscall)
@@ -262,15 +310,60 @@ impl GuestOs {
         Ok(1)
     }
 
-    /// Switches to `pid` (a CR3 write).
-    fn switch(&mut self, pid: u32, fx: &mut OsEffects) -> Result<(), OsError> {
+    /// Switches to thread `tid` of `pid`: a CR3 write when the process changes, or always
+    /// (`reload`, a process switch by `Switch`).
+    fn switch(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        reload: bool,
+        fx: &mut OsEffects,
+    ) -> Result<(), OsError> {
         if !self.procs.contains_key(&pid) {
             return Err(OsError::Impossible(format!(
                 "switch to unknown or dead process {pid}"
             )));
         }
+        if self.thread_pid(tid) != Some(pid) {
+            return Err(OsError::Impossible(format!(
+                "switch to thread {tid}, which is not a live thread of process {pid}"
+            )));
+        }
+        if reload || self.current != Some(pid) {
+            fx.cr3_switch = Some(pid);
+        }
         self.current = Some(pid);
-        fx.cr3_switch = Some(pid);
+        self.current_tid = Some(tid);
+        Ok(())
+    }
+
+    /// `clone(CLONE_VM)`: process `pid` gains thread `tid`, sharing its address space.
+    fn thread_create(&mut self, pid: u32, tid: u32) -> Result<(), OsError> {
+        if !self.procs.contains_key(&pid) {
+            return Err(OsError::Impossible(format!(
+                "thread {tid} created in unknown process {pid}"
+            )));
+        }
+        if self.thread_pid(tid).is_some() {
+            return Err(OsError::Impossible(format!(
+                "thread {tid} already exists (thread ids are unique in the guest)"
+            )));
+        }
+        self.threads.insert(tid, pid);
+        Ok(())
+    }
+
+    /// Thread `tid` of `pid` ends (a main thread ends with its process, by `exit`).
+    fn thread_exit(&mut self, pid: u32, tid: u32) -> Result<(), OsError> {
+        if self.threads.get(&tid) != Some(&pid) {
+            return Err(OsError::Impossible(format!(
+                "exit of thread {tid}, which is not a live secondary thread of process {pid}"
+            )));
+        }
+        self.threads.remove(&tid);
+        if self.current_tid == Some(tid) {
+            self.current_tid = Some(pid);
+        }
         Ok(())
     }
 
@@ -282,8 +375,10 @@ impl GuestOs {
             .ok_or_else(|| OsError::Impossible(format!("exit of unknown process {pid}")))?;
         self.teardown(&p, fx);
         fx.flush_pids.push(pid);
+        self.threads.retain(|_, p| *p != pid);
         if self.current == Some(pid) {
             self.current = None;
+            self.current_tid = None;
         }
         Ok(())
     }

@@ -30,6 +30,7 @@ struct Level {
     name: String,
     arr: SetAssoc<()>,
     latency: u32,
+    shared: bool,
     stats: HitMiss,
 }
 
@@ -56,6 +57,7 @@ impl MemoryHierarchy {
                     name: l.name.clone(),
                     arr: SetAssoc::new((l.size.0 / line) as usize, l.ways as usize, ()),
                     latency: l.latency,
+                    shared: l.shared,
                     stats: HitMiss::default(),
                 })
                 .collect(),
@@ -139,6 +141,23 @@ impl MemoryHierarchy {
         }
     }
 
+    /// Adds `o`'s per-level counters to these (the totals of several cores).
+    pub fn absorb_stats(&mut self, o: &MemoryHierarchy) {
+        for (l, ol) in self.levels.iter_mut().zip(&o.levels) {
+            l.stats += ol.stats;
+        }
+    }
+
+    /// Exchanges the levels shared by every core with `o`'s: one core's hierarchy holds the
+    /// shared levels while it runs, so the cores of a multi-vCPU run share one copy.
+    pub fn swap_shared(&mut self, o: &mut MemoryHierarchy) {
+        for (l, ol) in self.levels.iter_mut().zip(o.levels.iter_mut()) {
+            if l.shared {
+                std::mem::swap(l, ol);
+            }
+        }
+    }
+
     /// Per-level counters: `("l1", HitMiss)`, ... in level order.
     pub fn stats(&self) -> Vec<(String, HitMiss)> {
         self.levels
@@ -159,6 +178,7 @@ mod tests {
             size: Bytes(size),
             ways,
             latency,
+            shared: false,
         }
     }
 

@@ -45,3 +45,10 @@ impl HitMiss {
         self.hits + self.misses
     }
 }
+
+impl std::ops::AddAssign for HitMiss {
+    fn add_assign(&mut self, o: HitMiss) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+    }
+}

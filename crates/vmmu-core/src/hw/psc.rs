@@ -118,6 +118,11 @@ impl Psc {
         self.stats = HitMiss::default();
     }
 
+    /// Adds `o`'s counters to these (the totals of several cores).
+    pub fn absorb_stats(&mut self, o: &Self) {
+        self.stats += o.stats;
+    }
+
     /// Hits and misses of [`lookup`](Self::lookup).
     pub fn stats(&self) -> HitMiss {
         self.stats

@@ -413,6 +413,14 @@ impl TlbHierarchy {
         }
     }
 
+    /// Adds `o`'s counters to these (the totals of several cores).
+    pub fn absorb_stats(&mut self, o: &TlbHierarchy) {
+        self.l1d.stats += o.l1d.stats;
+        self.l1i.stats += o.l1i.stats;
+        self.l2.stats += o.l2.stats;
+        self.l2i.stats += o.l2i.stats;
+    }
+
     /// Counters per structure: `l1d`, `l1i`, `l2`, and `l2i` only when l2i arrays exist.
     pub fn stats(&self) -> Vec<(&'static str, HitMiss)> {
         let mut v = vec![

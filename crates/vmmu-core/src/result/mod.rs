@@ -13,7 +13,9 @@ use crate::event::EventSource;
 use crate::hw::HitMiss;
 use crate::shadow::ShadowStats;
 pub use crate::sim::CyclesByCause;
-use crate::sim::{Progress, Simulator, Warmup, WindowRecord};
+use crate::sim::{
+    PagerLockCounts, Progress, ShootdownCounts, Simulator, VcpuCounts, Warmup, WindowRecord,
+};
 use crate::vmm::exits::ExitCount;
 use crate::vmm::mode_index;
 use crate::walk::step::{step_name, COL_G, GRID};
@@ -196,6 +198,19 @@ pub struct RunResult {
     pub config: SimConfig,
     /// The simulation's own figures.
     pub sim: SimInfo,
+    /// Multi-vCPU runs: the time the run took, the largest vCPU clock (`cycles` sums every
+    /// vCPU's time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elapsed_cycles: Option<u64>,
+    /// Multi-vCPU runs: each vCPU's counters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vcpus: Vec<VcpuCounts>,
+    /// Multi-vCPU runs: TLB shootdowns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shootdowns: Option<ShootdownCounts>,
+    /// Multi-vCPU runs: the shadow pager's lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pager_lock: Option<PagerLockCounts>,
     /// An adaptive run's windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Vec<WindowRecord>>,
@@ -333,6 +348,10 @@ impl RunResult {
             checked_translations: c.checked,
             warmup: sim.warmed,
             config: cfg.clone(),
+            elapsed_cycles: sim.vcpus.iter().map(|v| v.cycles).max(),
+            vcpus: sim.vcpus.clone(),
+            shootdowns: (!sim.vcpus.is_empty()).then(|| sim.shootdowns.clone()),
+            pager_lock: (!sim.vcpus.is_empty()).then(|| sim.pager_lock.clone()),
             sim: SimInfo {
                 events: c.events + sim.warmed.events,
                 seconds,

@@ -166,6 +166,26 @@ impl ShadowPager {
         self.current.map(|(_, h)| PageTable::at(self.geo, h))
     }
 
+    /// The root the running vCPU has loaded: (guest root, shadow root).
+    pub fn current(&self) -> Option<(Gpa, Hpa)> {
+        self.current
+    }
+
+    /// Loads `root`, a vCPU's root from its last turn, if the shadow cache still holds it;
+    /// returns whether it did (otherwise nothing is loaded and the vCPU must switch roots).
+    pub fn resume(&mut self, root: Option<(Gpa, Hpa)>) -> bool {
+        match root {
+            Some(r) if self.roots.contains(&r) => {
+                self.current = Some(r);
+                true
+            }
+            _ => {
+                self.current = None;
+                false
+            }
+        }
+    }
+
     /// Whether a shadow table was removed or unlinked since the last call (the caller must
     /// then flush the paging-structure caches); clears the flag.
     pub fn take_unlinked(&mut self) -> bool {

@@ -11,6 +11,9 @@
 mod adaptive;
 mod boundary;
 mod check;
+mod smp;
+
+pub use smp::{PagerLockCounts, ShootdownCounts, VcpuCounts};
 
 pub use adaptive::WindowRecord;
 
@@ -62,6 +65,12 @@ pub struct CyclesByCause {
     pub hypervisor: u64,
     /// The exits that changed the paging mode, with their handlers.
     pub mode_switch: u64,
+    /// Time vCPUs waited for other vCPUs to handle their TLB shootdowns (0 with one vCPU).
+    #[serde(default)]
+    pub shootdown_wait: u64,
+    /// Time vCPUs waited for the shadow pager's lock (0 with one vCPU).
+    #[serde(default)]
+    pub pager_lock_wait: u64,
 }
 
 impl CyclesByCause {
@@ -73,6 +82,8 @@ impl CyclesByCause {
             + self.guest_kernel
             + self.hypervisor
             + self.mode_switch
+            + self.shootdown_wait
+            + self.pager_lock_wait
     }
 }
 
@@ -111,7 +122,16 @@ pub struct Simulator {
     pub counters: Counters,
     /// What the warm-up left out (zero while it lasts, or without one).
     pub warmed: Warmup,
+    /// Per-vCPU counters of a multi-vCPU run (empty with one vCPU).
+    pub vcpus: Vec<VcpuCounts>,
+    /// TLB shootdowns of a multi-vCPU run.
+    pub shootdowns: ShootdownCounts,
+    /// The shadow pager's lock in a multi-vCPU run.
+    pub pager_lock: PagerLockCounts,
     fx: OsEffects,
+    /// Counts the OS actions whose effects `fx` holds (a multi-vCPU run sends shootdowns for
+    /// each new one).
+    fx_serial: u64,
     geo: Geometry,
     /// The current address space's TLB tag.
     tag: Tag,
@@ -156,7 +176,11 @@ impl Simulator {
             mmu,
             counters: Counters::default(),
             warmed: Warmup::default(),
+            vcpus: Vec::new(),
+            shootdowns: ShootdownCounts::default(),
+            pager_lock: PagerLockCounts::default(),
             fx: OsEffects::default(),
+            fx_serial: 0,
             geo: Geometry::of(cfg.guest.format),
             switches,
             warming: cfg.warmup.refs > 0 || cfg.warmup.instructions > 0,
@@ -177,6 +201,9 @@ impl Simulator {
         source: &mut dyn EventSource,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<()> {
+        if self.cfg.guest.vcpus > 1 {
+            return smp::run(self, source, progress);
+        }
         let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
         let total = source.len_hint();
         let mut next_report = PROGRESS_EVERY;
@@ -238,6 +265,8 @@ impl Simulator {
             guest_kernel: self.os.stats.kernel_cycles,
             hypervisor: exits.total_cycles() - mode_switch,
             mode_switch,
+            shootdown_wait: self.shootdowns.wait_cycles,
+            pager_lock_wait: self.pager_lock.wait_cycles,
         }
     }
 
@@ -275,10 +304,16 @@ impl Simulator {
     /// Simulates one event.
     #[inline(always)]
     pub fn step(&mut self, e: &Event) -> Result<()> {
+        let idx = self.warmed.events + self.counters.events;
+        self.step_at(e, idx)
+    }
+
+    /// Simulates one event, the `idx`-th of its stream (for error messages).
+    #[inline(always)]
+    fn step_at(&mut self, e: &Event, idx: u64) -> Result<()> {
         if self.boundary_due() {
             self.boundary()?;
         }
-        let idx = self.warmed.events + self.counters.events;
         self.counters.events += 1;
         match e {
             Event::Ref(r) => self.reference(r, idx),
@@ -352,6 +387,7 @@ impl Simulator {
     fn implicit_process(&mut self, r: &MemRef, idx: u64) -> Result<u32> {
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
+        self.fx_serial += 1;
         let res = self
             .os
             .ensure_implicit_process(&mut fx)
@@ -399,6 +435,7 @@ impl Simulator {
             Resolution::Guest => {
                 let mut fx = std::mem::take(&mut self.fx);
                 fx.clear();
+                self.fx_serial += 1;
                 let res = self
                     .os
                     .fault(r.va, access.write, access.fetch, &mut fx)
@@ -417,6 +454,7 @@ impl Simulator {
     fn os_event(&mut self, e: &Event, idx: u64) -> Result<()> {
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
+        self.fx_serial += 1;
         let res = self
             .os
             .event(e, &mut fx)

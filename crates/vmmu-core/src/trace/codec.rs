@@ -94,6 +94,9 @@ const T_MPROTECT: u8 = 0x88;
 const T_MREMAP: u8 = 0x89;
 const T_BRK: u8 = 0x8A;
 const T_PHASE: u8 = 0x8B;
+const T_THREAD_CREATE: u8 = 0x8C;
+const T_THREAD_EXIT: u8 = 0x8D;
+const T_THREAD: u8 = 0x8E;
 
 const KINDS: [AccessKind; 4] = [
     AccessKind::Load,
@@ -175,6 +178,11 @@ impl Encoder {
             Event::Exec { pid } => tagged(rec, T_EXEC, &[pid as u64]),
             Event::Exit { pid } => tagged(rec, T_EXIT, &[pid as u64]),
             Event::Switch { pid } => tagged(rec, T_SWITCH, &[pid as u64]),
+            Event::ThreadCreate { pid, tid } => {
+                tagged(rec, T_THREAD_CREATE, &[pid as u64, tid as u64])
+            }
+            Event::ThreadExit { pid, tid } => tagged(rec, T_THREAD_EXIT, &[pid as u64, tid as u64]),
+            Event::Thread { pid, tid } => tagged(rec, T_THREAD, &[pid as u64, tid as u64]),
             Event::Mmap {
                 start,
                 len,
@@ -594,6 +602,18 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
         },
         T_PHASE => Event::Phase {
             id: read_u32(raw, p, start, "phase id")?,
+        },
+        T_THREAD_CREATE => Event::ThreadCreate {
+            pid: read_u32(raw, p, start, "pid")?,
+            tid: read_u32(raw, p, start, "tid")?,
+        },
+        T_THREAD_EXIT => Event::ThreadExit {
+            pid: read_u32(raw, p, start, "pid")?,
+            tid: read_u32(raw, p, start, "tid")?,
+        },
+        T_THREAD => Event::Thread {
+            pid: read_u32(raw, p, start, "pid")?,
+            tid: read_u32(raw, p, start, "tid")?,
         },
         _ => {
             return Err(DecodeError {

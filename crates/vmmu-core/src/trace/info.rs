@@ -140,6 +140,12 @@ impl Tally {
                     self.pids.insert(pid);
                     "switch"
                 }
+                Event::ThreadCreate { pid, .. } => {
+                    self.pids.insert(pid);
+                    "thread_create"
+                }
+                Event::ThreadExit { .. } => "thread_exit",
+                Event::Thread { .. } => "thread",
                 Event::Mmap { .. } => "mmap",
                 Event::Munmap { .. } => "munmap",
                 Event::Mprotect { .. } => "mprotect",

@@ -274,6 +274,9 @@ const EVENT_SYNTAX: &[(&str, &str)] = &[
     ("exec", "PID"),
     ("exit", "PID"),
     ("switch", "PID"),
+    ("thread_create", "PID TID"),
+    ("thread_exit", "PID TID"),
+    ("thread", "PID TID"),
     ("mmap", "START LEN PROT FLAGS"),
     ("munmap", "START LEN"),
     ("mprotect", "START LEN PROT"),
@@ -323,6 +326,18 @@ fn parse_event(body: &[u8]) -> std::result::Result<Event, String> {
         "exec" => Event::Exec { pid: pid(0)? },
         "exit" => Event::Exit { pid: pid(0)? },
         "switch" => Event::Switch { pid: pid(0)? },
+        "thread_create" => Event::ThreadCreate {
+            pid: pid(0)?,
+            tid: pid(1)?,
+        },
+        "thread_exit" => Event::ThreadExit {
+            pid: pid(0)?,
+            tid: pid(1)?,
+        },
+        "thread" => Event::Thread {
+            pid: pid(0)?,
+            tid: pid(1)?,
+        },
         "mmap" => Event::Mmap {
             start: va(0)?,
             len: num(1)?,
@@ -453,6 +468,9 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
         Event::Exec { pid } => writeln!(out, "@exec {pid}"),
         Event::Exit { pid } => writeln!(out, "@exit {pid}"),
         Event::Switch { pid } => writeln!(out, "@switch {pid}"),
+        Event::ThreadCreate { pid, tid } => writeln!(out, "@thread_create {pid} {tid}"),
+        Event::ThreadExit { pid, tid } => writeln!(out, "@thread_exit {pid} {tid}"),
+        Event::Thread { pid, tid } => writeln!(out, "@thread {pid} {tid}"),
         Event::Mmap {
             start,
             len,

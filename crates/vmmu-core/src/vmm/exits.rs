@@ -34,6 +34,15 @@ pub enum ExitReason {
     InPlaceCall,
     /// An exit taken to change the paging mode (seed 001 §5).
     ModeSwitch,
+    /// A guest IPI (its interrupt-command-register write), intercepted.
+    IpiSend,
+    /// An interrupt delivered to a running vCPU: forced out by a host IPI, injected at entry.
+    IpiDeliver,
+    /// The guest's end-of-interrupt write, intercepted.
+    Eoi,
+    /// A vCPU forced out so its TLB is flushed after the hypervisor removed shadow tables
+    /// another vCPU may cache translations or paging-structure entries from.
+    RemoteFlush,
     /// A PMU-overflow interrupt that exits so a sampling policy can read the counters
     /// (seed 001 §4–§6: every `window_inst` instructions).
     PmuOverflow,
@@ -41,7 +50,7 @@ pub enum ExitReason {
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 11] = [
+    pub const ALL: [ExitReason; 15] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -52,6 +61,10 @@ impl ExitReason {
         ExitReason::FaultBounce,
         ExitReason::InPlaceCall,
         ExitReason::ModeSwitch,
+        ExitReason::IpiSend,
+        ExitReason::IpiDeliver,
+        ExitReason::Eoi,
+        ExitReason::RemoteFlush,
         ExitReason::PmuOverflow,
     ];
 
@@ -68,6 +81,10 @@ impl ExitReason {
             ExitReason::FaultBounce => "fault_bounce",
             ExitReason::InPlaceCall => "inplace_vmm_call",
             ExitReason::ModeSwitch => "mode_switch",
+            ExitReason::IpiSend => "ipi_send",
+            ExitReason::IpiDeliver => "ipi_deliver",
+            ExitReason::Eoi => "eoi",
+            ExitReason::RemoteFlush => "remote_flush",
             ExitReason::PmuOverflow => "pmu_overflow",
         }
     }
@@ -86,8 +103,26 @@ impl ExitReason {
             | ExitReason::FaultBounce
             | ExitReason::InPlaceCall
             | ExitReason::ModeSwitch
+            | ExitReason::IpiSend
+            | ExitReason::IpiDeliver
+            | ExitReason::Eoi
+            | ExitReason::RemoteFlush
             | ExitReason::PmuOverflow => false,
         }
+    }
+
+    /// Whether the handler runs under the VM's shadow-pager lock (KVM's `mmu_lock` in its
+    /// page-fault, PTE-write, INVLPG and root-load paths; Xen's per-domain paging lock), which
+    /// serializes it against the same handlers on other vCPUs.
+    pub const fn takes_pager_lock(self) -> bool {
+        matches!(
+            self,
+            ExitReason::HiddenFault
+                | ExitReason::GuestFault
+                | ExitReason::PtWrite
+                | ExitReason::Cr3Write
+                | ExitReason::Invlpg
+        )
     }
 
     /// Whether the operation switches from the guest to the hypervisor and back.
@@ -103,8 +138,8 @@ impl ExitReason {
 /// Counts and cycles per reason.
 #[derive(Clone, Debug, Default)]
 pub struct ExitStats {
-    count: [u64; 11],
-    cycles: [u64; 11],
+    count: [u64; ExitReason::ALL.len()],
+    cycles: [u64; ExitReason::ALL.len()],
 }
 
 impl ExitStats {
@@ -118,6 +153,15 @@ impl ExitStats {
     /// Operations of `reason`.
     pub fn count(&self, reason: ExitReason) -> u64 {
         self.count[reason.index()]
+    }
+
+    /// Cycles and count of the operations that take the shadow-pager lock.
+    #[inline]
+    pub fn pager_locked(&self) -> (u64, u64) {
+        ExitReason::ALL
+            .iter()
+            .filter(|r| r.takes_pager_lock())
+            .fold((0, 0), |(c, n), &r| (c + self.cycles(r), n + self.count(r)))
     }
 
     /// World switches of every reason.

@@ -102,6 +102,10 @@ impl Account {
             | ExitReason::Invlpg
             | ExitReason::NestedFault
             | ExitReason::ModeSwitch
+            | ExitReason::IpiSend
+            | ExitReason::IpiDeliver
+            | ExitReason::Eoi
+            | ExitReason::RemoteFlush
             | ExitReason::PmuOverflow => self.round_trip,
         };
         self.exits.record(reason, round_trip + handler);
@@ -131,6 +135,8 @@ pub struct Vmm {
     acct: Account,
     /// Instructions retired when the current mode began.
     since: u64,
+    /// Shadow tables were removed: every other vCPU must flush.
+    remote_flush: bool,
     /// Counters.
     pub stats: VmmStats,
 }
@@ -180,6 +186,7 @@ impl Vmm {
                 paging_exit_cycles: 0,
             },
             since: 0,
+            remote_flush: false,
             stats: VmmStats::default(),
         })
     }
@@ -251,6 +258,7 @@ impl Vmm {
             acct,
             costs: c,
             lazy,
+            remote_flush,
             ..
         } = self;
         match (paging, f) {
@@ -301,6 +309,7 @@ impl Vmm {
                 };
                 if sp.take_unlinked() {
                     mmu.flush_paging_structures();
+                    *remote_flush = true;
                 }
                 Ok(res)
             }
@@ -360,6 +369,25 @@ impl Vmm {
                 }
             }
         }
+        self.invalidate(mmu, os, fx);
+        if let Some(pid) = fx.cr3_switch {
+            self.cr3_write(mmu, os, pid)?;
+        }
+        self.take_unlinked(mmu);
+        Ok(())
+    }
+
+    /// The INVLPGs and full flushes of `fx`, executed by the processor of `mmu` (the one that
+    /// changed the tables, or another one in its TLB-shootdown handler), and intercepted
+    /// where the mode intercepts them.
+    fn invalidate(&mut self, mmu: &mut Mmu, os: &GuestOs, fx: &OsEffects) {
+        let Vmm {
+            paging,
+            host,
+            acct,
+            costs: c,
+            ..
+        } = self;
         for &(pid, va, size) in &fx.invalidate {
             let tag = mmu.tag(os.pcid(pid));
             if let (Paging::Shadow(sp), Some(gpt)) = (&mut *paging, os.tables(pid)) {
@@ -379,15 +407,103 @@ impl Vmm {
             }
             mmu.flush_context(mmu.tag(os.pcid(pid)));
         }
-        if let Some(pid) = fx.cr3_switch {
-            self.cr3_write(mmu, os, pid)?;
-        }
+    }
+
+    /// After the shadow pager removed or unlinked a shadow table, the processor flushes its
+    /// paging-structure caches; the other vCPUs must flush theirs before they next walk
+    /// ([`Vmm::take_remote_flush`]).
+    fn take_unlinked(&mut self, mmu: &mut Mmu) {
         if let Paging::Shadow(sp) = &mut self.paging {
             if sp.take_unlinked() {
                 mmu.flush_paging_structures();
+                self.remote_flush = true;
             }
         }
-        Ok(())
+    }
+
+    /// Whether shadow tables were removed since the last call, so every other vCPU must
+    /// flush (KVM's `kvm_flush_remote_tlbs`); clears the flag.
+    pub fn take_remote_flush(&mut self) -> bool {
+        std::mem::take(&mut self.remote_flush)
+    }
+
+    /// Another vCPU, `remote`, is forced out and flushes its TLBs and paging-structure caches
+    /// after shadow tables were removed (a host IPI, priced as `ipi_deliver`). Returns the
+    /// cycles charged.
+    pub fn remote_flush(&mut self, remote: &mut Mmu) -> u64 {
+        let before = self.acct.exits.total_cycles();
+        let c = self.costs.ipi_deliver;
+        self.acct.charge(remote, ExitReason::RemoteFlush, c);
+        remote.flush_vm();
+        self.acct.exits.total_cycles() - before
+    }
+
+    /// A TLB-shootdown IPI from the running vCPU (`local`) to `remote`, and the handler on
+    /// `remote` that executes `fx`'s invalidations (docs/model.md, "TLB shootdowns").
+    /// Natively neither exits; with hardware virtualization the sender's ICR write exits, and
+    /// without posted interrupts so do the delivery and the EOI on `remote`; under shadow
+    /// paging the handler's INVLPGs exit too. Para-virtual guests send it by hypercall.
+    /// Returns the hypervisor cycles charged on `remote`.
+    pub fn shootdown(
+        &mut self,
+        local: &mut Mmu,
+        remote: &mut Mmu,
+        os: &GuestOs,
+        fx: &OsEffects,
+    ) -> u64 {
+        let c = &self.costs;
+        let (send, deliver, eoi) = (c.ipi_send, c.ipi_deliver, c.eoi);
+        let posted = c.posted_interrupts;
+        let hypercall = c.hypercall;
+        match self.paging {
+            Paging::Native => {}
+            Paging::Nested | Paging::Shadow(_) => {
+                self.acct.charge(local, ExitReason::IpiSend, send);
+            }
+            Paging::Direct(_) => self.acct.charge(local, ExitReason::Hypercall, hypercall),
+        }
+        let before = self.acct.exits.total_cycles();
+        if matches!(self.paging, Paging::Nested | Paging::Shadow(_)) && !posted {
+            self.acct.charge(remote, ExitReason::IpiDeliver, deliver);
+        }
+        self.invalidate(remote, os, fx);
+        if matches!(self.paging, Paging::Nested | Paging::Shadow(_)) && !posted {
+            self.acct.charge(remote, ExitReason::Eoi, eoi);
+        }
+        self.acct.exits.total_cycles() - before
+    }
+
+    /// The running vCPU changes: `mmu` is the MMU of the vCPU that resumes, running `pid`
+    /// whose shadow root was `root` when it last ran. Under shadow paging the root it had
+    /// may have been dropped meanwhile (by another vCPU's CR3 write or the shadow cache's
+    /// capacity): it is rebuilt, as KVM reloads an invalid root before entry, priced as a
+    /// CR3 write. Returns the root now loaded, to keep for the vCPU's next turn.
+    pub fn resume(
+        &mut self,
+        mmu: &mut Mmu,
+        os: &GuestOs,
+        pid: Option<u32>,
+        root: Option<(Gpa, Hpa)>,
+    ) -> Result<Option<(Gpa, Hpa)>> {
+        let Paging::Shadow(sp) = &mut self.paging else {
+            return Ok(None);
+        };
+        if sp.resume(root) {
+            return Ok(root);
+        }
+        if let Some(pid) = pid {
+            self.cr3_write(mmu, os, pid)?;
+            self.take_unlinked(mmu);
+        }
+        Ok(self.current_root())
+    }
+
+    /// The shadow root the running vCPU has loaded.
+    pub fn current_root(&self) -> Option<(Gpa, Hpa)> {
+        match &self.paging {
+            Paging::Shadow(sp) => sp.current(),
+            _ => None,
+        }
     }
 
     /// Backs the frames the guest just allocated, unless memory is backed lazily.

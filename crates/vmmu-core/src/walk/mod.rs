@@ -198,7 +198,35 @@ impl WalkHw {
         self.caches.access(entry, self.pe_from).1 as u64
     }
 
-    /// Zeroes every counter of the walk hardware (the end of a warm-up); contents stay.
+    /// Adds `o`'s counters to these (the totals of several cores).
+    pub fn absorb_stats(&mut self, o: &WalkHw) {
+        let (s, t) = (&mut self.stats, &o.stats);
+        s.walks += t.walks;
+        s.walk_faults += t.walk_faults;
+        s.ad_updates += t.ad_updates;
+        s.served_pwc += t.served_pwc;
+        for (a, b) in s.refs.iter_mut().flatten().zip(t.refs.iter().flatten()) {
+            *a += b;
+        }
+        for (a, b) in s
+            .pwc_hits
+            .iter_mut()
+            .flatten()
+            .zip(t.pwc_hits.iter().flatten())
+        {
+            *a += b;
+        }
+        for (a, b) in s.served_level.iter_mut().zip(&t.served_level) {
+            *a += b;
+        }
+        self.pwc.absorb_stats(&o.pwc);
+        self.ntlb.absorb_stats(&o.ntlb);
+        self.psc_guest.absorb_stats(&o.psc_guest);
+        self.psc_nested.absorb_stats(&o.psc_nested);
+        self.caches.absorb_stats(&o.caches);
+    }
+
+    /// Zeroes every counter (the end of a warm-up); the contents stay.
     pub fn reset_stats(&mut self) {
         self.stats = WalkStats::default();
         self.pwc.reset_stats();

@@ -22,6 +22,7 @@ mod kernel;
 mod memorymotion;
 mod phases;
 mod script;
+mod server;
 
 use super::spec::{ParamDef, Spec, Values};
 use super::{GeneratorInfo, ParamInfo};
@@ -67,6 +68,8 @@ const PAPERS: &[PaperDef] = &[
     kernel::NPS,
     kernel::FW,
     compile::COMPILE,
+    server::DATABASE,
+    server::XENAPP,
     cpu::SWIM,
     cpu::ZEUSMP,
     cpu::GCC,
