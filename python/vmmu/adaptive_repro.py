@@ -3,9 +3,9 @@ modes, the oracle bound and vmmu's cost model (docs/policies.md), as rows of ``v
 
 :func:`bae11_adaptive` returns the same DataFrame shape as every reproduction of
 :mod:`vmmu.repro` (``claim``, ``paper``, ``vmmu``, ``unit``, ``holds``, ``note``), so it can be
-shown beside :func:`vmmu.repro.bae11` or on its own.
+shown beside :mod:`vmmu.repro.bae11` or on its own.
 
-**Setup.** The machine and hypervisor of :func:`vmmu.repro.bae11` (Opteron 2350, the Palacios
+**Setup.** The machine and hypervisor of :mod:`vmmu.repro.bae11` (Opteron 2350, the Palacios
 profile, a 32-bit guest, Palacios' shadow pager and 2 MiB nested pages), the same settings for
 every virtualized column, so the adaptive runs and the static ones differ only in who picks
 the mode. Every run is whole (start-up included): a policy decides over the whole run, and the
@@ -27,27 +27,71 @@ faults, or dropped).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vmmu.repro import (
-    COMPUTE,
-    PALACIOS_GUEST,
-    PALACIOS_NESTED,
-    PALACIOS_SHADOW,
-    SWIM,
-    WORKERS,
-    Job,
-    Measured,
-    System,
-    _Bars,
-    _claim,
-    _scale,
-    _Table,
-    measure,
-)
+from vmmu.repro._reference import claim as _claim
+from vmmu.repro._run import WORKERS, Bar, Context, Job, Measured, System
+from vmmu.repro.bae11 import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
+from vmmu.repro.bhatia09 import SWIM
+from vmmu.repro.kloster07 import COMPUTE
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: The columns of this module's table (its index is the row key).
+COLUMNS = ("claim", "paper", "vmmu", "unit", "holds", "note")
+
+
+def _scale(quick: bool, full: int, small: int) -> int:
+    return small if quick else full
+
+
+def measure(jobs: list[Job], bar: Bar, label: str, workers: int) -> dict[str, Measured]:
+    """Runs ``jobs`` with the reproductions' runner (:class:`vmmu.repro._run.Context`)."""
+    return Context(workers=workers, bar=bar, label=label).measure(jobs)
+
+
+@dataclass
+class _Table:
+    """Rows of this module's table, then its DataFrame (``holds``: yes, no or n/a)."""
+
+    name: str
+    title: str
+    setup: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(
+        self,
+        key: str,
+        claim: str,
+        paper: Any,
+        vmmu: Any,
+        unit: str,
+        holds: bool | None,
+        note: str = "",
+    ) -> None:
+        verdict = "n/a" if holds is None else ("yes" if holds else "no")
+        self.rows.append(
+            {
+                "key": key,
+                "claim": claim,
+                "paper": paper,
+                "vmmu": vmmu,
+                "unit": unit,
+                "holds": verdict,
+                "note": note,
+            }
+        )
+
+    def frame(self, seconds: float) -> pd.DataFrame:
+        import pandas as pd
+
+        df = pd.DataFrame(self.rows, columns=["key", *COLUMNS]).set_index("key")
+        df.index.name = None
+        df.attrs.update({"paper": self.name, "title": self.title, "seconds": seconds, **self.setup})
+        return df
+
 
 #: Every window of every policy is the paper's times this (module doc, "Time scale").
 TIME_SCALE = 1e-4
@@ -59,7 +103,7 @@ PAPER_WINDOW = 1e9
 MACHINE, PROFILE = "opteron2350", "palacios-opteron2350"
 
 #: The settings of every virtualized run: seed 001's guest, Palacios' shadow pager and its
-#: large nested pages (all of :func:`vmmu.repro.bae11`'s, in one set).
+#: large nested pages (all of :mod:`vmmu.repro.bae11`'s, in one set).
 SETTINGS: dict[str, Any] = {**PALACIOS_GUEST, **PALACIOS_SHADOW, **PALACIOS_NESTED}
 
 #: The columns: native, the static modes, the policies.
@@ -178,7 +222,7 @@ def bae11_adaptive(
         },
     )
     switched = ("gcc", "swim")
-    with _Bars(progress) as bars:
+    with Bar(progress) as bars:
         m = measure(jobs, bars, "bae11-adaptive", workers)
         # One switch of each direction half-way through the run (the oracle's windows say
         # where a window starts).

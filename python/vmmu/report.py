@@ -59,10 +59,10 @@ class Chart:
 class Table:
     headers: list[str]
     rows: list[list[str]]
-    #: Per column: "num" (right-aligned) or "" (text).
+    #: Per column: "num" (right-aligned), "verdict" (a `vmmu repro` verdict, coloured) or "".
     kinds: list[str] = field(default_factory=list)
     caption: str = ""
-    #: Per row: a CSS class ("failed", "yes", "no"...) or "".
+    #: Per row: a CSS class ("failed", a verdict such as "differs"...) or "".
     row_classes: list[str] = field(default_factory=list)
 
 
@@ -171,17 +171,21 @@ def _given_tables(tables: Mapping[str, pd.DataFrame]) -> list[Section]:
             s.facts.append((str(k), fmt(v) if not isinstance(v, str) else v))
         headers = ["", *map(str, df.columns)]
         rows, classes = [], []
+        verdicts = "verdict" in df.columns
         for idx, r in df.iterrows():
             rows.append([str(idx), *(fmt(v) for v in r)])
-            classes.append(str(r.get("holds", "")) if "holds" in df.columns else "")
+            classes.append(_verdict_class(r["verdict"]) if verdicts else "")
         kinds = ["", *("num" if _is_num(v) else "" for v in df.iloc[0])] if len(df) else []
+        if verdicts and kinds:
+            kinds[1 + list(df.columns).index("verdict")] = "verdict"
         s.tables.append(Table(headers, rows, kinds, row_classes=classes))
-        if "holds" in df.columns:
-            held = int((df["holds"] == "yes").sum())
-            claims = int((df["holds"] != "n/a").sum())
-            s.notes.append(f"{held} of {claims} findings hold.")
         out.append(s)
     return out
+
+
+def _verdict_class(verdict: Any) -> str:
+    """A ``vmmu repro`` verdict ("same direction", ...) as a CSS class ("same-direction")."""
+    return str(verdict).replace(" ", "-") if not missing(verdict) else ""
 
 
 def _failed(rs: ResultSet) -> Section | None:

@@ -248,7 +248,12 @@ def test_write_report_takes_tables_from_python(tmp_path):
     import pandas as pd
 
     df = pd.DataFrame(
-        {"claim": ["a <b>", "c"], "paper": [1.0, 2.0], "vmmu": [1.1, 3.0], "holds": ["yes", "no"]},
+        {
+            "claim": ["a <b>", "c"],
+            "paper": [1.0, 2.0],
+            "vmmu": [1.1, 3.0],
+            "verdict": ["reproduced", "differs"],
+        },
         index=["r1", "r2"],
     )
     df.attrs.update({"title": "a paper", "machine": "bhargava08"})
@@ -256,8 +261,8 @@ def test_write_report_takes_tables_from_python(tmp_path):
     page = out.read_text()
     assert "paper1 — a paper" in page
     assert "a &lt;b&gt;" in page  # text is escaped
-    assert "1 of 2 findings hold." in page
-    assert '<tr class="no">' in page
+    assert '<tr class="differs">' in page
+    assert '<td class="verdict">reproduced</td>' in page
 
 
 def test_compare_report_option_writes_the_page(invoke, tmp_path):
@@ -275,8 +280,9 @@ def test_repro_report_option_writes_one_page_per_paper(invoke, tmp_path):
     r = invoke("repro", "bhargava08", "--quick", "--report", str(out))
     assert r.exit_code == 0, r.stderr
     page = out.read_text()
-    assert "vmmu repro bhargava08" in page and "refs_per_walk" in page
-    assert re.search(r"\d of \d findings hold\.", page)
+    assert "vmmu repro bhargava08" in page and "f6/nt_gain/MiscServer" in page
+    assert "Every table and figure of seed 002" in page  # the views come along
+    assert re.search(r"\d+ reproduced, \d+ same direction, \d+ differs \(\d+ findings\)", page)
 
 
 def test_report_of_an_unknown_json_names_the_file(tmp_path):

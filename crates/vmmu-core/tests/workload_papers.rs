@@ -8,12 +8,13 @@ use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event};
 use vmmu_core::workload;
 
-const NAMES: [&str; 17] = [
+const NAMES: [&str; 18] = [
     "memorymotion",
     "aim9-page_test",
     "aim9-brk_test",
     "aim9-fork_test",
     "aim9-exec_test",
+    "aim9-shell_rtns",
     "segv",
     "pcd",
     "nps",
@@ -36,6 +37,7 @@ fn small(name: &str) -> String {
         "aim9-brk_test" => "iterations=50",
         "aim9-fork_test" => "iterations=5",
         "aim9-exec_test" => "iterations=4",
+        "aim9-shell_rtns" => "iterations=2,commands=2",
         "segv" => "iterations=10,pages=16",
         "pcd" => "iterations=12,procs=3",
         "nps" => "iterations=40,procs=5",
@@ -258,6 +260,25 @@ fn fork_and_exec_tests_create_one_child_per_iteration() {
     // Each exec'd program faults in its whole image: text 2, data 2, libs 48 + 6, stack 2.
     assert_eq!(u(&r, "page_faults"), DRIVER_PAGES + 3 * 60);
     assert_eq!(u(&r, "cow_faults"), 3 * 3);
+}
+
+#[test]
+fn shell_rtns_runs_a_shell_and_its_commands_per_iteration() {
+    let r = run_mode("aim9-shell_rtns:iterations=3,commands=2", "native", &[]);
+    // Per iteration: the forked child, the shell, and one process per command.
+    assert_eq!(u(&r, "guest.processes"), 1 + 3 * (2 + 2));
+    // The shell image is exec'd twice (sh -c, then the script's interpreter) and faults in
+    // whole each time; each command faults in the 60 pages of the small program.
+    assert_eq!(
+        u(&r, "page_faults"),
+        DRIVER_PAGES + 3 * (2 * SHELL_PAGES + 2 * 60)
+    );
+    let ev = events("aim9-shell_rtns:iterations=2,commands=4");
+    let execs = ev
+        .iter()
+        .filter(|e| matches!(e, Event::Exec { .. }))
+        .count();
+    assert_eq!(execs, 2 * (2 + 4));
 }
 
 #[test]

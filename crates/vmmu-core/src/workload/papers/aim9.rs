@@ -384,3 +384,114 @@ impl Script for ExecTest {
         true
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+
+/// The small dynamically linked program exec_test runs, and the commands of shell_rtns'
+/// script: 2 text pages, 2 data, ld.so and libc (48 text, 6 data), 2 stack pages.
+const SMALL_PROGRAM: Image = Image {
+    text: 2,
+    data: 2,
+    heap: 0,
+    lib_text: 48,
+    lib_data: 6,
+    stack: 2,
+};
+
+/// `aim9-shell_rtns`.
+pub(crate) const SHELL_RTNS: PaperDef = PaperDef {
+    name: "aim9-shell_rtns",
+    description: "Aim9 shell_rtns_1/2/3 (seed 000 Table 8, shadow paging loses 77%): as Aim9's aim_system(), the driver forks a child that calls system(\"aim_N.sh\"): system() forks a shell, which execs /bin/sh -c and then the script's interpreter (/bin/sh again, two execs of a shell image); the script runs `commands` small dynamically linked programs one after another (fork, exec, exit, the shell waits and reads its next line); the shell exits, the child exits, the driver waits and loops, `iterations` times",
+    own: &[
+        p("iterations", "300", ITER_DOC),
+        p("commands", "3", "programs the script runs (aim_N.sh is site-customisable; 3 makes a script about 4.7 exec_test iterations of process work, the ratio of Table 8's native rates, 1144 vs 242 per second)"),
+        p("parent_pages", "2", "pages the driver and the shell write when they resume after a wait"),
+        p("instrs", "2000", "user instructions of the driver per iteration, and of the shell per command (reading and parsing the next line, the fork and wait wrappers)"),
+    ],
+    build: build_shell_rtns,
+};
+
+struct ShellRtns {
+    pl: Placed,
+    shell: Placed,
+    prog: Placed,
+    commands: u64,
+    parent_pages: u64,
+    instrs: u64,
+    iterations: u64,
+    i: u64,
+    next_pid: u32,
+    started: bool,
+}
+
+fn build_shell_rtns(v: &Values) -> Result<Box<dyn Script>> {
+    let l = Layout::of(v)?;
+    let commands = count_in(v, "commands", 0, 1 << 10)?;
+    let per = 2 + commands;
+    let iterations = count_in(v, "iterations", 0, (u32::MAX as u64 - 2) / per)?;
+    Ok(Box::new(ShellRtns {
+        pl: place(v, DRIVER, l, "bits")?,
+        shell: place(v, super::memorymotion::SHELL, l, "bits")?,
+        prog: place(v, SMALL_PROGRAM, l, "bits")?,
+        commands,
+        parent_pages: count_in(v, "parent_pages", 0, 1 << 16)?,
+        instrs: v.count("instrs")?,
+        iterations,
+        i: 0,
+        next_pid: 2,
+        started: false,
+    }))
+}
+
+impl Script for ShellRtns {
+    fn total(&self) -> u64 {
+        let shell = exec_child_events(&self.shell.img);
+        let command = 2 + exec_child_events(&self.prog.img) + 2 + self.parent_pages + 1;
+        setup_events(&self.pl.img)
+            + self.iterations
+                * (4 + 2 * shell + self.commands * command + 4 + self.parent_pages + 1)
+    }
+    fn step(&mut self, out: &mut Vec<Event>) -> bool {
+        if !self.started {
+            self.started = true;
+            setup(&self.pl, out);
+            return true;
+        }
+        if self.i == self.iterations {
+            return false;
+        }
+        self.i += 1;
+        let (child, sh) = (self.next_pid, self.next_pid + 1);
+        self.next_pid += 2;
+        // aim_system(): fork; the child's system() forks the shell.
+        out.push(Event::Fork { parent: 1, child });
+        out.push(Event::Switch { pid: child });
+        out.push(Event::Fork {
+            parent: child,
+            child: sh,
+        });
+        out.push(Event::Switch { pid: sh });
+        // execl("/bin/sh", "sh", "-c", "aim_1.sh N"), then the script's #! interpreter.
+        exec_child(&self.pl, &self.shell, sh, out);
+        exec_child(&self.shell, &self.shell, sh, out);
+        for _ in 0..self.commands {
+            let cmd = self.next_pid;
+            self.next_pid += 1;
+            out.push(Event::Fork {
+                parent: sh,
+                child: cmd,
+            });
+            out.push(Event::Switch { pid: cmd });
+            exec_child(&self.shell, &self.prog, cmd, out);
+            out.push(Event::Exit { pid: cmd });
+            out.push(Event::Switch { pid: sh });
+            parent_resumes(&self.shell, out, self.parent_pages, self.instrs);
+        }
+        out.push(Event::Exit { pid: sh });
+        out.push(Event::Switch { pid: child });
+        out.push(Event::Exit { pid: child });
+        out.push(Event::Switch { pid: 1 });
+        parent_resumes(&self.pl, out, self.parent_pages, self.instrs);
+        true
+    }
+}

@@ -63,6 +63,7 @@ const PAPERS: &[PaperDef] = &[
     aim9::BRK_TEST,
     aim9::FORK_TEST,
     aim9::EXEC_TEST,
+    aim9::SHELL_RTNS,
     kernel::SEGV,
     kernel::PCD,
     kernel::NPS,
