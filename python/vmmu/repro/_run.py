@@ -18,6 +18,7 @@ parameters* for this run: their defaults, or the values a ``--sensitivity`` stud
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -29,8 +30,8 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 from vmmu import api
 
-#: Simulations run at once.
-WORKERS = 2
+#: Simulations run at once: one per core (the engine releases the GIL while it simulates).
+WORKERS = os.cpu_count() or 1
 
 #: Configuration roots: an estimated parameter named ``machine.kernel.fork`` is a ``--set``.
 CONFIG_ROOTS = ("machine.", "hypervisor.", "host.", "guest.")

@@ -8,6 +8,11 @@
 //! into every level from the starting one down to the one above the level that served it.
 //! Levels above the starting one never see the line.
 //!
+//! Speed: the line of the last reference looked up from level 0 is remembered: it is then the
+//! most recently used line of its set there, and only references from level 0 change level 0,
+//! so a reference to the same line from level 0 is an L1 hit that changes no order — counted
+//! without a search. Streams make about seven such references in eight.
+//!
 //! Simplifications: a reference costs the latency of the level that serves it (or the DRAM
 //! latency), not a sum along the way; levels are neither inclusive nor exclusive (an eviction
 //! at one level leaves the others alone, no back-invalidation); loads and stores are treated
@@ -35,6 +40,8 @@ pub struct MemoryHierarchy {
     levels: Vec<Level>,
     line_shift: u32,
     dram_latency: u32,
+    /// The line of the last reference from level 0 (`u64::MAX`: none, or no levels).
+    last_l1: u64,
 }
 
 impl MemoryHierarchy {
@@ -56,6 +63,7 @@ impl MemoryHierarchy {
                 .collect(),
             line_shift: line.trailing_zeros(),
             dram_latency: cfg.dram_latency,
+            last_l1: u64::MAX,
         }
     }
 
@@ -81,6 +89,14 @@ impl MemoryHierarchy {
         let line = addr.raw() >> self.line_shift;
         let n = self.levels.len();
         debug_assert!(from <= n, "level {from} of {n}");
+        if from == 0 && n > 0 {
+            if line == self.last_l1 {
+                let l = &mut self.levels[0];
+                l.stats.hits += 1;
+                return (0, l.latency);
+            }
+            self.last_l1 = line;
+        }
         // A level that misses is filled at once: the levels are independent, so this is the
         // same as filling every level above the server afterwards, without finding the set
         // twice.
@@ -115,6 +131,7 @@ impl MemoryHierarchy {
         for l in &mut self.levels {
             l.arr.clear();
         }
+        self.last_l1 = u64::MAX;
     }
 
     /// Zeroes every level's counters (the end of a warm-up); the contents stay.

@@ -10,14 +10,19 @@
 //!
 //! Each set keeps its entries on a circular doubly linked list in recency order, with a
 //! sentinel node, so a hit, an eviction and a removal are O(1), branch-free, and the LRU order
-//! is exact and explicit. Fully-associative arrays of more than [`SCAN_WAYS`] ways also keep an
-//! open-addressing hash index from key to way (linear probing, at most a quarter full,
-//! backward-shift deletion), so a lookup in a 64-entry TLB or a 24-entry PWC costs one or two
-//! probes instead of a scan. Sets of set-associative arrays (caches, L2 TLBs) are scanned eight
-//! keys per branch: their keys sit side by side in memory, which matters more than the compare
-//! count once the simulated cache is larger than the host's. Every lookup first tries the set's
-//! most recently used entry (the memo of the last hit, kept for free by the recency list), so
-//! streams and repeated hits cost one compare.
+//! is exact and explicit. How a lookup finds its way depends on the shape:
+//! - fully-associative arrays of more than [`SCAN_WAYS`] ways (a 64-entry TLB, a 24-entry PWC)
+//!   keep an open-addressing hash index from key to way (linear probing, at most an eighth
+//!   full, backward-shift deletion): one or two probes;
+//! - sets of more than [`SCAN_WAYS`] ways of set-associative arrays (caches, L2 TLBs) keep a
+//!   16-bit fingerprint of each key side by side (a 32-way set's fingerprints are one 64-byte
+//!   line): a lookup compares eight fingerprints per step (SSE2 `pcmpeqw` once compiled) and
+//!   reads a full key only where a fingerprint matches, so a miss in a 32-way set costs four
+//!   vector compares and touches no key;
+//! - smaller sets compare their keys directly.
+//!
+//! Why these three and no most-recently-used-first probe: docs/performance.md, "The LRU
+//! arrays".
 //!
 //! Simplifications: replacement is exact LRU (real designs often use pseudo-LRU, e.g. tree-PLRU
 //! in caches); the set index of a key is the caller's hash (`u64`) reduced modulo the set count
@@ -25,15 +30,26 @@
 //!
 //! Nothing allocates after [`SetAssoc::new`].
 
-/// Fully-associative arrays of more than this many ways use the hash index; everything else
-/// is scanned.
+/// Sets of more than this many ways are searched by hash index (fully associative) or by
+/// fingerprint; smaller ones by key.
 pub const SCAN_WAYS: usize = 4;
+
+/// Fingerprints compared per step (one 16-byte vector of `u16`).
+const LANES: usize = 8;
 
 /// The key of an unused slot; no structure uses it as a real key (page numbers, entry
 /// addresses and line numbers all stay below 2^62).
 const EMPTY: u64 = u64::MAX;
 /// End of the free list.
 const NIL: u16 = u16::MAX;
+
+/// The fingerprint of `key`: the top 16 bits of a Fibonacci product (every key bit reaches
+/// them, so keys of one set, which share their low bits, still differ), with bit 0 set so that
+/// 0 can mean "no entry".
+#[inline(always)]
+fn fingerprint(key: u64) -> u16 {
+    ((key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as u16) | 1
+}
 
 /// Storage of `sets × ways` entries with `u64` keys and values `V`, LRU within each set.
 #[derive(Clone, Debug)]
@@ -44,6 +60,16 @@ pub struct SetAssoc<V> {
     set_mask: usize,
     keys: Vec<u64>,
     vals: Vec<V>,
+    /// Sets of more than [`SCAN_WAYS`] ways: per set, the fingerprints of its ways' keys (0: no
+    /// entry), padded with zeros to a multiple of [`LANES`]. Empty for smaller sets.
+    fps: Vec<u16>,
+    /// Fingerprint lanes per set (0 when `fps` is empty).
+    fp_stride: usize,
+    /// Hash index of fully-associative arrays of more than [`SCAN_WAYS`] ways: slot + 1,
+    /// 0 = empty; otherwise empty.
+    index: Vec<u32>,
+    /// `64 - log2(index.len())`: the hash is the top bits of a Fibonacci product.
+    ishift: u32,
     /// Per set, `ways + 2` nodes of way numbers: the ways, then the sentinel of the circular
     /// recency list (its `next` is the MRU way, its `prev` the LRU way), then the head of the
     /// free list (chained through `next`, ended by `NIL`). The sentinel makes unlinking and
@@ -52,10 +78,6 @@ pub struct SetAssoc<V> {
     prev: Vec<u16>,
     next: Vec<u16>,
     lens: Vec<u16>,
-    /// Hash index of fully-associative arrays: slot + 1, 0 = empty; otherwise empty.
-    index: Vec<u32>,
-    /// `64 - log2(index.len())`: the hash is the top bits of a Fibonacci product.
-    ishift: u32,
     total: usize,
 }
 
@@ -74,10 +96,15 @@ impl<V: Copy> SetAssoc<V> {
         let sets = (entries / ways).max(1);
         let n = sets * ways;
         let (index, ishift) = if sets == 1 && ways > SCAN_WAYS {
-            let size = (4 * n).next_power_of_two();
+            let size = (8 * n).next_power_of_two();
             (vec![0u32; size], 64 - size.trailing_zeros())
         } else {
             (Vec::new(), 0)
+        };
+        let fp_stride = if sets > 1 && ways > SCAN_WAYS {
+            ways.div_ceil(LANES) * LANES
+        } else {
+            0
         };
         let mut a = SetAssoc {
             sets,
@@ -89,11 +116,13 @@ impl<V: Copy> SetAssoc<V> {
             },
             keys: vec![EMPTY; n],
             vals: vec![filler; n],
+            fps: vec![0; sets * fp_stride],
+            fp_stride,
+            index,
+            ishift,
             prev: vec![0; sets * (ways + 2)],
             next: vec![0; sets * (ways + 2)],
             lens: vec![0; sets],
-            index,
-            ishift,
             total: 0,
         };
         a.clear();
@@ -139,7 +168,7 @@ impl<V: Copy> SetAssoc<V> {
     }
 
     /// The set that the hash `h` selects.
-    #[inline]
+    #[inline(always)]
     pub fn set_of(&self, h: u64) -> usize {
         if self.set_mask != usize::MAX {
             (h as usize) & self.set_mask
@@ -148,111 +177,54 @@ impl<V: Copy> SetAssoc<V> {
         }
     }
 
-    #[inline]
-    fn bucket(&self, key: u64) -> usize {
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.ishift) as usize
-    }
-
     /// The way of `set` holding `key` with a value satisfying `pred`, if any.
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
         debug_assert_ne!(key, EMPTY);
         // The most recently used way first: repeated hits (streams, walks that reuse an entry)
         // then cost one compare and a predictable branch. An empty set's sentinel points to
         // itself, which this check excludes.
         let base = set * self.ways;
-        let mru = self.next[self.lbase(set) + self.ways] as usize;
-        if mru < self.ways && self.keys[base + mru] == key && pred(&self.vals[base + mru]) {
-            return Some(mru);
+        if !self.index.is_empty() {
+            // Fully associative: `set` is 0 and slots are ways.
+            let mask = self.index.len() - 1;
+            let mut b = self.bucket(key);
+            loop {
+                let e = self.index[b] as usize;
+                if e == 0 {
+                    return None;
+                }
+                if self.keys[e - 1] == key && pred(&self.vals[e - 1]) {
+                    return Some(e - 1);
+                }
+                b = (b + 1) & mask;
+            }
         }
-        if self.index.is_empty() {
+        if self.fp_stride == 0 {
             let keys = &self.keys[base..base + self.ways];
-            let vals = &self.vals[base..base + self.ways];
-            // Whole chunks are tested with one branch (the compares vectorize); a chunk that
-            // holds the key is then searched.
-            let mut chunks = keys.chunks_exact(8);
-            let mut at = 0;
-            for c in &mut chunks {
-                if c.iter().fold(false, |any, &k| any | (k == key)) {
-                    if let Some(w) = (at..at + 8).find(|&w| keys[w] == key && pred(&vals[w])) {
+            return (0..keys.len()).find(|&w| keys[w] == key && pred(&self.vals[base + w]));
+        }
+        let fp = fingerprint(key);
+        let lanes = &self.fps[set * self.fp_stride..(set + 1) * self.fp_stride];
+        for (c, chunk) in lanes.chunks_exact(LANES).enumerate() {
+            let chunk: &[u16; LANES] = chunk.try_into().expect("whole chunks");
+            // One vector compare tells whether any lane matches; most chunks of a miss stop here.
+            if chunk.iter().fold(false, |any, &f| any | (f == fp)) {
+                for (i, &f) in chunk.iter().enumerate() {
+                    let w = c * LANES + i;
+                    // Padding lanes hold 0, which no fingerprint equals, so `w < ways` here.
+                    if f == fp && self.keys[base + w] == key && pred(&self.vals[base + w]) {
                         return Some(w);
                     }
                 }
-                at += 8;
             }
-            return (at..keys.len()).find(|&w| keys[w] == key && pred(&vals[w]));
         }
-        // Fully associative: `set` is 0 and slots are ways.
-        let mask = self.index.len() - 1;
-        let mut b = self.bucket(key);
-        loop {
-            let e = self.index[b] as usize;
-            if e == 0 {
-                return None;
-            }
-            if self.keys[e - 1] == key && pred(&self.vals[e - 1]) {
-                return Some(e - 1);
-            }
-            b = (b + 1) & mask;
-        }
+        None
     }
 
-    /// The key and value at `way` of `set` (which must hold an entry).
-    #[inline]
-    pub fn get(&self, set: usize, way: usize) -> (u64, &V) {
-        let i = set * self.ways + way;
-        debug_assert_ne!(self.keys[i], EMPTY);
-        (self.keys[i], &self.vals[i])
-    }
-
-    /// The value at `way` of `set`, for updates that do not change the recency order.
-    #[inline]
-    pub fn get_mut(&mut self, set: usize, way: usize) -> &mut V {
-        &mut self.vals[set * self.ways + way]
-    }
-
-    /// Node base of `set` in `prev` and `next`.
-    #[inline]
-    fn lbase(&self, set: usize) -> usize {
-        set * (self.ways + 2)
-    }
-
-    #[inline]
-    fn unlink(&mut self, lb: usize, way: usize) {
-        let (p, n) = (self.prev[lb + way], self.next[lb + way]);
-        self.next[lb + p as usize] = n;
-        self.prev[lb + n as usize] = p;
-    }
-
-    #[inline]
-    fn push_front(&mut self, lb: usize, way: usize) {
-        let s = lb + self.ways;
-        let first = self.next[s];
-        self.prev[lb + way] = self.ways as u16;
-        self.next[lb + way] = first;
-        self.prev[lb + first as usize] = way as u16;
-        self.next[s] = way as u16;
-    }
-
-    /// Makes the entry at `way` of `set` the most recently used; returns its value.
-    #[inline]
-    pub fn touch(&mut self, set: usize, way: usize) -> &mut V {
-        // All loads before any store: a load that the CPU runs ahead of an older store to the
-        // same node (whose address depends on a loaded link) costs a pipeline flush.
-        let lb = self.lbase(set);
-        let s = lb + self.ways;
-        let first = self.next[s];
-        if first as usize != way {
-            // `way` is not first, so unlinking it leaves `first` first.
-            let (p, n) = (self.prev[lb + way], self.next[lb + way]);
-            self.next[lb + p as usize] = n;
-            self.prev[lb + n as usize] = p;
-            self.prev[lb + way] = self.ways as u16;
-            self.next[lb + way] = first;
-            self.prev[lb + first as usize] = way as u16;
-            self.next[s] = way as u16;
-        }
-        &mut self.vals[set * self.ways + way]
+    #[inline(always)]
+    fn bucket(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.ishift) as usize
     }
 
     fn index_insert(&mut self, slot: usize) {
@@ -292,10 +264,68 @@ impl<V: Copy> SetAssoc<V> {
         self.index[i] = 0;
     }
 
+    /// The key and value at `way` of `set` (which must hold an entry).
+    #[inline(always)]
+    pub fn get(&self, set: usize, way: usize) -> (u64, &V) {
+        let i = set * self.ways + way;
+        debug_assert_ne!(self.keys[i], EMPTY);
+        (self.keys[i], &self.vals[i])
+    }
+
+    /// The value at `way` of `set`, for updates that do not change the recency order.
+    #[inline(always)]
+    pub fn get_mut(&mut self, set: usize, way: usize) -> &mut V {
+        &mut self.vals[set * self.ways + way]
+    }
+
+    /// Node base of `set` in `prev` and `next`.
+    #[inline(always)]
+    fn lbase(&self, set: usize) -> usize {
+        set * (self.ways + 2)
+    }
+
+    #[inline(always)]
+    fn unlink(&mut self, lb: usize, way: usize) {
+        let (p, n) = (self.prev[lb + way], self.next[lb + way]);
+        self.next[lb + p as usize] = n;
+        self.prev[lb + n as usize] = p;
+    }
+
+    #[inline(always)]
+    fn push_front(&mut self, lb: usize, way: usize) {
+        let s = lb + self.ways;
+        let first = self.next[s];
+        self.prev[lb + way] = self.ways as u16;
+        self.next[lb + way] = first;
+        self.prev[lb + first as usize] = way as u16;
+        self.next[s] = way as u16;
+    }
+
+    /// Makes the entry at `way` of `set` the most recently used; returns its value.
+    #[inline(always)]
+    pub fn touch(&mut self, set: usize, way: usize) -> &mut V {
+        // All loads before any store: a load that the CPU runs ahead of an older store to the
+        // same node (whose address depends on a loaded link) costs a pipeline flush.
+        let lb = self.lbase(set);
+        let s = lb + self.ways;
+        let first = self.next[s];
+        if first as usize != way {
+            // `way` is not first, so unlinking it leaves `first` first.
+            let (p, n) = (self.prev[lb + way], self.next[lb + way]);
+            self.next[lb + p as usize] = n;
+            self.prev[lb + n as usize] = p;
+            self.prev[lb + way] = self.ways as u16;
+            self.next[lb + way] = first;
+            self.prev[lb + first as usize] = way as u16;
+            self.next[s] = way as u16;
+        }
+        &mut self.vals[set * self.ways + way]
+    }
+
     /// Inserts a new entry as the most recently used of `set`, evicting (and returning) the
     /// least recently used one when the set is full. The caller ensures no entry of the set
     /// answers the same lookups.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
         debug_assert_ne!(key, EMPTY);
         let base = set * self.ways;
@@ -318,6 +348,9 @@ impl<V: Copy> SetAssoc<V> {
         };
         self.keys[base + way] = key;
         self.vals[base + way] = val;
+        if self.fp_stride != 0 {
+            self.fps[set * self.fp_stride + way] = fingerprint(key);
+        }
         if !self.index.is_empty() {
             self.index_insert(base + way);
         }
@@ -336,6 +369,9 @@ impl<V: Copy> SetAssoc<V> {
         }
         self.unlink(lb, way);
         self.keys[base + way] = EMPTY;
+        if self.fp_stride != 0 {
+            self.fps[set * self.fp_stride + way] = 0;
+        }
         let free = lb + self.ways + 1;
         self.next[lb + way] = self.next[free];
         self.next[free] = way as u16;
@@ -367,6 +403,7 @@ impl<V: Copy> SetAssoc<V> {
     /// Drops every entry.
     pub fn clear(&mut self) {
         self.keys.fill(EMPTY);
+        self.fps.fill(0);
         self.index.fill(0);
         let ways = self.ways;
         for set in 0..self.sets {
@@ -461,33 +498,40 @@ mod tests {
     }
 
     #[test]
-    fn hash_index_survives_colliding_keys_and_deletions() {
-        // Keys that collide in a 16-bucket index (multiples of 2^60 hash to few buckets) and
-        // duplicates told apart by the value predicate.
-        let mut a = SetAssoc::<u8>::new(8, 8, 0);
-        let ks: Vec<u64> = (0..6).map(|i| i << 58).collect();
-        for (i, &k) in ks.iter().enumerate() {
-            a.insert(0, k, i as u8);
-        }
-        a.insert(0, ks[0], 9);
-        assert_eq!(
-            a.find(0, ks[0], |&v| v == 9).map(|w| *a.get(0, w).1),
-            Some(9)
-        );
-        for &k in &ks[1..4] {
-            let w = a.find(0, k, |_| true).unwrap();
-            a.remove(0, w);
-        }
-        for (i, &k) in ks.iter().enumerate() {
+    fn search_survives_colliding_keys_and_deletions() {
+        // Keys with one fingerprint, hence one hash-index home too (both are the top bits of the
+        // same product; found by search), and duplicates told apart by the value predicate: in a
+        // fully-associative array (hash index) and in a set of a set-associative one
+        // (fingerprints).
+        let ks: Vec<u64> = (1u64..)
+            .filter(|&k| fingerprint(k) == fingerprint(0))
+            .take(6)
+            .collect();
+        for entries in [8, 16] {
+            let mut a = SetAssoc::<u8>::new(entries, 8, 0);
+            for (i, &k) in ks.iter().enumerate() {
+                a.insert(0, k, i as u8);
+            }
+            a.insert(0, ks[0], 9);
             assert_eq!(
-                a.find(0, k, |_| true).is_some(),
-                !(1..4).contains(&i),
-                "key {i}"
+                a.find(0, ks[0], |&v| v == 9).map(|w| *a.get(0, w).1),
+                Some(9)
+            );
+            for &k in &ks[1..4] {
+                let w = a.find(0, k, |_| true).unwrap();
+                a.remove(0, w);
+            }
+            for (i, &k) in ks.iter().enumerate() {
+                assert_eq!(
+                    a.find(0, k, |_| true).is_some(),
+                    !(1..4).contains(&i),
+                    "{entries} entries, key {i}"
+                );
+            }
+            assert_eq!(
+                a.find(0, ks[0], |&v| v == 0).map(|w| *a.get(0, w).1),
+                Some(0)
             );
         }
-        assert_eq!(
-            a.find(0, ks[0], |&v| v == 0).map(|w| *a.get(0, w).1),
-            Some(0)
-        );
     }
 }

@@ -182,12 +182,41 @@ impl<V: Copy> PagedArray<V> {
             self.arr.remove(set, way);
             self.count[code] -= 1;
         }
+        self.insert(addr, size, tag, tmask, val);
+    }
+
+    /// Like [`fill`](Self::fill) when the caller knows that no entry of the page overlaps the
+    /// new one: a lookup of `addr` with `tag` has just missed, nothing has changed the array
+    /// since, and the new entry is ordinary (`tmask` is `!0`, so it overlaps exactly the entries
+    /// that lookup would have found). Skips the search.
+    pub fn fill_absent(&mut self, addr: u64, size: PageSize, tag: u32, val: V) {
+        if !self.holds(size) {
+            return;
+        }
+        debug_assert!(
+            self.arr
+                .find(
+                    self.arr.set_of(addr >> size.shift()),
+                    page_key(addr, size),
+                    |e| e.matches(tag)
+                )
+                .is_none(),
+            "fill_absent of a page that is present"
+        );
+        self.insert(addr, size, tag, !0, val);
+    }
+
+    /// Inserts an entry no other entry of its set overlaps.
+    #[inline]
+    fn insert(&mut self, addr: u64, size: PageSize, tag: u32, tmask: u32, val: V) {
+        let code = size_code(size);
+        let set = self.arr.set_of(addr >> size.shift());
         let new = Tagged {
             tag: tag & tmask,
             tmask,
             val,
         };
-        if let Some((old, _)) = self.arr.insert(set, key, new) {
+        if let Some((old, _)) = self.arr.insert(set, page_key(addr, size), new) {
             self.count[(old & 3) as usize] -= 1;
         }
         self.count[code] += 1;

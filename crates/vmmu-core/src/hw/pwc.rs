@@ -9,6 +9,10 @@
 //! 64-byte line are two PWC entries. Seed 002's PWC is fully associative; a set-associative
 //! configuration indexes sets by the entry number (`address >> 3`).
 //!
+//! Speed: a fill almost always follows a lookup of the same entry that missed (the walker looks
+//! up, reads memory, fills); the PWC remembers that miss, so such a fill inserts without
+//! searching again. Anything else in between forgets it.
+//!
 //! Simplifications: exact LRU (Table 2 says "LRU"); no entry contents are stored — the walker
 //! reads the entry from simulated memory, the PWC only decides where the reference was served.
 //! Entry addresses must be below 2^64 - 1 (the storage's empty-slot key).
@@ -22,7 +26,13 @@ use crate::addr::Hpa;
 pub struct Pwc {
     arr: SetAssoc<()>,
     stats: HitMiss,
+    /// The entry of the last lookup, when it missed and nothing has changed since
+    /// ([`NONE`] otherwise): known absent.
+    missed: u64,
 }
+
+/// No remembered miss (not a valid entry address, as the storage's empty key).
+const NONE: u64 = u64::MAX;
 
 impl Pwc {
     /// `entries` entries in sets of `ways` (seed 002 Table 2: 24 entries, fully associative).
@@ -30,6 +40,7 @@ impl Pwc {
         Pwc {
             arr: SetAssoc::new(entries as usize, ways as usize, ()),
             stats: HitMiss::default(),
+            missed: NONE,
         }
     }
 
@@ -46,16 +57,28 @@ impl Pwc {
     pub fn lookup(&mut self, entry: Hpa) -> bool {
         let (set, pos) = self.find(entry);
         self.stats.count(pos.is_some());
-        if let Some(p) = pos {
-            self.arr.touch(set, p);
+        match pos {
+            Some(p) => {
+                self.arr.touch(set, p);
+                self.missed = NONE;
+                true
+            }
+            None => {
+                self.missed = entry.raw();
+                false
+            }
         }
-        pos.is_some()
     }
 
     /// Caches the page entry at `entry` as most recently used (evicting the LRU entry of its
     /// set when full).
     #[inline]
     pub fn fill(&mut self, entry: Hpa) {
+        if std::mem::replace(&mut self.missed, NONE) == entry.raw() {
+            let set = self.arr.set_of(entry.raw() >> 3);
+            self.arr.insert(set, entry.raw(), ());
+            return;
+        }
         match self.find(entry) {
             (set, Some(p)) => {
                 self.arr.touch(set, p);
@@ -84,6 +107,7 @@ impl Pwc {
     /// Drops every entry.
     pub fn flush(&mut self) {
         self.arr.clear();
+        self.missed = NONE;
     }
 
     /// Zeroes the counters (the end of a warm-up); the contents stay.
@@ -120,6 +144,23 @@ mod tests {
         assert_eq!(p.stats(), HitMiss { hits: 1, misses: 2 });
         p.flush();
         assert!(p.is_empty());
+    }
+
+    #[test]
+    fn a_fill_after_a_missed_lookup_of_another_entry_still_searches() {
+        let mut p = Pwc::new(4, 4);
+        p.fill(Hpa(0x1000));
+        assert!(!p.lookup(Hpa(0x2000)));
+        // The remembered miss is 0x2000; 0x1000 is present and must not be inserted twice.
+        p.fill(Hpa(0x1000));
+        p.fill(Hpa(0x2000));
+        assert_eq!(p.len(), 2);
+        // A flush between a miss and its fill forgets the miss.
+        assert!(!p.lookup(Hpa(0x3000)));
+        p.flush();
+        p.fill(Hpa(0x3000));
+        p.fill(Hpa(0x3000));
+        assert_eq!(p.len(), 1);
     }
 
     #[test]

@@ -19,7 +19,11 @@
 //! Speed: the last L1 hit of each side is remembered (keyed by the 4 KiB page number and the
 //! exact tag) and answered without a lookup until anything changes the L1 arrays of that side.
 //! The remembered entry is already the most recently used of its set and the same 4 KiB page
-//! and tag make the same probes, so skipping them changes nothing.
+//! and tag make the same probes, so skipping them changes nothing. Likewise the last lookup
+//! that missed at every level is remembered until anything changes the TLB: the walk's fill of
+//! an ordinary (non-global) entry for that page and tag then inserts without searching for
+//! entries to replace, since the lookup has just shown there are none (and an L2 hit's copy
+//! into L1 does the same after the L1 miss).
 
 use super::paged::PagedArray;
 pub use super::HitMiss;
@@ -142,6 +146,15 @@ impl Level {
         }
     }
 
+    /// [`fill`](Self::fill) of a non-global `t` just after a lookup of `va` with `tag` missed
+    /// at this level (see [`PagedArray::fill_absent`]).
+    fn fill_absent(&mut self, va: u64, tag: u32, t: Translation) {
+        debug_assert!(!t.global);
+        for a in &mut self.arrays {
+            a.fill_absent(va, t.size, tag, t);
+        }
+    }
+
     fn retain(&mut self, mut keep: impl FnMut(u32, u32) -> bool) {
         for a in &mut self.arrays {
             a.retain(&mut keep);
@@ -163,6 +176,21 @@ const NO_MEMO: Memo = Memo {
     t: FILLER,
 };
 
+/// The last lookup that missed at every level it reached, while nothing has changed since:
+/// its side, 4 KiB page number (`u64::MAX` = none) and tag.
+#[derive(Clone, Copy, Debug)]
+struct Missed {
+    side: TlbSide,
+    vpn: u64,
+    tag: u32,
+}
+
+const NO_MISS: Missed = Missed {
+    side: TlbSide::Data,
+    vpn: u64::MAX,
+    tag: 0,
+};
+
 /// The TLB hierarchy of one core.
 #[derive(Clone, Debug)]
 pub struct TlbHierarchy {
@@ -171,6 +199,7 @@ pub struct TlbHierarchy {
     l2: Level,
     l2i: Level,
     memo: [Memo; 2],
+    missed: Missed,
 }
 
 impl TlbHierarchy {
@@ -182,24 +211,26 @@ impl TlbHierarchy {
             l2: Level::new(&cfg.l2),
             l2i: Level::new(&cfg.l2i),
             memo: [NO_MEMO; 2],
+            missed: NO_MISS,
         }
     }
 
     /// The L1 and L2 levels `side` uses, and its remembered hit.
     #[inline]
-    fn levels(&mut self, side: TlbSide) -> (&mut Level, &mut Level, &mut Memo) {
+    fn levels(&mut self, side: TlbSide) -> (&mut Level, &mut Level, &mut Memo, &mut Missed) {
         let TlbHierarchy {
             l1d,
             l1i,
             l2,
             l2i,
             memo,
+            missed,
         } = self;
         let [md, mi] = memo;
         match side {
-            TlbSide::Data => (l1d, l2, md),
-            TlbSide::Instr if l2i.arrays.is_empty() => (l1i, l2, mi),
-            TlbSide::Instr => (l1i, l2i, mi),
+            TlbSide::Data => (l1d, l2, md, missed),
+            TlbSide::Instr if l2i.arrays.is_empty() => (l1i, l2, mi, missed),
+            TlbSide::Instr => (l1i, l2i, mi, missed),
         }
     }
 
@@ -231,7 +262,7 @@ impl TlbHierarchy {
         tag: Tag,
     ) -> Option<(TlbLevel, &Translation)> {
         let (a, raw) = (va.raw(), tag.raw());
-        let (l1, l2, m) = self.levels(side);
+        let (l1, l2, m, missed) = self.levels(side);
         // Translations are copied once, from storage (a copy of a value just assembled in
         // pieces on the stack would stall store forwarding).
         if !l1.arrays.is_empty() {
@@ -251,12 +282,23 @@ impl TlbHierarchy {
             Some(hit) => {
                 l2.stats.hits += 1;
                 let t = l2.at(hit);
-                l1.fill(a, raw, *t);
+                // L1 has just missed this page and tag.
+                if t.global {
+                    l1.fill(a, raw, *t);
+                } else {
+                    l1.fill_absent(a, raw, *t);
+                }
                 *m = NO_MEMO;
+                *missed = NO_MISS;
                 Some((TlbLevel::L2, t))
             }
             None => {
                 l2.stats.misses += 1;
+                *missed = Missed {
+                    side,
+                    vpn: a >> 12,
+                    tag: raw,
+                };
                 None
             }
         }
@@ -281,16 +323,24 @@ impl TlbHierarchy {
     pub fn fill(&mut self, va: Gva, side: TlbSide, tag: Tag, t: Translation) {
         debug_assert_eq!(t.page.page_offset(t.size), 0, "unaligned {t:?}");
         let (a, raw) = (va.raw(), tag.raw());
-        let (l1, l2, m) = self.levels(side);
+        let missed = std::mem::replace(&mut self.missed, NO_MISS);
+        let absent = !t.global && missed.vpn == a >> 12 && missed.tag == raw && missed.side == side;
+        let (l1, l2, m, _) = self.levels(side);
         *m = NO_MEMO;
-        l2.fill(a, raw, t);
-        l1.fill(a, raw, t);
+        if absent {
+            l2.fill_absent(a, raw, t);
+            l1.fill_absent(a, raw, t);
+        } else {
+            l2.fill(a, raw, t);
+            l1.fill(a, raw, t);
+        }
     }
 
     /// After an A/D update: marks the cached translation of `va` dirty at every level of `side`.
     pub fn set_dirty(&mut self, va: Gva, side: TlbSide, tag: Tag) {
         let (a, raw) = (va.raw(), tag.raw());
-        let (l1, l2, m) = self.levels(side);
+        let (l1, l2, m, missed) = self.levels(side);
+        *missed = NO_MISS;
         *m = NO_MEMO;
         for arr in l1.arrays.iter_mut().chain(l2.arrays.iter_mut()) {
             arr.update(a, raw, |t| t.dirty = true);
@@ -299,6 +349,7 @@ impl TlbHierarchy {
 
     fn all_levels(&mut self) -> [&mut Level; 4] {
         self.memo = [NO_MEMO; 2];
+        self.missed = NO_MISS;
         [&mut self.l1d, &mut self.l1i, &mut self.l2, &mut self.l2i]
     }
 

@@ -40,11 +40,47 @@ const A_SAME: u8 = 1;
 const A_ABS: u8 = 6;
 /// Payload bytes of each address code.
 const ADDR_BYTES: [usize; 8] = [0, 0, 1, 2, 4, 6, 8, 0];
-/// The decoder's tables: va = (last & ADDR_MASK) + (last_size & SIZE_MASK) + (delta & DELTA_MASK),
-/// delta the sign-extended payload (the whole word for code 6).
-const ADDR_MASK: [u64; 8] = [!0, !0, !0, !0, !0, !0, 0, 0];
-const SIZE_MASK: [u64; 8] = [!0, 0, 0, 0, 0, 0, 0, 0];
-const DELTA_MASK: [u64; 8] = [0, 0, !0, !0, !0, !0, !0, 0];
+
+/// How the decoder rebuilds an address from its code, all in one table (one cache line):
+/// `va = (last & addr) + (last_size & size) + (delta & delta)`, the delta being the payload
+/// sign-extended by shifting left then right by `shift` (the whole word for code 6).
+#[derive(Clone, Copy)]
+struct AddrCode {
+    addr: u64,
+    size: u64,
+    delta: u64,
+    shift: u32,
+    /// Bytes of the record: the tag and the payload.
+    len: u32,
+}
+
+const fn addr_code(code: usize) -> AddrCode {
+    let (addr, size, delta) = match code {
+        0 => (!0, !0, 0),
+        1 => (!0, 0, 0),
+        2..=5 => (!0, 0, !0),
+        6 => (0, 0, !0),
+        _ => (0, 0, 0),
+    };
+    AddrCode {
+        addr,
+        size,
+        delta,
+        shift: (64 - 8 * ADDR_BYTES[code] as u32) & 63,
+        len: 1 + ADDR_BYTES[code] as u32,
+    }
+}
+
+const ADDR_CODES: [AddrCode; 8] = [
+    addr_code(0),
+    addr_code(1),
+    addr_code(2),
+    addr_code(3),
+    addr_code(4),
+    addr_code(5),
+    addr_code(6),
+    addr_code(7),
+];
 
 const T_COMPUTE: u8 = 0x80;
 const T_PROC: u8 = 0x81;
@@ -75,6 +111,19 @@ struct Class {
     addr: u64,
     size: u8,
     instrs: u32,
+}
+
+impl Class {
+    /// Advances to the address that code `a` with the 8 bytes after the tag gives; returns the
+    /// new state. Branch-free: `(last & addr) + (last_size & size) + (delta & delta)`.
+    #[inline(always)]
+    fn next(&mut self, a: &AddrCode, word: u64) -> Class {
+        let delta = ((((word << a.shift) as i64) >> a.shift) as u64) & a.delta;
+        self.addr = (self.addr & a.addr)
+            .wrapping_add(self.size as u64 & a.size)
+            .wrapping_add(delta);
+        *self
+    }
 }
 
 /// Initial state of both classes: data (index 0) and fetch (index 1), as a lackey trace starts.
@@ -274,6 +323,10 @@ impl Decoder {
     /// Decodes `n` records of `raw[..len]` starting at `*pos` into `out`, advancing `*pos` and
     /// adding to `counts`. `raw` must extend at least [`PAD`] bytes past `len`. A record that
     /// does not decode, or that ends past `len`, is an error naming its offset.
+    ///
+    /// The common record — a reference with its class's size and count, one tag byte and its
+    /// address payload — is decoded by an inner loop that calls nothing, so both classes' state
+    /// stays in registers; any other record leaves it for [`Decoder::slow`] and comes back.
     #[inline]
     pub fn decode(
         &mut self,
@@ -286,120 +339,178 @@ impl Decoder {
     ) -> Result<(), DecodeError> {
         assert!(raw.len() >= len + PAD, "a chunk buffer lacks its padding");
         let raw = &raw[..len + PAD];
-        out.reserve(n);
+        // The events are written in place into room made first (a filler per slot): no
+        // capacity check per event, and nothing of the loop's state escapes to a call.
+        let base = out.len();
+        out.resize(base + n, Event::Phase { id: 0 });
+        let dst = &mut out[base..];
         let mut p = *pos;
         let [mut data, mut fetch] = self.classes;
-        // References are counted as the events that are not something else.
-        let (mut others, mut instructions, mut os_events) = (0u64, 0u64, 0u64);
-        for _ in 0..n {
-            if p >= len {
-                return Err(DecodeError {
-                    at: p,
-                    reason: "the chunk's records end before its event count".into(),
-                });
-            }
-            let start = p;
-            let tag = raw[p];
-            if tag & (0x80 | SIZE_FOLLOWS | INSTRS_FOLLOWS) == 0 {
-                // The common case: a reference with its class's size and count. One branch per
-                // class keeps each class's state in registers.
-                let code = (tag >> ADDR_SHIFT) as usize;
-                if code == 7 {
-                    return Err(invalid_code(tag, start));
+        let mut t = Totals::default();
+        // The start of the last record decoded: a record that runs past `len` is found at the
+        // next record (or after the loop) and named by its start.
+        let mut last = p;
+        let mut done = 0;
+        let mut failed = None;
+        'records: while done < n {
+            while done < n {
+                if p >= len {
+                    failed = Some(past_end(p, len, last));
+                    break 'records;
                 }
-                let word = u64::from_le_bytes(raw[p + 1..p + 9].try_into().expect("8 bytes"));
-                let c = if tag & 3 == 3 { &mut fetch } else { &mut data };
-                c.addr = predicted(c, code, word);
-                p += 1 + ADDR_BYTES[code];
-                instructions = instructions.wrapping_add(c.instrs as u64);
-                out.push(Event::Ref(MemRef {
+                let tag = raw[p];
+                let code = (tag >> ADDR_SHIFT) as usize;
+                if tag & (0x80 | SIZE_FOLLOWS | INSTRS_FOLLOWS) != 0 || code == 7 {
+                    break;
+                }
+                last = p;
+                let a = &ADDR_CODES[code];
+                let word = word(raw, p + 1);
+                p += a.len as usize;
+                // One branch per class keeps each class's state in registers.
+                let c = if tag & 3 == 3 {
+                    fetch.next(a, word)
+                } else {
+                    data.next(a, word)
+                };
+                t.instructions = t.instructions.wrapping_add(c.instrs as u64);
+                dst[done] = Event::Ref(MemRef {
                     va: Gva(c.addr),
                     kind: KINDS[(tag & 3) as usize],
                     size: c.size,
                     instrs: c.instrs,
-                }));
-            } else if tag < 0x80 {
-                p += 1;
-                let kind = KINDS[(tag & 3) as usize];
-                let c = if kind.is_fetch() {
-                    &mut fetch
-                } else {
-                    &mut data
-                };
-                let next = c.addr.wrapping_add(c.size as u64);
-                if tag & SIZE_FOLLOWS != 0 {
-                    c.size = raw[p];
-                    p += 1;
-                }
-                if tag & INSTRS_FOLLOWS != 0 {
-                    let v = read_varint(raw, &mut p, start)?;
-                    c.instrs = u32::try_from(v).map_err(|_| DecodeError {
-                        at: start,
-                        reason: format!("instruction count {v} does not fit in 32 bits"),
-                    })?;
-                }
-                let code = (tag >> ADDR_SHIFT) & 7;
-                let va = match code {
-                    A_NEXT => next,
-                    A_SAME => c.addr,
-                    2..=5 => {
-                        let w = ADDR_BYTES[code as usize];
-                        let shift = 64 - 8 * w as u32;
-                        let delta = ((word(raw, p) << shift) as i64) >> shift;
-                        p += w;
-                        c.addr.wrapping_add(delta as u64)
-                    }
-                    A_ABS => {
-                        let a = word(raw, p);
-                        p += 8;
-                        a
-                    }
-                    _ => return Err(invalid_code(tag, start)),
-                };
-                c.addr = va;
-                instructions = instructions.wrapping_add(c.instrs as u64);
-                out.push(Event::Ref(MemRef {
-                    va: Gva(va),
-                    kind,
-                    size: c.size,
-                    instrs: c.instrs,
-                }));
-            } else {
-                p += 1;
-                let e = decode_other(tag, raw, &mut p, start)?;
-                others += 1;
-                match e {
-                    Event::Compute { instrs } => instructions = instructions.wrapping_add(instrs),
-                    Event::Phase { .. } => {}
-                    _ => os_events += 1,
-                }
-                out.push(e);
-            }
-            if p > len {
-                return Err(DecodeError {
-                    at: start,
-                    reason: "a record runs past the end of the chunk".into(),
                 });
+                done += 1;
             }
+            if done == n {
+                break;
+            }
+            if p >= len {
+                failed = Some(past_end(p, len, last));
+                break;
+            }
+            last = p;
+            match Self::slow(raw, p, [data, fetch], t) {
+                Ok((e, np, [d, f], nt)) => {
+                    dst[done] = e;
+                    (p, data, fetch, t) = (np, d, f, nt);
+                    done += 1;
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if failed.is_none() && p > len {
+            failed = Some(past_end(p, len, last));
+        }
+        if let Some(e) = failed {
+            // The events decoded before the bad record stay, as the caller's stream has them.
+            out.truncate(base + done);
+            return Err(e);
         }
         self.classes = [data, fetch];
         *pos = p;
-        counts.refs += n as u64 - others;
-        counts.instructions = counts.instructions.wrapping_add(instructions);
-        counts.os_events += os_events;
+        counts.refs += n as u64 - t.others;
+        counts.instructions = counts.instructions.wrapping_add(t.instructions);
+        counts.os_events += t.os_events;
         Ok(())
+    }
+
+    /// Decodes the record at `p` that the fast loop leaves (a reference with a size or count
+    /// that follows, an invalid address code, or another event); returns it with the position
+    /// after it and the updated classes and totals (by value: no state of the fast loop has its
+    /// address taken).
+    #[inline(never)]
+    fn slow(
+        raw: &[u8],
+        mut p: usize,
+        mut classes: [Class; 2],
+        mut t: Totals,
+    ) -> Result<(Event, usize, [Class; 2], Totals), DecodeError> {
+        let start = p;
+        let tag = raw[start];
+        p += 1;
+        if tag >= 0x80 {
+            let e = decode_other(tag, raw, &mut p, start)?;
+            t.others += 1;
+            match e {
+                Event::Compute { instrs } => t.instructions = t.instructions.wrapping_add(instrs),
+                Event::Phase { .. } => {}
+                _ => t.os_events += 1,
+            }
+            return Ok((e, p, classes, t));
+        }
+        let kind = KINDS[(tag & 3) as usize];
+        let c = &mut classes[class_of(kind)];
+        let next = c.addr.wrapping_add(c.size as u64);
+        if tag & SIZE_FOLLOWS != 0 {
+            c.size = raw[p];
+            p += 1;
+        }
+        if tag & INSTRS_FOLLOWS != 0 {
+            let v = read_varint(raw, &mut p, start)?;
+            c.instrs = u32::try_from(v).map_err(|_| DecodeError {
+                at: start,
+                reason: format!("instruction count {v} does not fit in 32 bits"),
+            })?;
+        }
+        let code = (tag >> ADDR_SHIFT) & 7;
+        let va = match code {
+            A_NEXT => next,
+            A_SAME => c.addr,
+            2..=5 => {
+                let w = ADDR_BYTES[code as usize];
+                let shift = 64 - 8 * w as u32;
+                let delta = ((word(raw, p) << shift) as i64) >> shift;
+                p += w;
+                c.addr.wrapping_add(delta as u64)
+            }
+            A_ABS => {
+                let a = word(raw, p);
+                p += 8;
+                a
+            }
+            _ => return Err(invalid_code(tag, start)),
+        };
+        c.addr = va;
+        t.instructions = t.instructions.wrapping_add(c.instrs as u64);
+        let e = Event::Ref(MemRef {
+            va: Gva(va),
+            kind,
+            size: c.size,
+            instrs: c.instrs,
+        });
+        Ok((e, p, classes, t))
     }
 }
 
-/// The address of a reference of class `c` with address code `code` (0..=6) and the 8 bytes
-/// after its tag, branch-free: `(last & ADDR_MASK) + (last_size & SIZE_MASK) + (delta &
-/// DELTA_MASK)`, the delta sign-extended from the code's width (the whole word for code 6).
-#[inline(always)]
-fn predicted(c: &Class, code: usize, word: u64) -> u64 {
-    let sh = (64 - 8 * ADDR_BYTES[code] as u32) & 63;
-    let delta = ((((word << sh) as i64) >> sh) as u64) & DELTA_MASK[code];
-    let base = (c.addr & ADDR_MASK[code]).wrapping_add(c.size as u64 & SIZE_MASK[code]);
-    base.wrapping_add(delta)
+/// Running totals of one [`Decoder::decode`] call.
+#[derive(Clone, Copy, Default)]
+struct Totals {
+    /// Events that are not references.
+    others: u64,
+    /// Instructions of references and `Compute` events (wrapping).
+    instructions: u64,
+    /// Process and address-space events.
+    os_events: u64,
+}
+
+/// The error for a position `p` at or past `len`: the record starting at `last` ran past the
+/// end, or the records ended before the event count.
+fn past_end(p: usize, len: usize, last: usize) -> DecodeError {
+    if p > len {
+        DecodeError {
+            at: last,
+            reason: "a record runs past the end of the chunk".into(),
+        }
+    } else {
+        DecodeError {
+            at: p,
+            reason: "the chunk's records end before its event count".into(),
+        }
+    }
 }
 
 fn invalid_code(tag: u8, start: usize) -> DecodeError {
@@ -574,6 +685,57 @@ mod tests {
         ];
         let (_, out) = round_trip(&events);
         assert_eq!(out, events);
+    }
+
+    /// Decodes `n` records of `bytes` (padded as a reader pads them).
+    fn decode_bytes(bytes: &[u8], n: usize) -> (Vec<Event>, Result<usize, DecodeError>) {
+        let mut raw = bytes.to_vec();
+        raw.resize(bytes.len() + PAD, 0);
+        let (mut out, mut pos) = (Vec::new(), 0);
+        let res = Decoder::new()
+            .decode(
+                &raw,
+                bytes.len(),
+                &mut pos,
+                &mut out,
+                n,
+                &mut Counts::default(),
+            )
+            .map(|_| pos);
+        (out, res)
+    }
+
+    #[test]
+    fn a_record_cut_by_the_chunk_end_is_named_after_the_events_before_it() {
+        // Two predicted loads (one byte each), then a load with a 4-byte delta whose payload
+        // the chunk cuts after one byte.
+        let bytes = [0x00, 0x00, 4 << 4, 0x10];
+        let (out, res) = decode_bytes(&bytes, 3);
+        let e = res.unwrap_err();
+        assert_eq!(
+            (e.at, e.reason.as_str()),
+            (2, "a record runs past the end of the chunk")
+        );
+        assert_eq!(out[..2], [load(8, 8), load(16, 8)]);
+        // The same cut as the last record asked for.
+        let e = decode_bytes(&bytes[2..], 1).1.unwrap_err();
+        assert_eq!(e.at, 0);
+    }
+
+    #[test]
+    fn records_that_end_before_the_event_count_name_the_end() {
+        // A load with a size byte (the slow path: predicted from the old size), then a predicted
+        // load; three asked for.
+        let bytes = [SIZE_FOLLOWS, 4, 0x00];
+        let (out, res) = decode_bytes(&bytes, 3);
+        let e = res.unwrap_err();
+        assert_eq!(e.at, 3);
+        assert!(
+            e.reason.contains("end before its event count"),
+            "{}",
+            e.reason
+        );
+        assert_eq!(out, [load(8, 4), load(12, 4)]);
     }
 
     #[test]

@@ -6,6 +6,16 @@
 //! header field, or the chunk's first byte). A file that ends cleanly after a chunk, without a
 //! footer, is a trace whose writer was killed: it reads to its end and then reports
 //! [`is_truncated`](VtraceReader::is_truncated).
+//!
+//! The header is read by [`VtraceReader::open`]; the chunks by two threads started at the
+//! first [`next_batch`](EventSource::next_batch), a pipeline beside the consumer (the
+//! simulator): the *loader* reads each chunk, decompresses it and checks it; the *decoder*
+//! turns its records into batches of events. Bounded queues join them (two raw chunks, four
+//! batches), and buffers travel back for reuse, so memory stays the same whatever the trace's
+//! length and nothing is allocated per chunk once the pipeline is full. A batch that fits the
+//! caller's request is handed over by swapping buffers, not copied. Events, errors and the
+//! end arrive in file order, so the consumer sees exactly what a reader on its own thread
+//! would: the events before a damaged chunk, then the error naming it.
 
 use super::codec::{Counts, Decoder, PAD};
 use super::format::{
@@ -18,31 +28,85 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::Arc;
 use zstd::bulk::Decompressor;
 
 /// A streaming reader of `.vtrace` files.
 pub struct VtraceReader {
     path: String,
-    file: File,
     version: u16,
     flags: u16,
     meta: TraceMeta,
-    /// File offset of the next chunk (or footer).
-    offset: u64,
-    /// File offset of the chunk being decoded.
-    chunk_offset: u64,
-    comp: Vec<u8>,
-    raw: Vec<u8>,
-    raw_len: usize,
-    pos: usize,
-    left_in_chunk: u32,
-    decoder: Decoder,
-    dctx: Decompressor<'static>,
-    seen: Footer,
-    counts: Counts,
-    footer: Option<Footer>,
-    ended: bool,
     len_hint: Option<u64>,
+    state: State,
+}
+
+/// Where a reader is in its file.
+enum State {
+    /// Header read; `file` is positioned at the first chunk, at file offset `offset`.
+    Open { file: File, offset: u64 },
+    /// The pipeline runs.
+    Running(Pipeline),
+    /// The end was reached: the footer, if the file has one.
+    Ended(Option<Footer>),
+    /// An error was returned; nothing more is read.
+    Failed,
+}
+
+/// Events per batch from the decoder (40 bytes each: 640 KiB).
+const BATCH: usize = 16_384;
+/// Raw chunks queued between loader and decoder.
+const RAW_QUEUE: usize = 2;
+/// Event batches queued between decoder and consumer.
+const EVENT_QUEUE: usize = 4;
+
+/// What the decoder hands the consumer, in file order.
+enum Msg {
+    Events(Vec<Event>),
+    End(Option<Footer>),
+    Failed(Error),
+}
+
+/// What the loader hands the decoder, in file order.
+enum Loaded {
+    /// A checked chunk: raw bytes (`len` of them, then at least [`PAD`]), its event count and
+    /// its file offset.
+    Chunk {
+        raw: Vec<u8>,
+        len: usize,
+        events: u32,
+        offset: u64,
+    },
+    /// The footer at file offset `at`; `trailing` is the offset of bytes after it, if any.
+    Footer {
+        footer: Footer,
+        at: u64,
+        trailing: Option<u64>,
+    },
+    /// The file ended after a chunk, without a footer.
+    Eof,
+    Failed(Error),
+}
+
+/// The consumer's side of the pipeline.
+struct Pipeline {
+    rx: Receiver<Msg>,
+    /// Emptied event buffers back to the decoder.
+    recycle: Sender<Vec<Event>>,
+    /// The batch being handed out, from `pos`.
+    cur: Vec<Event>,
+    pos: usize,
+    /// Tells both threads to stop (set when the reader is dropped).
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        // The threads also stop at their next send, which fails once `rx` is gone.
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Reads until `buf` is full or the file ends; returns the bytes read.
@@ -57,6 +121,14 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+fn corrupt(path: &str, offset: u64, reason: impl Into<String>) -> Error {
+    Error::TraceCorrupt {
+        path: path.to_string(),
+        offset,
+        reason: reason.into(),
+    }
 }
 
 impl VtraceReader {
@@ -138,24 +210,11 @@ impl VtraceReader {
             .map_err(|e| Error::io(path, e))?;
         Ok(VtraceReader {
             path: path.to_string(),
-            file,
             version,
             flags,
             meta,
-            offset,
-            chunk_offset: offset,
-            comp: Vec::new(),
-            raw: Vec::new(),
-            raw_len: 0,
-            pos: 0,
-            left_in_chunk: 0,
-            decoder: Decoder::new(),
-            dctx: Decompressor::new().map_err(|e| Error::io(path, e))?,
-            seen: Footer::default(),
-            counts: Counts::default(),
-            footer: None,
-            ended: false,
             len_hint,
+            state: State::Open { file, offset },
         })
     }
 
@@ -178,29 +237,102 @@ impl VtraceReader {
     /// has no footer (the writer was killed) or its footer says the recorded program did not
     /// finish. False before the end.
     pub fn is_truncated(&self) -> bool {
-        self.ended && self.footer.is_none_or(|f| f.status == STATUS_TRUNCATED)
-    }
-
-    fn corrupt(&self, offset: u64, reason: impl Into<String>) -> Error {
-        Error::TraceCorrupt {
-            path: self.path.clone(),
-            offset,
-            reason: reason.into(),
+        match &self.state {
+            State::Ended(footer) => footer.is_none_or(|f| f.status == STATUS_TRUNCATED),
+            _ => false,
         }
     }
 
-    /// Loads the next chunk; returns false at the end of the trace.
-    fn load_chunk(&mut self) -> Result<bool> {
+    /// Starts the loader and decoder threads on the chunks of `file` from `offset`.
+    fn start(&self, file: File, offset: u64) -> Result<Pipeline> {
+        let dctx = Decompressor::new().map_err(|e| Error::io(&self.path, e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (raw_tx, raw_rx) = mpsc::sync_channel(RAW_QUEUE);
+        let (raw_back_tx, raw_back_rx) = mpsc::channel();
+        let (ev_tx, ev_rx) = mpsc::sync_channel(EVENT_QUEUE);
+        let (ev_back_tx, ev_back_rx) = mpsc::channel();
+        let loader = Loader {
+            path: self.path.clone(),
+            file,
+            offset,
+            comp: Vec::new(),
+            dctx,
+            out: raw_tx,
+            back: raw_back_rx,
+            stop: stop.clone(),
+        };
+        let decoder = DecodeStage {
+            path: self.path.clone(),
+            input: raw_rx,
+            raw_back: raw_back_tx,
+            out: ev_tx,
+            back: ev_back_rx,
+            decoder: Decoder::new(),
+            counts: Counts::default(),
+            events: 0,
+            chunks: 0,
+            stop: stop.clone(),
+        };
+        let spawn = |name: &str| std::thread::Builder::new().name(name.to_string());
+        spawn("vtrace-load")
+            .spawn(move || loader.run())
+            .map_err(|e| Error::io(&self.path, e))?;
+        spawn("vtrace-decode")
+            .spawn(move || decoder.run())
+            .map_err(|e| Error::io(&self.path, e))?;
+        Ok(Pipeline {
+            rx: ev_rx,
+            recycle: ev_back_tx,
+            cur: Vec::new(),
+            pos: 0,
+            stop,
+        })
+    }
+}
+
+/// The loader thread: reads, decompresses and checks chunks, in file order.
+struct Loader {
+    path: String,
+    file: File,
+    /// File offset of the next chunk (or footer).
+    offset: u64,
+    comp: Vec<u8>,
+    dctx: Decompressor<'static>,
+    out: SyncSender<Loaded>,
+    /// Raw buffers the decoder is done with.
+    back: Receiver<Vec<u8>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Loader {
+    fn run(mut self) {
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let item = self.load().unwrap_or_else(Loaded::Failed);
+            let last = !matches!(item, Loaded::Chunk { .. });
+            if self.out.send(item).is_err() || last {
+                return;
+            }
+        }
+    }
+
+    fn corrupt(&self, offset: u64, reason: impl Into<String>) -> Error {
+        corrupt(&self.path, offset, reason)
+    }
+
+    /// The next chunk, the footer, or the end of the file.
+    fn load(&mut self) -> Result<Loaded> {
         let at = self.offset;
         let mut head = [0u8; CHUNK_HEADER_LEN];
         let got =
             read_full(&mut self.file, &mut head[..4]).map_err(|e| Error::io(&self.path, e))?;
         if got == 0 {
-            self.ended = true;
-            return Ok(false);
+            return Ok(Loaded::Eof);
         }
         if got == 4 && head[..4] == FOOTER_MAGIC {
-            return self.read_footer(at).map(|_| false);
+            return self.read_footer(at);
         }
         if got < 4 || head[..4] != CHUNK_MAGIC {
             return Err(self.corrupt(
@@ -227,12 +359,13 @@ impl VtraceReader {
             return Err(self.corrupt(at, format!("the file ends inside a chunk: {} compressed bytes announced, {got} present (the trace was cut)", h.comp_len)));
         }
         let raw_len = h.raw_len as usize;
-        if self.raw.len() < raw_len + PAD {
-            self.raw.resize(raw_len + PAD, 0);
+        let mut raw = self.back.try_recv().unwrap_or_default();
+        if raw.len() < raw_len + PAD {
+            raw.resize(raw_len + PAD, 0);
         }
         let n = self
             .dctx
-            .decompress_to_buffer(&self.comp, &mut self.raw[..raw_len])
+            .decompress_to_buffer(&self.comp, &mut raw[..raw_len])
             .map_err(|e| {
                 self.corrupt(
                     at,
@@ -245,57 +378,150 @@ impl VtraceReader {
                 format!("the chunk decompresses to {n} bytes, its header says {raw_len}"),
             ));
         }
-        if xxh64(&self.raw[..raw_len]) != h.raw_hash {
+        if xxh64(&raw[..raw_len]) != h.raw_hash {
             return Err(self.corrupt(at, "checksum mismatch in the chunk's data"));
         }
-        self.chunk_offset = at;
         self.offset = at + (CHUNK_HEADER_LEN + h.comp_len as usize) as u64;
-        self.raw_len = raw_len;
-        self.pos = 0;
-        self.left_in_chunk = h.events;
-        self.decoder.reset();
-        self.seen.chunks += 1;
-        Ok(true)
+        Ok(Loaded::Chunk {
+            raw,
+            len: raw_len,
+            events: h.events,
+            offset: at,
+        })
     }
 
-    fn read_footer(&mut self, at: u64) -> Result<()> {
+    fn read_footer(&mut self, at: u64) -> Result<Loaded> {
         let mut b = [0u8; FOOTER_LEN];
         b[..4].copy_from_slice(&FOOTER_MAGIC);
         let got = read_full(&mut self.file, &mut b[4..]).map_err(|e| Error::io(&self.path, e))?;
         if got < FOOTER_LEN - 4 {
             return Err(self.corrupt(at, "the file ends inside the footer"));
         }
-        let f = Footer::parse(&b).map_err(|r| self.corrupt(at, r))?;
-        let s = Footer {
-            refs: self.counts.refs,
-            instructions: self.counts.instructions,
-            os_events: self.counts.os_events,
-            ..self.seen
-        };
-        let mismatch = [
-            ("events", f.events, s.events),
-            ("references", f.refs, s.refs),
-            ("instructions", f.instructions, s.instructions),
-            ("OS events", f.os_events, s.os_events),
-            ("chunks", f.chunks, s.chunks),
-        ]
-        .into_iter()
-        .find(|(_, footer, seen)| footer != seen);
-        if let Some((what, footer, seen)) = mismatch {
-            return Err(self.corrupt(
+        let footer = Footer::parse(&b).map_err(|r| self.corrupt(at, r))?;
+        let end = at + FOOTER_LEN as u64;
+        let mut extra = [0u8; 1];
+        let more = read_full(&mut self.file, &mut extra).map_err(|e| Error::io(&self.path, e))?;
+        Ok(Loaded::Footer {
+            footer,
+            at,
+            trailing: (more > 0).then_some(end),
+        })
+    }
+}
+
+/// The decoder thread: turns checked chunks into batches of events and checks the footer's
+/// totals against what it decoded.
+struct DecodeStage {
+    path: String,
+    input: Receiver<Loaded>,
+    raw_back: Sender<Vec<u8>>,
+    out: SyncSender<Msg>,
+    /// Event buffers the consumer is done with.
+    back: Receiver<Vec<Event>>,
+    decoder: Decoder,
+    counts: Counts,
+    /// Events and chunks decoded so far.
+    events: u64,
+    chunks: u64,
+    stop: Arc<AtomicBool>,
+}
+
+impl DecodeStage {
+    fn run(mut self) {
+        while let Ok(item) = self.input.recv() {
+            let msg = match item {
+                Loaded::Chunk {
+                    raw,
+                    len,
+                    events,
+                    offset,
+                } => match self.chunk(&raw, len, events, offset) {
+                    Ok(()) => {
+                        let _ = self.raw_back.send(raw);
+                        continue;
+                    }
+                    Err(e) => Msg::Failed(e),
+                },
+                Loaded::Footer {
+                    footer,
+                    at,
+                    trailing,
+                } => match self.check_footer(footer, at, trailing) {
+                    Ok(()) => Msg::End(Some(footer)),
+                    Err(e) => Msg::Failed(e),
+                },
+                Loaded::Eof => Msg::End(None),
+                Loaded::Failed(e) => Msg::Failed(e),
+            };
+            let _ = self.out.send(msg);
+            return;
+        }
+    }
+
+    /// Decodes the `events` records of one chunk into batches sent on; an error (with the
+    /// events decoded before it sent first) stops the stage.
+    fn chunk(&mut self, raw: &[u8], len: usize, events: u32, offset: u64) -> Result<()> {
+        self.decoder.reset();
+        self.chunks += 1;
+        let mut pos = 0;
+        let mut left = events as usize;
+        while left > 0 {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let mut batch = self.back.try_recv().unwrap_or_default();
+            batch.clear();
+            let n = left.min(BATCH);
+            let res = self
+                .decoder
+                .decode(raw, len, &mut pos, &mut batch, n, &mut self.counts);
+            self.events += batch.len() as u64;
+            left -= n;
+            let decoded = !batch.is_empty();
+            if decoded && self.out.send(Msg::Events(batch)).is_err() {
+                return Ok(());
+            }
+            if let Err(e) = res {
+                let reason = format!("record at byte {} of the chunk's data: {}", e.at, e.reason);
+                return Err(corrupt(&self.path, offset, reason));
+            }
+        }
+        if pos != len {
+            return Err(corrupt(
+                &self.path,
+                offset,
+                format!(
+                    "{} bytes left over after the chunk's last record",
+                    len - pos
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_footer(&self, f: Footer, at: u64, trailing: Option<u64>) -> Result<()> {
+        let seen = [
+            ("events", f.events, self.events),
+            ("references", f.refs, self.counts.refs),
+            ("instructions", f.instructions, self.counts.instructions),
+            ("OS events", f.os_events, self.counts.os_events),
+            ("chunks", f.chunks, self.chunks),
+        ];
+        if let Some((what, footer, seen)) = seen.into_iter().find(|(_, a, b)| a != b) {
+            return Err(corrupt(
+                &self.path,
                 at,
                 format!("the footer counts {footer} {what}, the chunks hold {seen}"),
             ));
         }
-        let end = at + FOOTER_LEN as u64;
-        let mut extra = [0u8; 1];
-        if read_full(&mut self.file, &mut extra).map_err(|e| Error::io(&self.path, e))? > 0 {
-            return Err(self.corrupt(end, "unexpected bytes after the footer"));
+        match trailing {
+            Some(end) => Err(corrupt(
+                &self.path,
+                end,
+                "unexpected bytes after the footer",
+            )),
+            None => Ok(()),
         }
-        self.meta.has_os_events |= f.os_events > 0;
-        self.footer = Some(f);
-        self.ended = true;
-        Ok(())
     }
 }
 
@@ -316,47 +542,53 @@ fn peek_footer(file: &mut File, data_start: u64) -> Option<Footer> {
 
 impl EventSource for VtraceReader {
     fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<usize> {
-        let start = buf.len();
-        while buf.len() - start < max && !self.ended {
-            if self.left_in_chunk == 0 {
-                if self.pos != self.raw_len {
-                    return Err(self.corrupt(
-                        self.chunk_offset,
-                        format!(
-                            "{} bytes left over after the chunk's last record",
-                            self.raw_len - self.pos
-                        ),
-                    ));
-                }
-                if !self.load_chunk()? {
-                    break;
-                }
-                continue;
-            }
-            let n = (max - (buf.len() - start)).min(self.left_in_chunk as usize);
-            let before = buf.len();
-            self.decoder
-                .decode(
-                    &self.raw,
-                    self.raw_len,
-                    &mut self.pos,
-                    buf,
-                    n,
-                    &mut self.counts,
-                )
-                .map_err(|e| {
-                    let reason =
-                        format!("record at byte {} of the chunk's data: {}", e.at, e.reason);
-                    Error::TraceCorrupt {
-                        path: self.path.clone(),
-                        offset: self.chunk_offset,
-                        reason,
-                    }
-                })?;
-            self.left_in_chunk -= n as u32;
-            self.seen.events += (buf.len() - before) as u64;
+        if let State::Open { .. } = self.state {
+            let State::Open { file, offset } = std::mem::replace(&mut self.state, State::Failed)
+            else {
+                unreachable!("matched above")
+            };
+            self.state = State::Running(self.start(file, offset)?);
         }
-        Ok(buf.len() - start)
+        let State::Running(p) = &mut self.state else {
+            return Ok(0);
+        };
+        if max == 0 {
+            return Ok(0);
+        }
+        if p.pos == p.cur.len() {
+            let next = p.rx.recv().unwrap_or_else(|_| {
+                Msg::Failed(corrupt(&self.path, 0, "the trace reader's threads stopped"))
+            });
+            match next {
+                Msg::Events(batch) => {
+                    let done = std::mem::replace(&mut p.cur, batch);
+                    let _ = p.recycle.send(done);
+                    p.pos = 0;
+                }
+                Msg::End(footer) => {
+                    if let Some(f) = footer {
+                        self.meta.has_os_events |= f.os_events > 0;
+                    }
+                    self.state = State::Ended(footer);
+                    return Ok(0);
+                }
+                Msg::Failed(e) => {
+                    self.state = State::Failed;
+                    return Err(e);
+                }
+            }
+        }
+        let n = (p.cur.len() - p.pos).min(max);
+        if buf.is_empty() && p.pos == 0 && n == p.cur.len() {
+            // The whole batch: hand the buffer over and keep the caller's for the decoder.
+            std::mem::swap(buf, &mut p.cur);
+            p.cur.clear();
+        } else {
+            buf.extend_from_slice(&p.cur[p.pos..p.pos + n]);
+            p.pos += n;
+            return Ok(n);
+        }
+        Ok(n)
     }
 
     fn len_hint(&self) -> Option<u64> {

@@ -1,0 +1,231 @@
+//! Printing figures beside their targets, `results/bench.json`, and the figure-by-figure
+//! comparison of two such files.
+
+use crate::rows::{Row, Unit, ROWS};
+use serde_json::{json, Value};
+
+/// The result of one figure over its runs.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// The row measured.
+    pub row: &'static Row,
+    /// Each run's value (empty when every run failed).
+    pub runs: Vec<f64>,
+    /// The median of `runs`.
+    pub value: Option<f64>,
+    /// The target the value is held to, when it has one.
+    pub target: Option<f64>,
+    /// The last run's JSON (count, seconds, extra figures), or why it failed.
+    pub detail: Value,
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+pub fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    Some(if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    })
+}
+
+/// How far `value` is from `target`: above 1 means the target is met, whichever direction the
+/// unit improves in (a rate over its target, a target time over the time).
+pub fn target_ratio(unit: Unit, value: f64, target: f64) -> f64 {
+    if unit.higher_is_better() {
+        value / target
+    } else {
+        target / value
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Prints one figure's line: value, unit, target, ratio.
+pub fn print_line(f: &Figure) {
+    let unit = f.row.unit.symbol();
+    let Some(v) = f.value else {
+        let why = f.detail["error"].as_str().unwrap_or("failed");
+        println!("{:<52} {:>9} {unit:<10}  ({why})", f.row.label, "—");
+        return;
+    };
+    let spread = if f.runs.len() > 1 {
+        let lo = f.runs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = f.runs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        format!(
+            "  [{}..{}, {} runs]",
+            fmt_value(lo),
+            fmt_value(hi),
+            f.runs.len()
+        )
+    } else {
+        String::new()
+    };
+    let target = match f.target {
+        Some(t) => {
+            let r = target_ratio(f.row.unit, v, t);
+            let sign = if f.row.unit.higher_is_better() {
+                "≥"
+            } else {
+                "≤"
+            };
+            let verdict = if r >= 1.0 { "meets" } else { "BELOW" };
+            format!(
+                "target {sign} {:>6}  ratio {r:>5.2}  {verdict}",
+                fmt_value(t)
+            )
+        }
+        None => "no target".to_string(),
+    };
+    // The same count over CPU seconds (last run), with its ratio to the target: on a loaded
+    // machine, time spent waiting for a core is in the wall-clock value but not in this one.
+    let cpu = match (f.detail["extra"]["per_cpu_s"].as_f64(), f.target) {
+        (Some(c), Some(t)) if c > 0.0 => format!(
+            "  per CPU s {} (ratio {:.2})",
+            fmt_value(c),
+            target_ratio(f.row.unit, c, t)
+        ),
+        (Some(c), None) if c > 0.0 => format!("  per CPU s {}", fmt_value(c)),
+        _ => String::new(),
+    };
+    println!(
+        "{:<52} {:>9} {unit:<10}  {target}{cpu}{spread}",
+        f.row.label,
+        fmt_value(v)
+    );
+}
+
+/// `results/bench.json`: schema `vmmu.bench/1`.
+pub fn to_json(figs: &[Figure], context: Value) -> Value {
+    let figures: Vec<Value> = figs
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.row.name,
+                "label": f.row.label,
+                "unit": f.row.unit.symbol(),
+                "higher_is_better": f.row.unit.higher_is_better(),
+                "value": f.value,
+                "runs": f.runs,
+                "target": f.target,
+                "target_ratio": match (f.value, f.target) {
+                    (Some(v), Some(t)) => Some(target_ratio(f.row.unit, v, t)),
+                    _ => None,
+                },
+                "detail": f.detail,
+            })
+        })
+        .collect();
+    json!({ "schema": "vmmu.bench/1", "context": context, "figures": figures })
+}
+
+/// Per figure of a `results/bench.json`: name, value, whether higher is better, unit, and the
+/// rate per CPU second where the figure has one.
+type FigureValues = (String, Option<f64>, bool, String, Option<f64>);
+
+fn figure_values(doc: &Value) -> Vec<FigureValues> {
+    doc["figures"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|f| {
+                    (
+                        f["name"].as_str().unwrap_or("?").to_string(),
+                        f["value"].as_f64(),
+                        f["higher_is_better"].as_bool().unwrap_or(true),
+                        f["unit"].as_str().unwrap_or("").to_string(),
+                        f["detail"]["extra"]["per_cpu_s"]
+                            .as_f64()
+                            .filter(|c| *c > 0.0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Prints two bench results side by side, figure by figure: base, new, and the speed-up
+/// (new over base for rates, base over new for time and memory: above 1 is better), and the
+/// speed-up of the rates per CPU second, which a loaded machine disturbs least.
+pub fn compare(base: &Value, new: &Value) {
+    let describe = |d: &Value| {
+        format!(
+            "{} (load average {} at start)",
+            d["context"]["commit"].as_str().unwrap_or("?"),
+            d["context"]["loadavg_start"].as_str().unwrap_or("?")
+        )
+    };
+    println!("base: {}", describe(base));
+    println!("new:  {}", describe(new));
+    println!(
+        "{:<28} {:>10} {:>10} {:<10} {:>8} {:>12}",
+        "figure", "base", "new", "unit", "speed-up", "per CPU s"
+    );
+    let b = figure_values(base);
+    let n = figure_values(new);
+    // Order: the current row list, then anything only one side has.
+    let mut names: Vec<String> = ROWS.iter().map(|r| r.name.to_string()).collect();
+    for (name, ..) in b.iter().chain(n.iter()) {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    for name in names {
+        let bv = b.iter().find(|x| x.0 == name);
+        let nv = n.iter().find(|x| x.0 == name);
+        if bv.is_none() && nv.is_none() {
+            continue;
+        }
+        let show =
+            |x: Option<&FigureValues>| x.and_then(|x| x.1).map_or("—".to_string(), fmt_value);
+        let unit = bv.or(nv).map_or("", |x| x.3.as_str());
+        let higher = bv.or(nv).is_none_or(|x| x.2);
+        let speedup = match (bv.and_then(|x| x.1), nv.and_then(|x| x.1)) {
+            (Some(a), Some(c)) if a > 0.0 && c > 0.0 => {
+                format!("{:.2}x", if higher { c / a } else { a / c })
+            }
+            _ => "—".to_string(),
+        };
+        let cpu_speedup = match (bv.and_then(|x| x.4), nv.and_then(|x| x.4)) {
+            (Some(a), Some(c)) => format!("{:.2}x", c / a),
+            _ => "—".to_string(),
+        };
+        println!(
+            "{name:<28} {:>10} {:>10} {unit:<10} {speedup:>8} {cpu_speedup:>12}",
+            show(bv),
+            show(nv)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
+
+    #[test]
+    fn ratio_above_one_means_the_target_is_met_in_both_directions() {
+        assert!(target_ratio(Unit::MRefsPerSec, 120.0, 100.0) > 1.0);
+        assert!(target_ratio(Unit::Seconds, 8.0, 10.0) > 1.0);
+        assert!(target_ratio(Unit::MiB, 12.0, 10.0) < 1.0);
+    }
+}

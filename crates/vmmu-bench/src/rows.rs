@@ -1,0 +1,779 @@
+//! The figures `make bench` measures: what each runs, its unit and its target.
+//!
+//! Every figure is measured in a process of its own (see `main.rs`), so its peak memory is its
+//! own and no figure warms the allocator or the page cache for the next. Simulation figures
+//! time only the reference phase: the set-up events before the first reference (process
+//! creation, a populated mmap) are simulated first, untimed, and reported apart as `setup_s`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use vmmu_core::config;
+use vmmu_core::event::{Event, EventSource};
+use vmmu_core::sim::Simulator;
+use vmmu_core::{trace, workload, Result};
+
+/// What a figure counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Millions of memory references (loads, stores, fetches) per second of wall clock.
+    MRefsPerSec,
+    /// Millions of events per second of wall clock.
+    MEventsPerSec,
+    /// Seconds of wall clock.
+    Seconds,
+    /// Peak resident memory of the measuring process, MiB.
+    MiB,
+    /// A time over another time.
+    Ratio,
+}
+
+impl Unit {
+    /// The unit as printed.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::MRefsPerSec => "M refs/s",
+            Unit::MEventsPerSec => "M events/s",
+            Unit::Seconds => "s",
+            Unit::MiB => "MiB",
+            Unit::Ratio => "x",
+        }
+    }
+
+    /// Whether a larger value is better (rates) or worse (time, memory).
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Unit::MRefsPerSec | Unit::MEventsPerSec)
+    }
+}
+
+/// What a figure is held to.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// No target: the figure is reported for comparison between commits.
+    None,
+    /// A fixed value (at least it for rates, at most it for time and memory).
+    Fixed(f64),
+    /// A value the measurement itself produces (for replay: the simulator's own rate in the
+    /// same run, time waiting for the trace reader excluded).
+    Measured,
+    /// `factor` times another figure of the same bench run.
+    Figure(&'static str, f64),
+}
+
+/// How a figure is measured.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// Simulates a workload; counts references of the reference phase.
+    Refs {
+        spec: &'static str,
+        overrides: &'static [(&'static str, &'static str)],
+    },
+    /// Simulates a workload whole; counts events.
+    Events {
+        spec: &'static str,
+        overrides: &'static [(&'static str, &'static str)],
+    },
+    /// Decodes a `.vtrace` of `stride:footprint=1G,stride=64` into batches, simulating nothing.
+    Decode,
+    /// Records `gzip` of 512 KiB with Valgrind, end to end.
+    Record,
+    /// Replays the recorded `gzip` trace in `mode`.
+    Replay { mode: &'static str },
+    /// Replays a `stride:footprint=16M` trace of `refs` references natively; the figure is the
+    /// process's peak memory.
+    ReplayMemory { refs: u64 },
+    /// Wall time of `vmmu repro all` (needs the `vmmu` command).
+    ReproAll,
+    /// Simulation time of an adaptive run of `mixed-phases` under `policy` over the static
+    /// modes' (docs/policies.md): over the slower static mode's, or over both static runs'
+    /// together for the oracle, which runs both.
+    Adaptive { policy: &'static str },
+}
+
+/// One figure of the bench.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    /// Stable name (the key in `results/bench.json`).
+    pub name: &'static str,
+    /// What is measured, as printed.
+    pub label: &'static str,
+    /// Unit of the value.
+    pub unit: Unit,
+    /// What the value is held to.
+    pub target: Target,
+    /// How it is measured.
+    pub kind: Kind,
+}
+
+const NESTED_2D_NT: &[(&str, &str)] = &[("mode", "nested"), ("machine.pwc.design", "2d+nt")];
+
+/// Every figure, in the order printed. The first seven are the rows of the performance
+/// targets (docs/performance.md); the rest are kept to compare commits.
+pub const ROWS: &[Row] = &[
+    Row {
+        name: "stream-16m-native",
+        label: "TLB-hit stream 16 MiB, 20 M refs, native",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(100.0),
+        kind: Kind::Refs {
+            spec: "stream:footprint=16M,refs=20M,prefault=1",
+            overrides: &[("mode", "native")],
+        },
+    },
+    Row {
+        name: "stream-16m-nested",
+        label: "TLB-hit stream 16 MiB, 20 M refs, nested 2d+nt",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(100.0),
+        kind: Kind::Refs {
+            spec: "stream:footprint=16M,refs=20M,prefault=1",
+            overrides: NESTED_2D_NT,
+        },
+    },
+    Row {
+        name: "stream-16m-shadow",
+        label: "TLB-hit stream 16 MiB, 20 M refs, shadow",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(100.0),
+        kind: Kind::Refs {
+            spec: "stream:footprint=16M,refs=20M,prefault=1",
+            overrides: &[("mode", "shadow")],
+        },
+    },
+    Row {
+        name: "random-64m-native",
+        label: "random 64 MiB prefaulted, 10 M refs, native",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(15.0),
+        kind: Kind::Refs {
+            spec: "random:footprint=64M,refs=10M,prefault=1",
+            overrides: &[("mode", "native")],
+        },
+    },
+    Row {
+        name: "random-64m-nested",
+        label: "random 64 MiB prefaulted, 10 M refs, nested 2d+nt",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(15.0),
+        kind: Kind::Refs {
+            spec: "random:footprint=64M,refs=10M,prefault=1",
+            overrides: NESTED_2D_NT,
+        },
+    },
+    Row {
+        name: "random-4g-nested",
+        label: "random 4 GiB prefaulted, 2 M refs, nested 2d+nt",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(15.0),
+        kind: Kind::Refs {
+            spec: "random:footprint=4G,refs=2M,prefault=1",
+            overrides: &[
+                ("mode", "nested"),
+                ("machine.pwc.design", "2d+nt"),
+                ("guest.memory", "\"8G\""),
+            ],
+        },
+    },
+    Row {
+        name: "decode",
+        label: "vtrace decoding alone (stride, 50 M refs)",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(200.0),
+        kind: Kind::Decode,
+    },
+    Row {
+        name: "replay-native",
+        label: "vtrace replay of recorded gzip, native",
+        unit: Unit::MRefsPerSec,
+        target: Target::Measured,
+        kind: Kind::Replay { mode: "native" },
+    },
+    Row {
+        name: "replay-nested",
+        label: "vtrace replay of recorded gzip, nested 2d+nt",
+        unit: Unit::MRefsPerSec,
+        target: Target::Measured,
+        kind: Kind::Replay { mode: "nested" },
+    },
+    Row {
+        name: "stream-16m-native-nodata",
+        label: "TLB-hit stream 16 MiB, native, data caches off",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(100.0),
+        kind: Kind::Refs {
+            spec: "stream:footprint=16M,refs=20M,prefault=1",
+            overrides: &[("mode", "native"), ("machine.caches.data", "false")],
+        },
+    },
+    Row {
+        name: "swim-native",
+        label: "swim, native",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Refs {
+            spec: "swim",
+            overrides: &[("mode", "native")],
+        },
+    },
+    Row {
+        name: "swim-nested",
+        label: "swim, nested 2d+nt",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Refs {
+            spec: "swim",
+            overrides: NESTED_2D_NT,
+        },
+    },
+    Row {
+        name: "swim-shadow",
+        label: "swim, shadow",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Refs {
+            spec: "swim",
+            overrides: &[("mode", "shadow")],
+        },
+    },
+    Row {
+        name: "aim9-fork_test-shadow",
+        label: "aim9-fork_test, shadow (events)",
+        unit: Unit::MEventsPerSec,
+        target: Target::None,
+        kind: Kind::Events {
+            spec: "aim9-fork_test",
+            overrides: &[("mode", "shadow")],
+        },
+    },
+    Row {
+        name: "memorymotion-shadow",
+        label: "memorymotion, shadow (events)",
+        unit: Unit::MEventsPerSec,
+        target: Target::None,
+        kind: Kind::Events {
+            spec: "memorymotion",
+            overrides: &[("mode", "shadow")],
+        },
+    },
+    Row {
+        name: "record-gzip",
+        label: "recording gzip of 512 KiB, end to end",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(50.0),
+        kind: Kind::Record,
+    },
+    Row {
+        name: "replay-memory-5m",
+        label: "peak memory, replay of 5 M refs",
+        unit: Unit::MiB,
+        target: Target::None,
+        kind: Kind::ReplayMemory { refs: 5_000_000 },
+    },
+    Row {
+        name: "replay-memory-50m",
+        label: "peak memory, replay of 50 M refs (same footprint)",
+        unit: Unit::MiB,
+        target: Target::Figure("replay-memory-5m", 1.1),
+        kind: Kind::ReplayMemory { refs: 50_000_000 },
+    },
+    Row {
+        name: "adaptive-dav2m",
+        label: "mixed-phases adaptive dav2m / slower static mode",
+        unit: Unit::Ratio,
+        target: Target::Fixed(1.3),
+        kind: Kind::Adaptive { policy: "dav2m" },
+    },
+    Row {
+        name: "adaptive-costmodel",
+        label: "mixed-phases adaptive costmodel / slower static",
+        unit: Unit::Ratio,
+        target: Target::Fixed(1.3),
+        kind: Kind::Adaptive {
+            policy: "costmodel",
+        },
+    },
+    Row {
+        name: "adaptive-oracle",
+        label: "mixed-phases adaptive oracle / both static runs",
+        unit: Unit::Ratio,
+        target: Target::Fixed(1.1),
+        kind: Kind::Adaptive { policy: "oracle" },
+    },
+    Row {
+        name: "repro-all",
+        label: "`vmmu repro all`, wall time",
+        unit: Unit::Seconds,
+        target: Target::None,
+        kind: Kind::ReproAll,
+    },
+];
+
+/// The row called `name`.
+pub fn find(name: &str) -> Option<&'static Row> {
+    ROWS.iter().find(|r| r.name == name)
+}
+
+/// What one measurement produced.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    /// The figure, in the row's unit.
+    pub value: f64,
+    /// Items counted (references, events), 0 for time and memory figures.
+    pub count: u64,
+    /// Seconds timed.
+    pub secs: f64,
+    /// A target measured with the value ([`Target::Measured`]).
+    pub target: Option<f64>,
+    /// Further figures of the same measurement, by name.
+    pub extra: Vec<(&'static str, f64)>,
+}
+
+/// Where figures keep their inputs between processes, and how large they are.
+#[derive(Clone, Debug)]
+pub struct Env {
+    /// A directory for traces, shared by the rows of one bench run.
+    pub dir: PathBuf,
+    /// Scale of every count (1 for the real bench; tests use less).
+    pub scale: f64,
+    /// The `vmmu` command, for `repro-all`.
+    pub vmmu: Option<PathBuf>,
+}
+
+impl Env {
+    /// `n` scaled, at least 1000.
+    fn scaled(&self, n: u64) -> u64 {
+        ((n as f64 * self.scale) as u64).max(1000)
+    }
+
+    /// `spec` with its `refs` parameter scaled (specs without one are left alone).
+    fn spec(&self, spec: &str) -> String {
+        if self.scale == 1.0 {
+            return spec.to_string();
+        }
+        let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
+        let params: Vec<String> = params
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(|p| match p.split_once('=') {
+                Some(("refs", v)) => format!("refs={}", self.scaled(parse_count(v))),
+                _ => p.to_string(),
+            })
+            .collect();
+        if params.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name}:{}", params.join(","))
+        }
+    }
+}
+
+/// `20M` → 20 000 000 (decimal multiples, as workload specs write counts).
+fn parse_count(v: &str) -> u64 {
+    let (num, mult) = match v.as_bytes().last() {
+        Some(b'K') => (&v[..v.len() - 1], 1e3),
+        Some(b'M') => (&v[..v.len() - 1], 1e6),
+        Some(b'G') => (&v[..v.len() - 1], 1e9),
+        _ => (v, 1.0),
+    };
+    (num.parse::<f64>().expect("a count in a bench spec") * mult) as u64
+}
+
+/// Measures `row` in this process.
+pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
+    match row.kind {
+        Kind::Refs { spec, overrides } => sim_refs(&env.spec(spec), overrides),
+        Kind::Events { spec, overrides } => sim_events(spec, overrides),
+        Kind::Decode => decode(env),
+        Kind::Record => record(env).map(|(m, _)| m),
+        Kind::Replay { mode } => replay(env, mode),
+        Kind::ReplayMemory { refs } => replay_memory(env, refs),
+        Kind::ReproAll => repro_all(env),
+        Kind::Adaptive { policy } => adaptive(policy),
+    }
+}
+
+/// Seconds to run `spec` whole, result included, under `overrides`.
+fn whole_run(spec: &str, overrides: &[(&str, &str)]) -> Result<f64> {
+    let cfg = config::build("bhargava08", &overrides_of(overrides))?;
+    let mut src = workload::open(spec)?;
+    let t = Instant::now();
+    vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true)?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// An adaptive run's simulation time over the static modes' (see [`Kind::Adaptive`]).
+fn adaptive(policy: &str) -> Result<Measured> {
+    let spec = "mixed-phases";
+    let shadow = whole_run(spec, &[("mode", "shadow")])?;
+    let nested = whole_run(spec, &[("mode", "nested")])?;
+    let secs = whole_run(
+        spec,
+        &[
+            ("mode", "adaptive"),
+            ("policy.kind", policy),
+            ("policy.time_scale", "1e-4"),
+        ],
+    )?;
+    let base = if policy == "oracle" {
+        shadow + nested
+    } else {
+        shadow.max(nested)
+    };
+    Ok(Measured {
+        value: secs / base,
+        count: 0,
+        secs,
+        target: None,
+        extra: vec![("shadow_s", shadow), ("nested_s", nested)],
+    })
+}
+
+fn overrides_of(overrides: &[(&str, &str)]) -> Vec<(String, String)> {
+    overrides
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+fn simulator(overrides: &[(&str, &str)]) -> Result<Simulator> {
+    Simulator::new(&config::build("bhargava08", &overrides_of(overrides))?)
+}
+
+fn refs_of(sim: &Simulator) -> u64 {
+    sim.counters.memory_refs + sim.counters.fetches
+}
+
+/// Simulates `spec`: set-up events untimed, then the reference phase timed.
+fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
+    let t0 = Instant::now();
+    let mut src = workload::open(spec)?;
+    let mut sim = simulator(overrides)?;
+    let mut buf = Vec::new();
+    let mut first = None;
+    loop {
+        buf.clear();
+        if src.next_batch(&mut buf, 1)? == 0 {
+            break;
+        }
+        if matches!(buf[0], Event::Ref(_)) {
+            first = Some(buf[0]);
+            break;
+        }
+        sim.step(&buf[0])?;
+    }
+    let setup = t0.elapsed().as_secs_f64();
+    let refs0 = refs_of(&sim);
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    if let Some(e) = first {
+        sim.step(&e)?;
+    }
+    sim.run(src.as_mut(), &mut |_| true)?;
+    let secs = t.elapsed().as_secs_f64();
+    let n = refs_of(&sim) - refs0;
+    Ok(Measured {
+        value: n as f64 / secs / 1e6,
+        count: n,
+        secs,
+        target: None,
+        extra: vec![("setup_s", setup), ("per_cpu_s", per_cpu_s(n, cpu0))],
+    })
+}
+
+/// Simulates `spec` whole, counting events.
+fn sim_events(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
+    let mut src = workload::open(spec)?;
+    let mut sim = simulator(overrides)?;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    sim.run(src.as_mut(), &mut |_| true)?;
+    let secs = t.elapsed().as_secs_f64();
+    let n = sim.counters.events;
+    Ok(Measured {
+        value: n as f64 / secs / 1e6,
+        count: n,
+        secs,
+        target: None,
+        extra: vec![("per_cpu_s", per_cpu_s(n, cpu0))],
+    })
+}
+
+/// Writes the events of `spec` to a `.vtrace` at `path` unless it exists.
+fn write_trace(spec: &str, path: &Path) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    let tmp = path.with_extension("partial");
+    let p = tmp.to_str().expect("utf-8 temp path");
+    let mut src = workload::open(spec)?;
+    let mut w = trace::TraceWriter::create(p, trace::TraceMeta::default())?;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if src.next_batch(&mut buf, 65536)? == 0 {
+            break;
+        }
+        w.write_batch(&buf)?;
+    }
+    w.finish()?;
+    std::fs::rename(&tmp, path).map_err(|e| vmmu_core::Error::io(p, e))
+}
+
+/// Reads the trace at `path` to its end in batches; returns the events read.
+fn drain(path: &Path) -> Result<u64> {
+    let mut r = trace::open(path.to_str().expect("utf-8 path"))?;
+    let mut buf = Vec::with_capacity(65536);
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let k = r.next_batch(&mut buf, 65536)?;
+        if k == 0 {
+            return Ok(n);
+        }
+        n += k as u64;
+    }
+}
+
+fn decode(env: &Env) -> Result<Measured> {
+    let refs = env.scaled(50_000_000);
+    let path = env.dir.join(format!("stride-{refs}.vtrace"));
+    write_trace(&format!("stride:footprint=1G,refs={refs},stride=64"), &path)?;
+    let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let n = drain(&path)?;
+    let secs = t.elapsed().as_secs_f64();
+    Ok(Measured {
+        value: n as f64 / secs / 1e6,
+        count: n,
+        secs,
+        target: None,
+        extra: vec![
+            ("bytes_per_ref", bytes as f64 / n.max(1) as f64),
+            ("per_cpu_s", per_cpu_s(n, cpu0)),
+        ],
+    })
+}
+
+/// The input `gzip` compresses: 512 KiB of generated text (the same bytes every run).
+fn gzip_input(dir: &Path, scale: f64) -> Result<PathBuf> {
+    let input = dir.join("input.txt");
+    let size = ((512u64 << 10) as f64 * scale.min(1.0)).max(4096.0) as usize;
+    let mut text = String::with_capacity(size + 64);
+    let mut x = 7u64;
+    while text.len() < size {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        text.push_str(&format!(
+            "{:x} line {} of the bench input\n",
+            x >> 20,
+            x % 977
+        ));
+    }
+    std::fs::write(&input, text).map_err(|e| vmmu_core::Error::io("bench input", e))?;
+    Ok(input)
+}
+
+/// Records `gzip` into `gzip.vtrace` of the bench directory; returns the figure and the path.
+fn record(env: &Env) -> Result<(Measured, PathBuf)> {
+    let input = gzip_input(&env.dir, env.scale)?;
+    let out = env.dir.join("gzip.vtrace");
+    let tmp = env.dir.join("gzip.partial");
+    let cmd = vec![
+        "gzip".to_string(),
+        "-f".to_string(),
+        "-k".to_string(),
+        input.to_str().expect("utf-8 path").to_string(),
+    ];
+    let opts = vmmu_record::RecordOptions::new(tmp.to_str().expect("utf-8 path"));
+    let sum = vmmu_record::record(&cmd, &opts, &mut |_| true)?;
+    std::fs::rename(&tmp, &out).map_err(|e| vmmu_core::Error::io("gzip.vtrace", e))?;
+    let bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
+    let m = Measured {
+        value: sum.refs as f64 / sum.elapsed_s / 1e6,
+        count: sum.refs,
+        secs: sum.elapsed_s,
+        target: None,
+        extra: vec![("bytes_per_ref", bytes as f64 / sum.refs.max(1) as f64)],
+    };
+    Ok((m, out))
+}
+
+/// An event source that adds up the time its inner source takes to fill batches.
+struct Timed<'a> {
+    inner: &'a mut dyn EventSource,
+    secs: f64,
+}
+
+impl EventSource for Timed<'_> {
+    fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> Result<usize> {
+        let t = Instant::now();
+        let n = self.inner.next_batch(buf, max);
+        self.secs += t.elapsed().as_secs_f64();
+        n
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        self.inner.len_hint()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+/// Replays the recorded `gzip` trace (recording it first, untimed, if this bench run has not).
+/// The target is the simulator's own rate in the same run: references over the time not spent
+/// waiting for the reader.
+fn replay(env: &Env, mode: &str) -> Result<Measured> {
+    let path = env.dir.join("gzip.vtrace");
+    if !path.exists() {
+        record(env)?;
+    }
+    let ov: &[(&str, &str)] = if mode == "nested" {
+        NESTED_2D_NT
+    } else {
+        &[("mode", "native")]
+    };
+    let mut sim = simulator(ov)?;
+    let mut src = trace::open(path.to_str().expect("utf-8 path"))?;
+    let mut timed = Timed {
+        inner: src.as_mut(),
+        secs: 0.0,
+    };
+    let t = Instant::now();
+    sim.run(&mut timed, &mut |_| true)?;
+    let secs = t.elapsed().as_secs_f64();
+    let n = refs_of(&sim);
+    let sim_secs = (secs - timed.secs).max(1e-9);
+    Ok(Measured {
+        value: n as f64 / secs / 1e6,
+        count: n,
+        secs,
+        target: Some(n as f64 / sim_secs / 1e6),
+        extra: vec![("reader_wait_s", timed.secs)],
+    })
+}
+
+/// Peak resident memory of this process in MiB (`VmHWM`).
+/// CPU seconds (user + system, every thread) of this process so far, at the kernel's 100 Hz
+/// accounting resolution.
+pub fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) start at `) `.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat(5), 12 and 13 after the name; 100 Hz.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The rate of `count` items over the CPU seconds since `cpu0` (millions per CPU second), the
+/// figure a loaded machine disturbs least: time spent waiting for a core is not in it.
+fn per_cpu_s(count: u64, cpu0: f64) -> f64 {
+    let cpu = cpu_seconds() - cpu0;
+    if cpu > 0.0 {
+        count as f64 / cpu / 1e6
+    } else {
+        0.0
+    }
+}
+
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn replay_memory(env: &Env, refs: u64) -> Result<Measured> {
+    let refs = env.scaled(refs);
+    let path = env.dir.join(format!("stride16m-{refs}.vtrace"));
+    write_trace(
+        &format!("stride:footprint=16M,refs={refs},stride=64"),
+        &path,
+    )?;
+    let mut sim = simulator(&[("mode", "native")])?;
+    let mut src = trace::open(path.to_str().expect("utf-8 path"))?;
+    let t = Instant::now();
+    sim.run(src.as_mut(), &mut |_| true)?;
+    Ok(Measured {
+        value: peak_rss_mib(),
+        count: refs_of(&sim),
+        secs: t.elapsed().as_secs_f64(),
+        target: None,
+        extra: Vec::new(),
+    })
+}
+
+fn repro_all(env: &Env) -> Result<Measured> {
+    let Some(vmmu) = &env.vmmu else {
+        return Err(vmmu_core::Error::config(
+            "repro-all",
+            "no `vmmu` command (give --vmmu PATH; `make bench` does)",
+        ));
+    };
+    let mut cmd = std::process::Command::new(vmmu);
+    cmd.args(["repro", "all"]);
+    if env.scale < 1.0 {
+        cmd.arg("--quick");
+    }
+    let t = Instant::now();
+    let out = cmd
+        .output()
+        .map_err(|e| vmmu_core::Error::io(vmmu.display().to_string(), e))?;
+    let secs = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(vmmu_core::Error::config(
+            "repro-all",
+            format!(
+                "`vmmu repro all` failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        ));
+    }
+    Ok(Measured {
+        value: secs,
+        count: 0,
+        secs,
+        target: None,
+        extra: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaling_rewrites_only_the_refs_parameter() {
+        let env = Env {
+            dir: PathBuf::new(),
+            scale: 0.001,
+            vmmu: None,
+        };
+        assert_eq!(
+            env.spec("random:footprint=64M,refs=10M,prefault=1"),
+            "random:footprint=64M,refs=10000,prefault=1"
+        );
+        assert_eq!(env.spec("swim"), "swim");
+    }
+
+    #[test]
+    fn row_names_are_unique() {
+        for (i, r) in ROWS.iter().enumerate() {
+            assert!(ROWS[i + 1..].iter().all(|o| o.name != r.name), "{}", r.name);
+            if let Target::Figure(name, _) = r.target {
+                assert!(find(name).is_some(), "{} refers to {name}", r.name);
+            }
+        }
+    }
+}
