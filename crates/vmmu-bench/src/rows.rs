@@ -87,6 +87,9 @@ pub enum Kind {
     /// modes' (docs/policies.md): over the slower static mode's, or over both static runs'
     /// together for the oracle, which runs both.
     Adaptive { policy: &'static str },
+    /// Simulation time of a `database` run on `vcpus` vCPUs over the same run on one
+    /// (docs/model.md, "vCPUs"): the same references, so the ratio of time per reference.
+    Vcpus { vcpus: u32 },
 }
 
 /// One figure of the bench.
@@ -299,6 +302,13 @@ pub const ROWS: &[Row] = &[
         kind: Kind::Adaptive { policy: "oracle" },
     },
     Row {
+        name: "vcpus-4",
+        label: "database, 4 vCPUs / 1 vCPU, time per reference (nested)",
+        unit: Unit::Ratio,
+        target: Target::Fixed(4.0 * 1.1),
+        kind: Kind::Vcpus { vcpus: 4 },
+    },
+    Row {
         name: "repro-all",
         label: "`vmmu repro all`, wall time",
         unit: Unit::Seconds,
@@ -388,6 +398,7 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
         Kind::ReplayMemory { refs } => replay_memory(env, refs),
         Kind::ReproAll => repro_all(env),
         Kind::Adaptive { policy } => adaptive(policy),
+        Kind::Vcpus { vcpus } => vcpus_ratio(vcpus),
     }
 }
 
@@ -424,6 +435,21 @@ fn adaptive(policy: &str) -> Result<Measured> {
         secs,
         target: None,
         extra: vec![("shadow_s", shadow), ("nested_s", nested)],
+    })
+}
+
+/// A multi-vCPU run's simulation time over the single-vCPU run's (see [`Kind::Vcpus`]).
+fn vcpus_ratio(vcpus: u32) -> Result<Measured> {
+    let spec = "database:threads=8,queries=100,rows=2000,pool=64M,temp=64K";
+    let one = whole_run(spec, &[("mode", "nested")])?;
+    let n = vcpus.to_string();
+    let secs = whole_run(spec, &[("mode", "nested"), ("guest.vcpus", &n)])?;
+    Ok(Measured {
+        value: secs / one,
+        count: 0,
+        secs,
+        target: None,
+        extra: vec![("one_vcpu_s", one)],
     })
 }
 
