@@ -459,7 +459,7 @@ def run(ctx: Context) -> Report:
                 f"warm-up — {SUITES[s].why}"
                 for s in suites
             },
-            "recorded": ", ".join(f"{t} ({p})" for t, p in traces.items())
+            "recorded": ", ".join(f"{t} (traces/{Path(p).name})" for t, p in traces.items())
             + f"; the first {TRACE_WARMUP:,} references a warm-up"
             if traces
             else "not run",
