@@ -431,7 +431,7 @@ fn build_shell_rtns(v: &Values) -> Result<Box<dyn Script>> {
     let iterations = count_in(v, "iterations", 0, (u32::MAX as u64 - 2) / per)?;
     Ok(Box::new(ShellRtns {
         pl: place(v, DRIVER, l, "bits")?,
-        shell: place(v, super::memorymotion::SHELL, l, "bits")?,
+        shell: place(v, super::script::SHELL, l, "bits")?,
         prog: place(v, SMALL_PROGRAM, l, "bits")?,
         commands,
         parent_pages: count_in(v, "parent_pages", 0, 1 << 16)?,

@@ -4,8 +4,9 @@
 //! paging).
 
 use super::aim9::{exec_child, exec_child_events, parent_resumes, place, setup, setup_events};
-use super::memorymotion::SHELL;
-use super::script::{compute, count_in, rng, threshold, Image, Layout, Mix, Placed, Script, Span};
+use super::script::{
+    compute, count_in, rng, threshold, Image, Layout, Mix, Placed, Script, Span, SHELL,
+};
 use super::{p, PaperDef};
 use crate::error::Result;
 use crate::event::Event;

@@ -5,10 +5,9 @@
 
 use super::super::dist::below;
 use super::aim9::{exec_child, exec_child_events, parent_resumes, place, setup, setup_events};
-use super::memorymotion::SHELL;
 use super::script::{
     count_in, fetch, load, mmap, rng, store, threshold, Image, Layout, Mix, Placed, Script, Span,
-    PAGE,
+    PAGE, SHELL,
 };
 use super::{p, PaperDef};
 use crate::addr::Gva;

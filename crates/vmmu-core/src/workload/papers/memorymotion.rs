@@ -3,22 +3,12 @@
 //! under Xen HVM shadow paging on Debian, about 1:4).
 
 use super::aim9::{exec_child, exec_child_events, parent_resumes, place, setup, setup_events};
-use super::script::{count_in, instrs, mmap, store, Image, Layout, Placed, Script, PAGE};
+use super::script::{count_in, instrs, mmap, store, Image, Layout, Placed, Script, PAGE, SHELL};
 use super::{p, PaperDef};
 use crate::addr::Gva;
 use crate::error::Result;
 use crate::event::{Event, MapFlags, Prot};
 use crate::workload::spec::Values;
-
-/// The shell that starts each process (bash-like: more text and heap than a small program).
-pub(crate) const SHELL: Image = Image {
-    text: 40,
-    data: 8,
-    heap: 16,
-    lib_text: 48,
-    lib_data: 6,
-    stack: 3,
-};
 
 /// The MemoryMotion program itself: small, dynamically linked.
 pub(crate) const PROGRAM: Image = Image {

@@ -6,7 +6,8 @@
 use super::super::dist::below;
 use super::aim9::{exec_child, exec_child_events, parent_resumes, place, setup, setup_events};
 use super::cpu::SWIM_IMAGE;
-use super::memorymotion::{PROGRAM, SHELL};
+use super::memorymotion::PROGRAM;
+use super::script::SHELL;
 use super::script::{
     compute, count_in, fetch, instrs, load, mmap, rng, store, Image, Layout, Placed, Script, PAGE,
 };

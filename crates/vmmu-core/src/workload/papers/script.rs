@@ -187,6 +187,16 @@ fn align_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
+/// The shell that starts each process (bash-like: more text and heap than a small program).
+pub(crate) const SHELL: Image = Image {
+    text: 40,
+    data: 8,
+    heap: 16,
+    lib_text: 48,
+    lib_data: 6,
+    stack: 3,
+};
+
 /// The addresses of an image's regions under a layout.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Placed {

@@ -4,9 +4,9 @@
 //! processes). Each says which behaviour of its benchmark it imitates.
 
 use super::aim9::{exec_child, exec_child_events, place, setup, setup_events};
-use super::memorymotion::SHELL;
 use super::script::{
     compute, count_in, load, mmap, rng, store, threshold, Image, Layout, Placed, Script, PAGE,
+    SHELL,
 };
 use super::{p, PaperDef};
 use crate::addr::Gva;
