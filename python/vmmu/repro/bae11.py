@@ -2,9 +2,9 @@
 
 What is reproduced (§4, Figure 4): 171.swim is best under shadow paging, 403.gcc under nested
 paging, compute-bound benchmarks are insensitive, and the modes differ by up to 105% of native.
-The DAV²M rows (§7: Figures 10–12, switch costs) come from the adaptive-policy module once
-it exists (:func:`adaptive_rows`); until then they are listed as not simulated, pointing to
-:func:`vmmu.adaptive_repro.bae11_adaptive`, which judges them in a table of its own.
+The DAV²M rows (§7: Figures 10–12, switch costs) come from the adaptive-policy module,
+:mod:`vmmu.repro.bae11_adaptive` (:func:`adaptive_rows`), judged on the runs of
+:func:`vmmu.adaptive_repro.bae11_adaptive`.
 
 What is not: 301.apsi and 191.fma3d (no proxies), the Phenom II machine; 434.zeusmp and
 164.gzip have proxies, run by :mod:`vmmu.adaptive_repro`, not by the static rows here.
@@ -161,14 +161,14 @@ COVERAGE = (
     (
         "Figure 6",
         "cost of shadow→nested and nested→shadow switches",
-        "`switch_cost` (here not simulated; judged by vmmu.adaptive_repro.bae11_adaptive)",
+        "`switch_cost` (gcc's proxy; swim's beside it)",
     ),
     ("Figures 7, 8", "DAV²M's state diagram and timeline", "the policy's design, not a result"),
     (
         "Figures 9–12",
         "DAV²M's thresholds, performance, transitions, time per mode",
-        "`dav2m_vs_best`, `dav2m_reduction`, `dav2m_transitions`, `static_thresholds` (here not "
-        "simulated; judged by vmmu.adaptive_repro.bae11_adaptive)",
+        "`dav2m_vs_best`, `dav2m_reduction`, `dav2m_transitions` (context); "
+        "`static_thresholds` not simulated",
     ),
 )
 
