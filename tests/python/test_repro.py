@@ -261,6 +261,8 @@ def test_bae11_hands_the_adaptive_module_its_claims_and_the_static_runs(
     fake = types.ModuleType("vmmu.repro.bae11_adaptive")
     fake.adaptive_rows = adaptive_rows  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "vmmu.repro.bae11_adaptive", fake)
+    # The real module, once imported, is also an attribute of the package.
+    monkeypatch.setattr(repro, "bae11_adaptive", fake, raising=False)
     c = Claims()
     setup = bae11.Setup({}, {"gcc": ("gcc:bits=32", "inputs", 1)})
     notes = bae11.adaptive_rows(None, c, {"gcc/nested": None}, setup)  # type: ignore[arg-type]
