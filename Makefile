@@ -13,45 +13,6 @@ STAMP   := $(VENV)/.vmmu-installed
 # The default job of `make run`: native vs nested paging on uniform random references over 1 GiB.
 RUN_ARGS ?= --machine bhargava08 --workload random:footprint=1G,refs=2M
 
-# Tools some Python tests need beyond the package: Ray (the sweep's cluster backend) in the
-# venv and headless Chromium (the report test; Debian's package, installed when root). A
-# failed install is logged to $(VENV)/*-install.log, and the test that needs the tool is
-# reported skipped with that log's last lines.
-RAY_REQ := ray>=2.9
-test-tools: install
-	@$(PY) -c 'import ray' 2>/dev/null || $(BIN)/pip install --quiet '$(RAY_REQ)' \
-		> $(VENV)/ray-install.log 2>&1 || echo "note: Ray did not install, see $(VENV)/ray-install.log"
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-	if [ "$$(id -u)" = 0 ]; then \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
-			> $(VENV)/chromium-install.log 2>&1 || echo "note: chromium did not install, see $(VENV)/chromium-install.log"; \
-	else echo "not root: cannot apt-get install chromium" > $(VENV)/chromium-install.log; fi
-
-# Speed on the figures of docs/performance.md, each beside its target with the ratio; writes
-# results/bench.json (and the sweep's figures to results/bench-sweep.json). BENCH_ARGS are the
-# engine bench's own (`--runs 3`, `--only decode,replay-native`, `--list`). The recording
-# figure needs the vg-memtrace tool, hence `tool`. Run on an idle machine: rates are wall
-# clock; CPU seconds are written beside them.
-BENCH_ARGS ?=
-bench: install bench-sweep
-	$(CARGO) build --release -p vmmu-bench --quiet
-	target/release/vmmu-bench --vmmu $(BIN)/vmmu --json results/bench.json $(BENCH_ARGS)
-
-# Sweep overhead per point and the speed-up from 1 to N workers; writes results/bench-sweep.json.
-bench-sweep: install
-	@mkdir -p results
-	$(PY) tools/bench/sweep.py --json results/bench-sweep.json
-
-# The same engine bench on BASE (a commit, branch or tag, built in a temporary worktree) and on
-# the working tree, figure by figure: `make bench-compare BASE=main`.
-bench-compare: install
-	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=rev"; exit 2; }
-	tools/bench/compare.sh $(BASE) $(BENCH_ARGS)
-
-# Criterion micro-benchmarks of the hardware structures and simulated memory.
-bench-micro:
-	$(CARGO) bench -p vmmu-core --bench engine
-
 install: $(STAMP) tool
 
 # The Valgrind tool behind `vmmu record`; installs valgrind when missing and root,
