@@ -121,7 +121,7 @@ def _workloads(quick: bool) -> dict[str, tuple[str, str]]:
             "alternating phases, each favouring one mode (§1)",
         ),
         "gcc": (
-            f"gcc:bits=32,inputs={_scale(quick, 9, 2)}",
+            f"gcc-phases:bits=32,inputs={_scale(quick, 9, 2)}",
             "403.gcc: best nested; phase behaviour; 13 transitions",
         ),
         "gzip": (

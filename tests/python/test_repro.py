@@ -264,10 +264,10 @@ def test_bae11_hands_the_adaptive_module_its_claims_and_the_static_runs(
     # The real module, once imported, is also an attribute of the package.
     monkeypatch.setattr(repro, "bae11_adaptive", fake, raising=False)
     c = Claims()
-    setup = bae11.Setup({}, {"gcc": ("gcc:bits=32", "inputs", 1)})
+    setup = bae11.Setup({}, {"gcc": ("gcc-phases:bits=32", "inputs", 1)})
     notes = bae11.adaptive_rows(None, c, {"gcc/nested": None}, setup)  # type: ignore[arg-type]
     assert notes == ["stub note"]
-    assert seen == {"work": {"gcc": ("gcc:bits=32", "inputs", 1)}, "static": {"gcc/nested"}}
+    assert seen == {"work": {"gcc": ("gcc-phases:bits=32", "inputs", 1)}, "static": {"gcc/nested"}}
     # The keys the module gave no row for are listed, saying the module left them out.
     assert [r.key for r in c.rows] == [k for k, _ in bae11.ADAPTIVE_CLAIMS]
     assert c.rows[0].explanation == "stub"

@@ -21,7 +21,7 @@ const NAMES: [&str; 18] = [
     "fw",
     "compile",
     "swim",
-    "gcc",
+    "gcc-phases",
     "database",
     "xenapp",
     "zeusmp",
@@ -44,7 +44,7 @@ fn small(name: &str) -> String {
         "fw" => "iterations=3,batch=3",
         "compile" => "jobs=2,text=32,heap=64,blocks=40,instrs=100",
         "swim" => "footprint=4M,points=2000",
-        "gcc" => "inputs=2,phases=3,arena=16,heap=32,text=40,blocks=30",
+        "gcc-phases" => "inputs=2,phases=3,arena=16,heap=32,text=40,blocks=30",
         "database" => "threads=3,queries=4,pool=2M,rows=16,temp=16K,instrs=100",
         "xenapp" => "sessions=3,apps=2,heap=16,work=50,instrs=100",
         "zeusmp" => "footprint=4M,points=2000",
@@ -167,7 +167,7 @@ fn small_versions_have_exact_lengths_and_are_deterministic() {
 
 #[test]
 fn randomised_workloads_depend_on_the_seed() {
-    for name in ["compile", "swim", "gcc"] {
+    for name in ["compile", "swim", "gcc-phases"] {
         let spec = small(name);
         assert_ne!(
             events(&format!("{spec},seed=1")),
@@ -384,7 +384,7 @@ fn swim_maps_once_and_never_changes_its_mappings() {
 
 #[test]
 fn gcc_starts_each_phase_with_page_table_churn() {
-    let spec = "gcc:inputs=2,phases=4,arena=16,heap=32,text=40,blocks=10";
+    let spec = "gcc-phases:inputs=2,phases=4,arena=16,heap=32,text=40,blocks=10";
     let ev = events(spec);
     let phases: Vec<u32> = ev
         .iter()
@@ -424,8 +424,8 @@ fn bad_parameters_are_errors_naming_them() {
         ("swim:arrays=2", "arrays"),
         ("swim:footprint=3G,bits=32", "footprint"),
         ("swim:bits=16", "bits"),
-        ("gcc:phases=0", "phases"),
-        ("gcc:write_ratio=-1", "write_ratio"),
+        ("gcc-phases:phases=0", "phases"),
+        ("gcc-phases:write_ratio=-1", "write_ratio"),
         ("segv:seed=x", "seed"),
     ];
     for (spec, key) in cases {

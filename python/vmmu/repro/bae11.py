@@ -10,7 +10,7 @@ What is not: 301.apsi and 191.fma3d (no proxies), the Phenom II machine; 434.zeu
 164.gzip have proxies, run by :mod:`vmmu.adaptive_repro`, not by the static rows here.
 
 Workloads are defined once (docs/workloads.md): ``swim`` from 171.swim's reference input;
-``gcc`` from 403.gcc's structure (nine inputs, phases with GC churn), its one free knob — the
+``gcc-phases`` from 403.gcc's structure (nine inputs, phases with GC churn), its one free knob — the
 cache-resident work per reference block — solved so the proxy's native TLB miss rate is
 SPECint2006's, 70.4 per 100K instructions (seed 002 Table 1, IntCpu): a property of the suite
 403.gcc belongs to, not of any result here.
@@ -81,7 +81,7 @@ PARAMETERS = (
         "member of the suite plausibly spans",
     ),
     Param(
-        "gcc.arena",
+        "gcc-phases.arena",
         128,
         2048,
         "pages gcc's collector releases and maps again per phase: 0.5–8 MiB",
@@ -105,21 +105,21 @@ class Setup:
 
 
 def _gcc_blocks(ctx: Context) -> int:
-    """Reference blocks per input of the ``gcc`` proxy (phases × blocks)."""
-    params = {w["name"]: w for w in api.workloads()}["gcc"]["params"]
+    """Reference blocks per input of the ``gcc-phases`` proxy (phases × blocks)."""
+    params = {w["name"]: w for w in api.workloads()}["gcc-phases"]["params"]
     d = {p["name"]: p["default"] for p in params}
-    k = ctx.knobs("gcc")
+    k = ctx.knobs("gcc-phases")
     return int(k.get("phases", d["phases"])) * int(float(k.get("blocks", d["blocks"])))
 
 
 def _gcc_instrs(ctx: Context, system: System) -> tuple[int, float]:
-    """Solves the ``gcc`` proxy's work per block so its native TLB miss rate (the loop only)
+    """Solves the ``gcc-phases`` proxy's work per block so its native TLB miss rate (the loop only)
     is the target; returns it and the rate a run at that value gives. Walks do not depend on
     the work per block (no event is timed), so one run fixes the line instructions(a)."""
-    given = ctx.knobs("gcc").get("instrs")
+    given = ctx.knobs("gcc-phases").get("instrs")
     target = float(ctx.value("calibration.gcc_tlb_misses", _intcpu_tlb_misses()))
     probe = 2300 if given is None else int(given)
-    spec = ctx.spec("gcc:bits=32")
+    spec = ctx.spec("gcc-phases:bits=32")
     if given is None:
         spec += f",instrs={probe}"
     m = ctx.measure([Job("calib", system, spec, "inputs", 1, steady=True)])["calib"]
@@ -188,8 +188,8 @@ def run(ctx: Context) -> Report:
         ),
     }
     instrs, rate = _gcc_instrs(ctx, systems["native"])
-    gcc = ctx.spec("gcc:bits=32")
-    if "instrs" not in ctx.knobs("gcc"):
+    gcc = ctx.spec("gcc-phases:bits=32")
+    if "instrs" not in ctx.knobs("gcc-phases"):
         gcc += f",instrs={instrs}"
     work = {
         "swim": (ctx.spec(SWIM), "points", ctx.scale(400_000, 40_000)),

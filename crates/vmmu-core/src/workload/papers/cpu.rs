@@ -214,9 +214,9 @@ impl Script for Swim {
 
 // ---------------------------------------------------------------------------------------------
 
-/// `gcc`.
+/// `gcc-phases`: the 403.gcc proxy.
 pub(crate) const GCC: PaperDef = PaperDef {
-    name: "gcc",
+    name: "gcc-phases",
     description: "403.gcc (seed 001: best under nested paging; several inputs run one after another, with phase behaviour and page-table changes at phase changes): for each of `inputs` inputs the shell starts cc1 (fork, exec, a large text and a heap); each of its `phases` phases begins with a burst of page-table churn (the previous phase's `arena`-page arena is unmapped, a fresh one mapped and every page of it written, as gcc's garbage collector and obstacks do) and continues with `blocks` blocks of references with locality over code, arena, heap and stack; a Phase marker starts each phase",
     own: &[
         p("inputs", "9", "inputs compiled one after another, a new cc1 process each (403.gcc's reference run has 9)"),
