@@ -22,6 +22,7 @@ use crate::walk::step::{step_name, COL_G, GRID};
 use oracle::OracleSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The schema identifier written into every result.
 pub const SCHEMA: &str = "vmmu.result/2";
@@ -194,8 +195,9 @@ pub struct RunResult {
     pub checked_translations: u64,
     /// What the warm-up left out.
     pub warmup: Warmup,
-    /// The configuration.
-    pub config: SimConfig,
+    /// The configuration (shared: the oracle's per-window snapshots of one simulation hold one
+    /// copy).
+    pub config: Arc<SimConfig>,
     /// The simulation's own figures.
     pub sim: SimInfo,
     /// Multi-vCPU runs: the time the run took, the largest vCPU clock (`cycles` sums every
@@ -222,6 +224,17 @@ pub struct RunResult {
 impl RunResult {
     /// The result of the finished simulation `sim` of `workload`, which took `seconds`.
     pub fn of(sim: &Simulator, workload: &str, seconds: f64) -> RunResult {
+        Self::with_config(sim, workload, seconds, Arc::new(sim.cfg.clone()))
+    }
+
+    /// [`RunResult::of`] with `config` as its configuration (`sim`'s, shared rather than
+    /// copied).
+    pub(crate) fn with_config(
+        sim: &Simulator,
+        workload: &str,
+        seconds: f64,
+        config: Arc<SimConfig>,
+    ) -> RunResult {
         let cfg = &sim.cfg;
         let c = &sim.counters;
         let m = &sim.mmu;
@@ -347,7 +360,7 @@ impl RunResult {
             },
             checked_translations: c.checked,
             warmup: sim.warmed,
-            config: cfg.clone(),
+            config,
             elapsed_cycles: sim.vcpus.iter().map(|v| v.cycles).max(),
             vcpus: sim.vcpus.clone(),
             shootdowns: (!sim.vcpus.is_empty()).then(|| sim.shootdowns.clone()),

@@ -6,13 +6,15 @@
 //! strings and flags are taken from the later tree.
 
 use super::RunResult;
+use crate::config::SimConfig;
 use crate::sim::Simulator;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
-/// The result of `sim` so far (typed: a JSON tree is made only of the snapshots used, by
-/// [`tree`]).
-pub(super) fn snapshot(sim: &Simulator) -> RunResult {
-    RunResult::of(sim, "", 0.0)
+/// The result of `sim` so far, with `config` (`sim`'s, shared by every snapshot of it) as its
+/// configuration (typed: a JSON tree is made only of the snapshots used, by [`tree`]).
+pub(super) fn snapshot(sim: &Simulator, config: &Arc<SimConfig>) -> RunResult {
+    RunResult::with_config(sim, "", 0.0, Arc::clone(config))
 }
 
 /// A snapshot as a JSON tree, without its configuration and timeline.
