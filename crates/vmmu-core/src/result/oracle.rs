@@ -15,13 +15,15 @@
 //! window boundaries can do better by the windows' own costs — and slightly optimistic.
 //!
 //! **The stitched result** is the sum of the chosen windows' changes of every integer field
-//! ([`super::stitch`]), the switches added to `cycles`, `cycles_by_cause.mode_switch`, the
-//! `mode_switch` exit, `world_switches`, `mode_switches` and `os_events.vm_flushes`, the
-//! ratios recomputed. Levels rather than counts are taken at the end: `nested` from the
+//! ([`super::stitch`]), taken a stretch of one mode at a time (the windows' changes telescope,
+//! so only the snapshots at the stretches' ends become JSON trees; every window's snapshot
+//! stays typed and shares its simulation's configuration), the switches added to `cycles`,
+//! `cycles_by_cause.mode_switch`, the `mode_switch` exit, `world_switches`, `mode_switches`
+//! and `os_events.vm_flushes`, the ratios recomputed. Levels rather than counts are taken at the end: `nested` from the
 //! simulation of the last window's mode, `shadow.pages_live` from the shadow simulation when
 //! the schedule ends in shadow paging, else 0 (a switch to nested paging drops the cache).
 
-use super::stitch::{add, delta, rename_keys, snapshot, tree};
+use super::stitch::{add, delta, rename_keys, snapshot, tree, Snapshot};
 use super::RunResult;
 use crate::config::{Mode, SimConfig};
 use crate::error::{Error, Result};
@@ -89,7 +91,7 @@ pub fn run(
         sims.push(Simulator::new(&c)?);
         configs.push(Arc::new(c));
     }
-    let mut snaps: [Vec<RunResult>; 2] = [Vec::new(), Vec::new()];
+    let mut snaps: [Vec<Snapshot>; 2] = [Vec::new(), Vec::new()];
     let mut next = [0u64; 2];
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let total = source.len_hint();
@@ -171,7 +173,7 @@ fn stitch(
     cfg: &SimConfig,
     workload: &str,
     window: u64,
-    snaps: &[Vec<RunResult>; 2],
+    snaps: &[Vec<Snapshot>; 2],
     seconds: f64,
 ) -> Result<RunResult> {
     if snaps[0].len() != snaps[1].len() {
@@ -185,7 +187,7 @@ fn stitch(
         });
     }
     let n = snaps[0].len() - 1;
-    let cycles = |s: &[RunResult], k: usize| s[k + 1].cycles.saturating_sub(s[k].cycles);
+    let cycles = |s: &[Snapshot], k: usize| s[k + 1].cycles.saturating_sub(s[k].cycles);
     let costs: Vec<WindowCost> = (0..n)
         .map(|k| WindowCost {
             shadow: cycles(&snaps[0], k),
@@ -342,7 +344,6 @@ fn stitch(
         "events_per_second": if seconds > 0.0 { sim_events as f64 / seconds } else { 0.0 },
     });
     acc["config"] = serde_json::to_value(cfg).expect("a config serializes");
-    acc["timeline"] = serde_json::to_value(&timeline).expect("a timeline serializes");
     let summary = OracleSummary {
         bound_cycles: bound,
         static_shadow_cycles: u(fin(Mode::Shadow), &["cycles"]),
@@ -352,9 +353,12 @@ fn stitch(
         shadow_cycles: costs.iter().map(|c| c.shadow).collect(),
         nested_cycles: costs.iter().map(|c| c.nested).collect(),
     };
-    acc["oracle"] = serde_json::to_value(&summary).expect("a summary serializes");
-    serde_json::from_value(acc).map_err(|e| Error::Check {
+    let mut result: RunResult = serde_json::from_value(acc).map_err(|e| Error::Check {
         event: 0,
         detail: format!("the oracle's stitched result does not parse: {e}"),
-    })
+    })?;
+    // Typed parts are set typed: no trip through JSON for thousands of windows.
+    result.timeline = Some(timeline);
+    result.oracle = Some(summary);
+    Ok(result)
 }
