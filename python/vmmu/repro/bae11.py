@@ -168,8 +168,8 @@ COVERAGE = (
     (
         "Figures 9–12",
         "DAV²M's thresholds, performance, transitions, time per mode",
-        "`dav2m_vs_best`, `dav2m_reduction`, `dav2m_transitions` (context); "
-        "`static_thresholds` not simulated",
+        "`dav2m_vs_best`, `dav2m_reduction`, `dav2m_transitions` (context), "
+        "`dav2m_insensitive`; `static_thresholds` not simulated",
     ),
 )
 

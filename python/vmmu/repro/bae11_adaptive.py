@@ -45,7 +45,7 @@ def adaptive_rows(
     """Adds the rows of :data:`vmmu.repro.bae11.ADAPTIVE_CLAIMS` it can judge (the contract in
     :func:`vmmu.repro.bae11.adaptive_rows`); returns notes."""
     df = adaptive_repro.bae11_adaptive(quick=ctx.quick, workers=ctx.workers)
-    proxies = [k.split("/")[0] for k in df.index if k.endswith("/dav2m")]
+    proxies = [k.split("/")[0] for k in df.index if k.endswith("/dav2m") and k.count("/") == 1]
 
     worst = max(proxies, key=lambda p: _row(df, f"{p}/dav2m")[0])
     value, note = _row(df, f"{worst}/dav2m")
