@@ -274,6 +274,16 @@ TRACE_FORMATS_HELP = (
 )
 
 
+#: The paging mode of a command that runs one mode (`run`, `sizing`).
+mode_option = click.option(
+    "--mode",
+    type=click.Choice(api.MODES),
+    default="nested",
+    show_default=True,
+    help="Paging mode.",
+)
+
+
 def source_options(f: Callable) -> Callable:
     f = click.option("--trace", "-t", metavar="FILE", help=TRACE_FORMATS_HELP)(f)
     f = click.option(
@@ -347,13 +357,7 @@ def cli() -> None:
 @cli.command()
 @machine_options
 @source_options
-@click.option(
-    "--mode",
-    type=click.Choice(api.MODES),
-    default="nested",
-    show_default=True,
-    help="Paging mode.",
-)
+@mode_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON (vmmu.result/2).")
 def run(as_json: bool, mode: str, **kw: Any) -> None:
     """Run one simulation and print its statistics."""
@@ -494,13 +498,7 @@ def compare(
     help="one-pass (exact for the L2 TLB of a one-vCPU, non-adaptive run), separate (one "
     "simulation per size) or auto (one pass where it is exact).",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(api.MODES),
-    default="nested",
-    show_default=True,
-    help="Paging mode.",
-)
+@mode_option
 @click.option("--serial", is_flag=True, help="Run separate runs one after another.")
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
 @click.option("--csv", "csv_path", metavar="FILE", help="Also write the rows as CSV.")
