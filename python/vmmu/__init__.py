@@ -2,7 +2,8 @@
 
 A Rust engine (x86 page tables in simulated memory, TLBs, page-walk caches, the native and the
 2D walk) with this Python front: :func:`run` one simulation, :func:`compare` paging modes,
-list :func:`presets` and :func:`workloads`; the ``vmmu`` command line (:mod:`vmmu.cli`).
+size a translation structure in one pass (:func:`sizing`), list :func:`presets` and
+:func:`workloads`; the ``vmmu`` command line (:mod:`vmmu.cli`).
 """
 
 from vmmu import exceptions
@@ -23,12 +24,15 @@ from vmmu.api import (
     trace_info,
     workloads,
 )
+from vmmu.sizing_study import SizingStudy
+from vmmu.sizing_study import study as sizing
 
 __all__ = [
     "MODES",
     "POLICIES",
     "STATIC_MODES",
     "Result",
+    "SizingStudy",
     "__version__",
     "compare",
     "config",
@@ -38,6 +42,7 @@ __all__ = [
     "profile_toml",
     "profiles",
     "run",
+    "sizing",
     "trace_convert",
     "trace_info",
     "workloads",

@@ -544,3 +544,41 @@ def sensitivity_table(key: str, base: list[str], rows: list[Mapping[str, Any]]) 
             Text("yes" if same else "no", style="green" if same else "red bold"),
         )
     return t
+
+
+#: Names of the structures a sizing study sizes, as the table heads them.
+SIZING_NAMES = {"l2tlb": "L2 TLB", "pwc": "page-walk cache", "ntlb": "Nested TLB"}
+
+
+def sizing_table(study: Any) -> RenderableType:
+    """A sizing study (:class:`vmmu.sizing_study.SizingStudy`): one row per size, the machine's
+    own size marked, then how the study ran."""
+    first = study.results[0]
+    head = _heading(first)
+    name = SIZING_NAMES.get(study.structure, study.structure)
+    if study.array is not None:
+        name += f" (array {study.array})"
+    head.append(f"  sizing {name}")
+    t = _table(head)
+    separate = "cycles" in study.rows.columns
+    cols = ["entries", "ways", "lookups", "misses", "miss rate", "MPKI"]
+    if separate:
+        cols += ["walks", "CPI"]
+    for c in cols:
+        t.add_column(c, justify="right")
+    for row in study.rows.to_dict("records"):
+        cells = [
+            num(int(row["entries"])) + (" *" if row["configured"] else ""),
+            num(int(row["ways"])),
+            num(int(row["lookups"])),
+            num(int(row["misses"])),
+            pct(row["misses"], row["lookups"]),
+            f"{row['mpki']:.3f}",
+        ]
+        if separate:
+            cells += [num(int(row["walks"])), f"{row['cpi']:.3f}"]
+        t.add_row(*cells, style="bold" if row["configured"] else None)
+    note = Text(f"method: {study.method} — {study.reason}", style="dim")
+    if any(study.rows["configured"]):
+        note.append("\n* the machine's own size", style="dim")
+    return Group(t, note)

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from vmmu import _render, api, cli_results
+from vmmu import _render, api, cli_results, sizing_study
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
@@ -287,6 +287,16 @@ TRACE_FORMATS_HELP = (
 )
 
 
+#: The paging mode of a command that runs one mode (`run`, `sizing`).
+mode_option = click.option(
+    "--mode",
+    type=click.Choice(api.MODES),
+    default="nested",
+    show_default=True,
+    help="Paging mode.",
+)
+
+
 def source_options(f: Callable) -> Callable:
     f = click.option("--trace", "-t", metavar="FILE", help=TRACE_FORMATS_HELP)(f)
     f = click.option(
@@ -360,13 +370,7 @@ def cli() -> None:
 @cli.command()
 @machine_options
 @source_options
-@click.option(
-    "--mode",
-    type=click.Choice(api.MODES),
-    default="nested",
-    show_default=True,
-    help="Paging mode.",
-)
+@mode_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON (vmmu.result/2).")
 def run(as_json: bool, mode: str, **kw: Any) -> None:
     """Run one simulation and print its statistics."""
@@ -469,6 +473,93 @@ def compare(
 
         title = f"vmmu compare — {source['workload'] or source['trace']}"
         _err().print(f"report: {write_report(report, results, title=title)}")
+
+
+@cli.command("sizing")
+@machine_options
+@source_options
+@click.option(
+    "--structure",
+    type=click.Choice(sizing_study.STRUCTURES),
+    default="l2tlb",
+    show_default=True,
+    help="The structure to size: the L2 TLB, the page-walk cache or the Nested TLB.",
+)
+@click.option(
+    "--entries",
+    required=True,
+    metavar="LO..HI|N,M,...",
+    help="Sizes in entries: LO..HI doubles from LO up to HI (64..8192), or a list (24,48,96).",
+)
+@click.option(
+    "--ways",
+    metavar="N|full",
+    help="Associativity of every size (default: the structure's own; a fully associative "
+    "structure stays fully associative).",
+)
+@click.option(
+    "--array",
+    type=click.IntRange(min=0),
+    help="L2 TLB only: which array of machine.tlb.l2 to resize (default: the first that "
+    "holds 4 KiB pages).",
+)
+@click.option(
+    "--method",
+    type=click.Choice(sizing_study.METHODS),
+    default="auto",
+    show_default=True,
+    help="one-pass (exact for the L2 TLB of a one-vCPU, non-adaptive run), separate (one "
+    "simulation per size) or auto (one pass where it is exact).",
+)
+@mode_option
+@click.option("--serial", is_flag=True, help="Run separate runs one after another.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.option("--csv", "csv_path", metavar="FILE", help="Also write the rows as CSV.")
+def sizing_cmd(
+    structure: str,
+    entries: str,
+    ways: str | None,
+    array: int | None,
+    method: str,
+    mode: str,
+    serial: bool,
+    as_json: bool,
+    csv_path: str | None,
+    **kw: Any,
+) -> None:
+    """Misses of one translation structure at many sizes (docs/performance.md).
+
+    The L2 TLB is sized in one simulation where that is exact; the page-walk cache and the
+    Nested TLB by one simulation per size, in parallel. Example:
+    `vmmu sizing --structure l2tlb --entries 64..8192 -w random:footprint=256M,refs=1M`.
+    """
+    source = _source(kw)
+    with ProgressBars() as bars:
+        result = sizing_study.study(
+            structure,
+            entries,
+            ways=ways,
+            array=array,
+            method=method,
+            mode=mode,
+            parallel=not serial,
+            progress=bars,
+            **source,
+            **_options(kw),
+        )
+    if csv_path is not None:
+        result.rows.to_csv(csv_path, index=False)
+    if as_json:
+        out = {
+            "structure": result.structure,
+            "method": result.method,
+            "reason": result.reason,
+            "array": result.array,
+            "rows": result.rows.to_dict("records"),
+        }
+        click.echo(json.dumps(out, indent=2))
+    else:
+        _out().print(_render.sizing_table(result))
 
 
 @cli.group(invoke_without_command=True)

@@ -150,13 +150,13 @@ impl Mmu {
     #[inline]
     pub fn lookup(&mut self, va: Gva, access: Access, tag: Tag) -> Lookup {
         let side = side(access);
-        let Some((level, t)) = self.tlb.lookup(va, side, tag) else {
+        let Some((level, t)) = self.tlb.lookup_for(va, side, tag, access.write) else {
             return Lookup::Miss;
         };
         if level == TlbLevel::L2 {
             self.stats.translation_cycles += self.l2_tlb_latency;
         }
-        if (access.write && !t.writable) || (access.fetch && !t.executable) {
+        if t.denies(access.write, access.fetch) {
             self.stats.tlb_hit_faults += 1;
             Lookup::Denied
         } else if access.write && !t.dirty {

@@ -205,10 +205,21 @@ impl SimConfig {
     /// The policy section is optional, so it is prepared first: a `policy.kind` override
     /// loads that policy's defaults (later `policy.KEY` overrides then apply to it, as
     /// `hypervisor.profile` loads a profile's numbers), and an adaptive run, or any
-    /// `policy.KEY` override, without a policy gets DAV²M's.
+    /// `policy.KEY` override, without a policy gets DAV²M's. The optional sizing section is
+    /// created empty for `sizing` overrides to fill (validation then needs its sizes).
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
         let mut base = self.clone();
         base.prepare_policy(overrides)?;
+        if base.sizing.is_none()
+            && overrides
+                .iter()
+                .any(|(p, _)| p == "sizing" || p.starts_with("sizing.") || p.starts_with("sizing["))
+        {
+            base.sizing = Some(SizingConfig {
+                array: 0,
+                sizes: Vec::new(),
+            });
+        }
         let mut full = toml::Value::try_from(&base)
             .map_err(|e| Error::config("config", format!("cannot expand defaults: {e}")))?;
         for (path, raw) in overrides {

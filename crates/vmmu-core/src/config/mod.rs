@@ -774,7 +774,42 @@ pub struct SimConfig {
     /// The paging-mode policy of an adaptive run (only with `mode = "adaptive"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyConfig>,
+    /// L2 TLBs of other sizes run beside the machine's, for a sizing study in one pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<SizingConfig>,
 }
+
+/// A sizing study of the L2 TLB in one pass (docs/performance.md, "One pass for many sizes"):
+/// beside the machine's L2 TLB level, one probe level per size receives every operation the
+/// real level receives — each lookup of an L1 miss, each fill after a walk, each
+/// invalidation and flush — and counts its own hits and misses, but never answers a
+/// translation. A probe that misses where the real level hit is filled with the translation
+/// the real level returned, which is what a walk would have returned. The probe's misses are
+/// those of a run with that L2 TLB exactly when the sequence of L2 operations does not
+/// depend on the L2's size: one vCPU and no adaptive policy (both react to cycle counts,
+/// which the size changes); the configuration rules enforce both.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizingConfig {
+    /// The index of the array of `machine.tlb.l2` that each probe resizes (the others stay).
+    #[serde(default)]
+    pub array: usize,
+    /// The sizes of that array, one probe each.
+    pub sizes: Vec<SizingSize>,
+}
+
+/// One size of a sizing study's array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizingSize {
+    /// Number of entries.
+    pub entries: u32,
+    /// Associativity.
+    pub ways: u32,
+}
+
+/// The most probes one run carries (each costs an L2 lookup per L1 miss).
+pub const SIZING_MAX_SIZES: usize = 64;
 
 /// A warm-up: the model runs fully (TLBs, caches, shadow tables and the guest's tables fill),
 /// then every counter restarts, as ChampSim's `--warmup-instructions`. At most one of the two
@@ -803,6 +838,7 @@ impl SimConfig {
             check: false,
             warmup: WarmupConfig::default(),
             policy: None,
+            sizing: None,
         }
     }
 }

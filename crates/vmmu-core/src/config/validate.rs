@@ -178,6 +178,7 @@ impl SimConfig {
         }
         self.validate_hypervisor()?;
         self.validate_policy()?;
+        self.validate_sizing()?;
         let w = &self.warmup;
         if w.refs > 0 && w.instructions > 0 {
             return Err(Error::config(
@@ -227,6 +228,63 @@ fn check_sets(field: &str, entries: u32, ways: u32) -> Result<()> {
 }
 
 impl SimConfig {
+    /// A sizing study: an L2 array to resize, valid sizes, and a run whose L2 operations do
+    /// not depend on the L2's size (one vCPU, no adaptive policy).
+    fn validate_sizing(&self) -> Result<()> {
+        let Some(s) = &self.sizing else {
+            return Ok(());
+        };
+        let l2 = &self.machine.tlb.l2;
+        if l2.is_empty() {
+            return Err(Error::config(
+                "sizing",
+                format!("machine {:?} has no L2 TLB to size", self.machine.name),
+            ));
+        }
+        if s.array >= l2.len() {
+            return Err(Error::config(
+                "sizing.array",
+                format!(
+                    "{} names no array: machine.tlb.l2 has {} (numbered from 0)",
+                    s.array,
+                    l2.len()
+                ),
+            ));
+        }
+        if s.sizes.is_empty() {
+            return Err(Error::config("sizing.sizes", "lists no size"));
+        }
+        if s.sizes.len() > SIZING_MAX_SIZES {
+            return Err(Error::config(
+                "sizing.sizes",
+                format!(
+                    "{} sizes; at most {SIZING_MAX_SIZES} in one run",
+                    s.sizes.len()
+                ),
+            ));
+        }
+        for (i, z) in s.sizes.iter().enumerate() {
+            check_sets(&format!("sizing.sizes[{i}]"), z.entries, z.ways)?;
+        }
+        if self.guest.vcpus > 1 {
+            return Err(Error::config(
+                "sizing",
+                "a one-pass sizing study needs one vCPU: with several, the scheduler follows \
+                 the vCPUs' clocks, which the L2 TLB's size changes (run one simulation per \
+                 size instead)",
+            ));
+        }
+        if self.mode == Mode::Adaptive {
+            return Err(Error::config(
+                "sizing",
+                "a one-pass sizing study cannot run in adaptive mode: the policy reads TLB \
+                 misses and cycles, which the L2 TLB's size changes (run one simulation per \
+                 size instead)",
+            ));
+        }
+        Ok(())
+    }
+
     /// The hypervisor's rules: mode switches and backing against the mode and technique.
     fn validate_hypervisor(&self) -> Result<()> {
         let h = &self.hypervisor;

@@ -19,7 +19,6 @@ pub mod ntlb;
 pub mod paged;
 pub mod psc;
 pub mod pwc;
-pub mod stack;
 pub mod tlb;
 
 /// Hit and miss counts of one structure (a lookup counts exactly one of them).

@@ -28,7 +28,7 @@
 use super::paged::PagedArray;
 pub use super::HitMiss;
 use crate::addr::{Gva, Hpa, PageSize};
-use crate::config::{TlbArrayConfig, TlbConfig};
+use crate::config::{SizingSize, TlbArrayConfig, TlbConfig};
 
 /// What a TLB entry holds: a translation at the entry's page size (already the splintered size:
 /// the smaller of the guest and nested page sizes, seed 002 §2.2).
@@ -48,6 +48,15 @@ pub struct Translation {
     pub dirty: bool,
     /// Global (G bit): survives CR3 writes and matches any PCID.
     pub global: bool,
+}
+
+impl Translation {
+    /// Whether the entry denies an access (a store to a read-only page, a fetch from a
+    /// non-executable one): a TLB hit then faults instead of translating (SDM Vol. 3A §4.6).
+    #[inline]
+    pub fn denies(&self, write: bool, fetch: bool) -> bool {
+        (write && !self.writable) || (fetch && !self.executable)
+    }
 }
 
 /// The address-space tag of an entry: PCID (0 when PCIDs are off) and VPID/ASID (0 when VPIDs
@@ -155,6 +164,29 @@ impl Level {
         }
     }
 
+    /// A probe's share of an L2 lookup for a store (`write`) or a fetch: the same lookup,
+    /// counted. Where it misses and the real L2 level hit with `real`, it makes the fill a
+    /// walk would have made. Where it hits an entry that denies the access, it drops the
+    /// entry, as a run with this level would after the fault that follows (the fault
+    /// invalidates the page's entries, SDM §4.10.4.1); the run's retry then misses here as it
+    /// would there.
+    #[inline]
+    fn probe(&mut self, va: u64, tag: u32, real: Option<&Translation>, write: bool, fetch: bool) {
+        if let Some(hit) = self.lookup(va, tag) {
+            self.stats.hits += 1;
+            if self.at(hit).denies(write, fetch) {
+                for a in &mut self.arrays {
+                    a.invalidate(va, tag);
+                }
+            }
+        } else {
+            self.stats.misses += 1;
+            if let Some(t) = real {
+                self.fill(va, tag, *t);
+            }
+        }
+    }
+
     fn retain(&mut self, mut keep: impl FnMut(u32, u32) -> bool) {
         for a in &mut self.arrays {
             a.retain(&mut keep);
@@ -200,6 +232,9 @@ pub struct TlbHierarchy {
     l2i: Level,
     memo: [Memo; 2],
     missed: Missed,
+    /// Probe copies of `l2` at other sizes (a sizing study, [`TlbHierarchy::with_probes`]):
+    /// they receive every operation `l2` receives and count, but never answer.
+    probes: Vec<Level>,
 }
 
 impl TlbHierarchy {
@@ -212,12 +247,43 @@ impl TlbHierarchy {
             l2i: Level::new(&cfg.l2i),
             memo: [NO_MEMO; 2],
             missed: NO_MISS,
+            probes: Vec::new(),
         }
     }
 
-    /// The L1 and L2 levels `side` uses, and its remembered hit.
+    /// The hierarchy with probe copies of the L2 level for a sizing study
+    /// ([`SizingConfig`](crate::config::SizingConfig)): each probe is the L2 level with array `array` of `cfg.l2` built at
+    /// one of `sizes`. A probe receives each L2 lookup (the L1 misses of the sides `l2`
+    /// serves), each fill, dirty-bit update, invalidation and flush the L2 level receives;
+    /// where it misses and the L2 level hits, it is filled with the L2's translation.
+    pub fn with_probes(cfg: &TlbConfig, array: usize, sizes: &[SizingSize]) -> Self {
+        let mut t = TlbHierarchy::new(cfg);
+        t.probes = sizes
+            .iter()
+            .map(|z| {
+                let mut arrays = cfg.l2.clone();
+                arrays[array].entries = z.entries;
+                arrays[array].ways = z.ways;
+                Level::new(&arrays)
+            })
+            .collect();
+        t
+    }
+
+    /// The hits and misses of each probe, in the order of the sizes given to
+    /// [`with_probes`](Self::with_probes).
+    pub fn probe_stats(&self) -> Vec<HitMiss> {
+        self.probes.iter().map(|p| p.stats).collect()
+    }
+
+    /// The L1 and L2 levels `side` uses, its remembered hit, the last miss, and the probes
+    /// of the L2 level (none when `side` uses `l2i`).
     #[inline]
-    fn levels(&mut self, side: TlbSide) -> (&mut Level, &mut Level, &mut Memo, &mut Missed) {
+    #[allow(clippy::type_complexity)]
+    fn levels(
+        &mut self,
+        side: TlbSide,
+    ) -> (&mut Level, &mut Level, &mut Memo, &mut Missed, &mut [Level]) {
         let TlbHierarchy {
             l1d,
             l1i,
@@ -225,12 +291,13 @@ impl TlbHierarchy {
             l2i,
             memo,
             missed,
+            probes,
         } = self;
         let [md, mi] = memo;
         match side {
-            TlbSide::Data => (l1d, l2, md, missed),
-            TlbSide::Instr if l2i.arrays.is_empty() => (l1i, l2, mi, missed),
-            TlbSide::Instr => (l1i, l2i, mi, missed),
+            TlbSide::Data => (l1d, l2, md, missed, probes),
+            TlbSide::Instr if l2i.arrays.is_empty() => (l1i, l2, mi, missed, probes),
+            TlbSide::Instr => (l1i, l2i, mi, missed, &mut []),
         }
     }
 
@@ -239,6 +306,19 @@ impl TlbHierarchy {
     /// each level that has arrays and is reached.
     #[inline(always)]
     pub fn lookup(&mut self, va: Gva, side: TlbSide, tag: Tag) -> Option<(TlbLevel, Translation)> {
+        self.lookup_for(va, side, tag, false)
+    }
+
+    /// [`lookup`](Self::lookup) for a store (`write`) or not: only probes look at it (a probe
+    /// that hits an entry denying the access drops it, as the fault that follows would).
+    #[inline(always)]
+    pub fn lookup_for(
+        &mut self,
+        va: Gva,
+        side: TlbSide,
+        tag: Tag,
+        write: bool,
+    ) -> Option<(TlbLevel, Translation)> {
         let m = &self.memo[side as usize];
         if m.vpn == va.raw() >> 12 && m.tag == tag.raw() {
             let t = m.t;
@@ -248,7 +328,8 @@ impl TlbHierarchy {
             }
             return Some((TlbLevel::L1, t));
         }
-        self.lookup_arrays(va, side, tag).map(|(l, t)| (l, *t))
+        self.lookup_arrays(va, side, tag, write)
+            .map(|(l, t)| (l, *t))
     }
 
     /// [`lookup`](Self::lookup) past the remembered hit. It returns a reference (two
@@ -260,9 +341,11 @@ impl TlbHierarchy {
         va: Gva,
         side: TlbSide,
         tag: Tag,
+        write: bool,
     ) -> Option<(TlbLevel, &Translation)> {
+        let fetch = side == TlbSide::Instr;
         let (a, raw) = (va.raw(), tag.raw());
-        let (l1, l2, m, missed) = self.levels(side);
+        let (l1, l2, m, missed, probes) = self.levels(side);
         // Translations are copied once, from storage (a copy of a value just assembled in
         // pieces on the stack would stall store forwarding).
         if !l1.arrays.is_empty() {
@@ -282,6 +365,9 @@ impl TlbHierarchy {
             Some(hit) => {
                 l2.stats.hits += 1;
                 let t = l2.at(hit);
+                for p in probes.iter_mut() {
+                    p.probe(a, raw, Some(t), write, fetch);
+                }
                 // L1 has just missed this page and tag.
                 if t.global {
                     l1.fill(a, raw, *t);
@@ -294,6 +380,9 @@ impl TlbHierarchy {
             }
             None => {
                 l2.stats.misses += 1;
+                for p in probes.iter_mut() {
+                    p.probe(a, raw, None, write, fetch);
+                }
                 *missed = Missed {
                     side,
                     vpn: a >> 12,
@@ -325,8 +414,11 @@ impl TlbHierarchy {
         let (a, raw) = (va.raw(), tag.raw());
         let missed = std::mem::replace(&mut self.missed, NO_MISS);
         let absent = !t.global && missed.vpn == a >> 12 && missed.tag == raw && missed.side == side;
-        let (l1, l2, m, _) = self.levels(side);
+        let (l1, l2, m, _, probes) = self.levels(side);
         *m = NO_MEMO;
+        for p in probes.iter_mut() {
+            p.fill(a, raw, t);
+        }
         if absent {
             l2.fill_absent(a, raw, t);
             l1.fill_absent(a, raw, t);
@@ -339,18 +431,27 @@ impl TlbHierarchy {
     /// After an A/D update: marks the cached translation of `va` dirty at every level of `side`.
     pub fn set_dirty(&mut self, va: Gva, side: TlbSide, tag: Tag) {
         let (a, raw) = (va.raw(), tag.raw());
-        let (l1, l2, m, missed) = self.levels(side);
+        let (l1, l2, m, missed, probes) = self.levels(side);
         *missed = NO_MISS;
         *m = NO_MEMO;
-        for arr in l1.arrays.iter_mut().chain(l2.arrays.iter_mut()) {
+        let probed = probes.iter_mut().flat_map(|p| p.arrays.iter_mut());
+        for arr in l1
+            .arrays
+            .iter_mut()
+            .chain(l2.arrays.iter_mut())
+            .chain(probed)
+        {
             arr.update(a, raw, |t| t.dirty = true);
         }
     }
 
-    fn all_levels(&mut self) -> [&mut Level; 4] {
+    /// Every level, the probes included, after forgetting the remembered hit and miss.
+    fn all_levels(&mut self) -> impl Iterator<Item = &mut Level> {
         self.memo = [NO_MEMO; 2];
         self.missed = NO_MISS;
         [&mut self.l1d, &mut self.l1i, &mut self.l2, &mut self.l2i]
+            .into_iter()
+            .chain(self.probes.iter_mut())
     }
 
     /// INVLPG: drops every entry (any size, any level, both sides) that maps `va` with `tag`,
@@ -408,7 +509,10 @@ impl TlbHierarchy {
 
     /// Zeroes every level's counters (the end of a warm-up); the contents stay.
     pub fn reset_stats(&mut self) {
-        for l in [&mut self.l1d, &mut self.l1i, &mut self.l2, &mut self.l2i] {
+        for l in [&mut self.l1d, &mut self.l1i, &mut self.l2, &mut self.l2i]
+            .into_iter()
+            .chain(self.probes.iter_mut())
+        {
             l.stats = HitMiss::default();
         }
     }
@@ -419,6 +523,9 @@ impl TlbHierarchy {
         self.l1i.stats += o.l1i.stats;
         self.l2.stats += o.l2.stats;
         self.l2i.stats += o.l2i.stats;
+        for (p, q) in self.probes.iter_mut().zip(&o.probes) {
+            p.stats += q.stats;
+        }
     }
 
     /// Counters per structure: `l1d`, `l1i`, `l2`, and `l2i` only when l2i arrays exist.

@@ -219,6 +219,31 @@ pub struct RunResult {
     /// The oracle's bound and schedule (policy `oracle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oracle: Option<OracleSummary>,
+    /// A sizing study's probes (`config.sizing`): the L2 TLB's hits and misses at each size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizing: Option<SizingCounts>,
+}
+
+/// The outcome of a one-pass sizing study of the L2 TLB (docs/performance.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SizingCounts {
+    /// The index of the resized array of `machine.tlb.l2`.
+    pub array: usize,
+    /// One row per size, in the order configured.
+    pub sizes: Vec<SizingRow>,
+}
+
+/// The L2 TLB level's counts with its array at one size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizingRow {
+    /// Entries of the resized array.
+    pub entries: u32,
+    /// Its associativity.
+    pub ways: u32,
+    /// L2 lookups that hit (in any of the level's arrays).
+    pub hits: u64,
+    /// L2 lookups that missed every array of the level (each one a walk).
+    pub misses: u64,
 }
 
 impl RunResult {
@@ -383,6 +408,20 @@ impl RunResult {
             },
             timeline: sim.timeline().map(<[WindowRecord]>::to_vec),
             oracle: None,
+            sizing: cfg.sizing.as_ref().map(|z| SizingCounts {
+                array: z.array,
+                sizes: z
+                    .sizes
+                    .iter()
+                    .zip(m.tlb.probe_stats())
+                    .map(|(size, hm)| SizingRow {
+                        entries: size.entries,
+                        ways: size.ways,
+                        hits: hm.hits,
+                        misses: hm.misses,
+                    })
+                    .collect(),
+            }),
         };
         (r, steps)
     }

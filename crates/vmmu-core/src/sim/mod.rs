@@ -21,7 +21,7 @@ use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource, MemRef};
 use crate::guest::{GuestOs, OsEffects, OsError};
-use crate::hw::tlb::Tag;
+use crate::hw::tlb::{Tag, TlbHierarchy};
 use crate::mmu::{Lookup, Mmu};
 use crate::paging::Geometry;
 use crate::vmm::exits::ExitReason;
@@ -166,7 +166,10 @@ impl Simulator {
     /// Builds a simulator for `cfg` (validated again here).
     pub fn new(cfg: &SimConfig) -> Result<Self> {
         cfg.validate()?;
-        let mmu = Mmu::new(&cfg.machine, Vmm::vpid(cfg));
+        let mut mmu = Mmu::new(&cfg.machine, Vmm::vpid(cfg));
+        if let Some(z) = &cfg.sizing {
+            mmu.tlb = TlbHierarchy::with_probes(&cfg.machine.tlb, z.array, &z.sizes);
+        }
         let mut switches = cfg.hypervisor.switch.at.clone();
         switches.reverse();
         let mut sim = Simulator {
@@ -357,6 +360,9 @@ impl Simulator {
         let hpa = loop {
             match self.mmu.lookup(r.va, access, tag) {
                 Lookup::Hit(hpa) => break hpa,
+                // A page fault (or EPT violation) drops the TLB entries of the faulting
+                // address at every level and on both sides, whether it was raised by a TLB
+                // hit that denies the access or by a walk (SDM Vol. 3A §4.10.4.1, §28.3.3.1).
                 Lookup::Denied => {
                     self.fault(pid, r, idx, access, WalkFault::Protection, &mut faults)?;
                     self.mmu.fault_invalidate(r.va, tag);
@@ -369,7 +375,10 @@ impl Simulator {
                     let tables = self.vmm.tables(&mut self.os.mem, pt);
                     match self.mmu.walk(r.va, access, tag, tables) {
                         Ok(hpa) => break hpa,
-                        Err(f) => self.fault(pid, r, idx, access, f, &mut faults)?,
+                        Err(f) => {
+                            self.fault(pid, r, idx, access, f, &mut faults)?;
+                            self.mmu.fault_invalidate(r.va, tag);
+                        }
                     }
                 }
             }
