@@ -8,6 +8,7 @@ never a traceback (set ``VMMU_DEBUG=1`` for one).
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import sys
@@ -29,6 +30,18 @@ EXIT_INTERRUPTED = 130
 def _out() -> Console:
     # Created per call so click's CliRunner (which swaps sys.stdout) sees the output.
     return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+def _print_whole(table: Any) -> None:
+    """Prints ``table`` on stdout; when stdout is not a terminal (a pipe, a file, a test) the
+    console is widened to the table's natural width, so no number is cut to an ellipsis."""
+    out = _out()
+    if not out.is_terminal:
+        # A console measures within its own width: measure on a wide one.
+        need = Console(file=io.StringIO(), width=10_000).measure(table).maximum
+        if need > out.width:
+            out = Console(file=sys.stdout, highlight=False, soft_wrap=False, width=need)
+    out.print(table)
 
 
 def _err() -> Console:
@@ -452,7 +465,7 @@ def compare(
             out = {"results": out, "sensitivity": {k: rows for k, rows in studies}}
         click.echo(json.dumps(out, indent=2))
     else:
-        _out().print(_render.compare_table(results, api.overhead(results)))
+        _print_whole(_render.compare_table(results, api.overhead(results)))
         for key, rows in studies:
             _out().print(_render.sensitivity_table(key, api.ranking(results), rows))
     if report is not None:

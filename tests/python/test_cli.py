@@ -170,6 +170,18 @@ def test_compare_prints_every_mode_and_the_overhead(invoke):
     assert "+0.0%" in r.stdout  # native against itself
 
 
+def test_compare_adaptive_on_gcc_phases_shows_the_six_columns_whole(invoke):
+    # Seed 001's comparison on the 403.gcc proxy: native, both static modes, DAV²M, the
+    # oracle and vmmu's cost model side by side, no figure cut to an ellipsis.
+    spec = "gcc-phases:inputs=1,phases=3,blocks=300,arena=32"
+    r = invoke("compare", "--workload", spec, "--adaptive", "--time-scale", "1e-5")
+    assert r.exit_code == 0, r.stderr
+    header = next(line for line in r.stdout.splitlines() if "native" in line)
+    assert header.split() == ["native", "nested", "shadow", "dav2m", "oracle", "costmodel"]
+    cycles = next(line for line in r.stdout.splitlines() if line.startswith("cycles"))
+    assert "…" not in cycles and len(cycles.split()) == 7
+
+
 def test_compare_json_has_one_result_per_mode(invoke):
     r = invoke("compare", "--json", "--workload", TINY, "--modes", "native,nested")
     assert r.exit_code == 0, r.stderr

@@ -59,6 +59,12 @@ trace-native         --mode native -t @TRACE@
 trace-nested-2dnt    --mode nested --pwc 2d+nt -t @TRACE@
 trace-shadow         --mode shadow -t @TRACE@
 text-nested          --mode nested -t @TEXT@
+oracle-mixed         --mode adaptive --policy oracle --time-scale 1e-5 -w mixed-phases:phases=4,points=100K,jobs=10
+oracle-gcc           --mode adaptive --policy oracle --time-scale 1e-5 -w gcc-phases:inputs=2,phases=4,blocks=400,arena=64
+oracle-gcc-opteron   --machine opteron2350 --profile palacios-opteron2350 --mode adaptive --policy oracle --time-scale 1e-4 --set guest.format=x86_32 --set guest.memory=1G -w gcc-phases:bits=32,inputs=2
+oracle-gzip          --mode adaptive --policy oracle --time-scale 1e-5 -w gzip:inputs=2
+dav2m-gcc            --mode adaptive --policy dav2m --time-scale 1e-5 -w gcc-phases:inputs=2,phases=4,blocks=400,arena=64
+costmodel-mixed      --mode adaptive --policy costmodel --time-scale 1e-5 -w mixed-phases:phases=4,footprint=2M,points=20K,jobs=6,pages=32,instrs=2000
 LIST
 )
 

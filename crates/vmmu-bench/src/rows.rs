@@ -83,10 +83,13 @@ pub enum Kind {
     ReplayMemory { refs: u64 },
     /// Wall time of `vmmu repro all` (needs the `vmmu` command).
     ReproAll,
-    /// Simulation time of an adaptive run of `mixed-phases` under `policy` over the static
+    /// Simulation time of an adaptive run of `workload` under `policy` over the static
     /// modes' (docs/policies.md): over the slower static mode's, or over both static runs'
     /// together for the oracle, which runs both.
-    Adaptive { policy: &'static str },
+    Adaptive {
+        policy: &'static str,
+        workload: &'static str,
+    },
     /// Simulation time of a `database` run on `vcpus` vCPUs over the same run on one
     /// (docs/model.md, "vCPUs"): the same references, so the ratio of time per reference.
     Vcpus { vcpus: u32 },
@@ -283,7 +286,10 @@ pub const ROWS: &[Row] = &[
         label: "mixed-phases adaptive dav2m / slower static mode",
         unit: Unit::Ratio,
         target: Target::Fixed(1.3),
-        kind: Kind::Adaptive { policy: "dav2m" },
+        kind: Kind::Adaptive {
+            policy: "dav2m",
+            workload: "mixed-phases",
+        },
     },
     Row {
         name: "adaptive-costmodel",
@@ -292,6 +298,7 @@ pub const ROWS: &[Row] = &[
         target: Target::Fixed(1.3),
         kind: Kind::Adaptive {
             policy: "costmodel",
+            workload: "mixed-phases",
         },
     },
     Row {
@@ -299,7 +306,20 @@ pub const ROWS: &[Row] = &[
         label: "mixed-phases adaptive oracle / both static runs",
         unit: Unit::Ratio,
         target: Target::Fixed(1.1),
-        kind: Kind::Adaptive { policy: "oracle" },
+        kind: Kind::Adaptive {
+            policy: "oracle",
+            workload: "mixed-phases",
+        },
+    },
+    Row {
+        name: "adaptive-oracle-gcc",
+        label: "gcc-phases adaptive oracle / both static runs",
+        unit: Unit::Ratio,
+        target: Target::Fixed(1.1),
+        kind: Kind::Adaptive {
+            policy: "oracle",
+            workload: "gcc-phases",
+        },
     },
     Row {
         name: "vcpus-4",
@@ -397,7 +417,7 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
         Kind::Replay { mode } => replay(env, mode),
         Kind::ReplayMemory { refs } => replay_memory(env, refs),
         Kind::ReproAll => repro_all(env),
-        Kind::Adaptive { policy } => adaptive(policy),
+        Kind::Adaptive { policy, workload } => adaptive(policy, workload),
         Kind::Vcpus { vcpus } => vcpus_ratio(vcpus),
     }
 }
@@ -412,8 +432,7 @@ fn whole_run(spec: &str, overrides: &[(&str, &str)]) -> Result<f64> {
 }
 
 /// An adaptive run's simulation time over the static modes' (see [`Kind::Adaptive`]).
-fn adaptive(policy: &str) -> Result<Measured> {
-    let spec = "mixed-phases";
+fn adaptive(policy: &str, spec: &str) -> Result<Measured> {
     let shadow = whole_run(spec, &[("mode", "shadow")])?;
     let nested = whole_run(spec, &[("mode", "nested")])?;
     let secs = whole_run(

@@ -139,7 +139,7 @@ fn processes_unmaps_and_context_switches_every_mode() {
 fn vm_flushes_without_vpids_under_shadow_paging() {
     check(
         "bhargava08",
-        "gcc:inputs=2,phases=3,arena=64,heap=128,text=64",
+        "gcc-phases:inputs=2,phases=3,arena=64,heap=128,text=64",
         &[
             ("mode", "\"shadow\""),
             ("machine.tlb.vpid", "false"),

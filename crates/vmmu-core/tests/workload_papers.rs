@@ -8,7 +8,7 @@ use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event};
 use vmmu_core::workload;
 
-const NAMES: [&str; 18] = [
+const NAMES: [&str; 21] = [
     "memorymotion",
     "aim9-page_test",
     "aim9-brk_test",
@@ -21,7 +21,10 @@ const NAMES: [&str; 18] = [
     "fw",
     "compile",
     "swim",
-    "gcc",
+    "gcc-phases",
+    "apsi",
+    "fma3d",
+    "crafty",
     "database",
     "xenapp",
     "zeusmp",
@@ -44,7 +47,9 @@ fn small(name: &str) -> String {
         "fw" => "iterations=3,batch=3",
         "compile" => "jobs=2,text=32,heap=64,blocks=40,instrs=100",
         "swim" => "footprint=4M,points=2000",
-        "gcc" => "inputs=2,phases=3,arena=16,heap=32,text=40,blocks=30",
+        "gcc-phases" => "inputs=2,phases=3,arena=16,heap=32,text=40,blocks=30",
+        "apsi" | "fma3d" => "footprint=4M,points=2000",
+        "crafty" => "footprint=1M,points=2000",
         "database" => "threads=3,queries=4,pool=2M,rows=16,temp=16K,instrs=100",
         "xenapp" => "sessions=3,apps=2,heap=16,work=50,instrs=100",
         "zeusmp" => "footprint=4M,points=2000",
@@ -167,7 +172,7 @@ fn small_versions_have_exact_lengths_and_are_deterministic() {
 
 #[test]
 fn randomised_workloads_depend_on_the_seed() {
-    for name in ["compile", "swim", "gcc"] {
+    for name in ["compile", "swim", "gcc-phases"] {
         let spec = small(name);
         assert_ne!(
             events(&format!("{spec},seed=1")),
@@ -383,8 +388,31 @@ fn swim_maps_once_and_never_changes_its_mappings() {
 }
 
 #[test]
+fn insensitive_proxies_carry_spec_footprints_and_sweeps_miss_once_per_page() {
+    // The defaults are SPEC CPU2000's measured footprints, one demand fault per page.
+    let image = 16 + 4 + 4 + 24 + 4 + 2;
+    for (name, mib) in [("apsi", 191u64), ("fma3d", 103), ("crafty", 2)] {
+        let r = run_mode(&format!("{name}:points=0"), "native", &[]);
+        assert_eq!(u(&r, "page_faults"), image + mib * 256, "{name}");
+    }
+    // A sweep in storage order walks once per page of each of the 14 arrays (prefaulted, so
+    // the loop is all that differs); crafty's random probes of 4 MiB of tables walk far more.
+    let walks = |spec: &str| {
+        let a = run_mode(&format!("{spec},points=0,prefault=1"), "native", &[]);
+        let b = run_mode(&format!("{spec},points=51200,prefault=1"), "native", &[]);
+        u(&b, "walks") - u(&a, "walks")
+    };
+    for name in ["apsi", "fma3d"] {
+        let n = walks(&format!("{name}:footprint=64M"));
+        assert!(n <= 14 * (51_200 / 512 + 2), "{name}: {n} walks");
+    }
+    let n = walks("crafty:footprint=4M");
+    assert!(n > 14 * (51_200 / 512 + 2), "crafty: {n} walks");
+}
+
+#[test]
 fn gcc_starts_each_phase_with_page_table_churn() {
-    let spec = "gcc:inputs=2,phases=4,arena=16,heap=32,text=40,blocks=10";
+    let spec = "gcc-phases:inputs=2,phases=4,arena=16,heap=32,text=40,blocks=10";
     let ev = events(spec);
     let phases: Vec<u32> = ev
         .iter()
@@ -424,8 +452,8 @@ fn bad_parameters_are_errors_naming_them() {
         ("swim:arrays=2", "arrays"),
         ("swim:footprint=3G,bits=32", "footprint"),
         ("swim:bits=16", "bits"),
-        ("gcc:phases=0", "phases"),
-        ("gcc:write_ratio=-1", "write_ratio"),
+        ("gcc-phases:phases=0", "phases"),
+        ("gcc-phases:write_ratio=-1", "write_ratio"),
         ("segv:seed=x", "seed"),
     ];
     for (spec, key) in cases {

@@ -5,9 +5,10 @@ module's own table keeps a row per proxy, and docs/policies.md explains each res
 Each claim is judged on the figure the paper states it for: "virtually identical (≤1%) on
 every benchmark" on the worst proxy; "up to a factor of four" on the largest reduction; "about
 half" on the switch-cost ratio measured from simulated switches (gcc, the proxy with the paper's
-phase behaviour). The 13 transitions on 403.gcc depend on the run's length and the time scale,
-so vmmu's count is shown as context, not judged. The static thresholds on 434.zeusmp are not
-simulated.
+phase behaviour); "at most one" transition on the insensitive benchmarks on the most DAV²M makes
+on any of their proxies (301.apsi, 191.fma3d, 186.crafty). The 13 transitions on 403.gcc depend
+on the run's length and the time scale, so vmmu's count is shown as context, not judged. The
+static thresholds on 434.zeusmp are not simulated.
 """
 
 from __future__ import annotations
@@ -16,8 +17,21 @@ from typing import Any
 
 from vmmu import adaptive_repro
 from vmmu.repro import _reference as ref
-from vmmu.repro._claims import Band, Claims, Criterion, above, below, near
+from vmmu.repro._claims import Band, Claims, Criterion, above, below, holds, near
 from vmmu.repro._run import Context, Measured
+
+#: Why DAV²M switches more than once on the insensitive proxies, when it does (the verdict's
+#: explanation; docs/policies.md, "Results and where each policy loses").
+INSENSITIVE_EXPLAIN = (
+    "DAV²M leaves a Nested period after window_tmiss for a PreShadow probe whenever the "
+    "window's TLB miss rate is above threshold_tmiss; these proxies miss about 2 times per 1,000 "
+    "instructions (the swim program's sweeps and probes), above the paper's thresholds even "
+    "after damping doubles them, so every Nested period ends in a probe of shadow paging that "
+    "the CPI test turns back: two switches per probe, a count that grows with the run's length "
+    "(and one or two more in the start-up, whose demand faults favour nested paging). The "
+    "switches cost little: DAV²M is at most {gap:+.2f}% from the better static mode on these "
+    "proxies"
+)
 
 
 def _row(df: Any, key: str) -> tuple[float, str]:
@@ -31,7 +45,7 @@ def adaptive_rows(
     """Adds the rows of :data:`vmmu.repro.bae11.ADAPTIVE_CLAIMS` it can judge (the contract in
     :func:`vmmu.repro.bae11.adaptive_rows`); returns notes."""
     df = adaptive_repro.bae11_adaptive(quick=ctx.quick, workers=ctx.workers)
-    proxies = [k.split("/")[0] for k in df.index if k.endswith("/dav2m")]
+    proxies = [k.split("/")[0] for k in df.index if k.endswith("/dav2m") and k.count("/") == 1]
 
     worst = max(proxies, key=lambda p: _row(df, f"{p}/dav2m")[0])
     value, note = _row(df, f"{worst}/dav2m")
@@ -69,6 +83,21 @@ def adaptive_rows(
         "switches",
         "a count that scales with the run's length and the time scale (10⁻⁴ here), so it is "
         f"shown, not judged; {note}",
+    )
+
+    value, note = _row(df, "transitions/insensitive")
+    calm = [p for p in adaptive_repro.INSENSITIVE if f"{p}/dav2m" in df.index]
+    gap = max((_row(df, f"{p}/dav2m")[0] for p in calm), default=float("nan"))
+    claims.judge(
+        "dav2m_insensitive",
+        "at most one DAV²M transition on each insensitive benchmark (the most on the proxies of "
+        "301.apsi, 191.fma3d, 186.crafty)",
+        ref.claim("bae11_claims", "transitions for 403.gcc"),
+        value,
+        "switches",
+        holds(Band(-float("inf"), 1.0), "'at most one switch occurred': a count, exact", 0),
+        INSENSITIVE_EXPLAIN.format(gap=gap),
+        note,
     )
 
     value, note = _row(df, "switch/gcc")

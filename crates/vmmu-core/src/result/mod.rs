@@ -18,10 +18,11 @@ use crate::sim::{
 };
 use crate::vmm::exits::ExitCount;
 use crate::vmm::mode_index;
-use crate::walk::step::{step_name, COL_G, GRID};
+use crate::walk::step::{step_name, Grid, COL_G, GRID};
 use oracle::OracleSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The schema identifier written into every result.
 pub const SCHEMA: &str = "vmmu.result/2";
@@ -194,8 +195,9 @@ pub struct RunResult {
     pub checked_translations: u64,
     /// What the warm-up left out.
     pub warmup: Warmup,
-    /// The configuration.
-    pub config: SimConfig,
+    /// The configuration (shared: the oracle's per-window snapshots of one simulation hold one
+    /// copy).
+    pub config: Arc<SimConfig>,
     /// The simulation's own figures.
     pub sim: SimInfo,
     /// Multi-vCPU runs: the time the run took, the largest vCPU clock (`cycles` sums every
@@ -247,6 +249,31 @@ pub struct SizingRow {
 impl RunResult {
     /// The result of the finished simulation `sim` of `workload`, which took `seconds`.
     pub fn of(sim: &Simulator, workload: &str, seconds: f64) -> RunResult {
+        Self::with_config(sim, workload, seconds, Arc::new(sim.cfg.clone()))
+    }
+
+    /// [`RunResult::of`] with `config` as its configuration (`sim`'s, shared rather than
+    /// copied).
+    pub(crate) fn with_config(
+        sim: &Simulator,
+        workload: &str,
+        seconds: f64,
+        config: Arc<SimConfig>,
+    ) -> RunResult {
+        let (mut r, steps) = Self::without_steps(sim, workload, seconds, config);
+        steps.fill(&mut r);
+        r
+    }
+
+    /// [`RunResult::with_config`] with `walk_refs_by_step` and `pwc_hits_by_step` left empty,
+    /// and the grids they are made of beside it (the oracle's per-window snapshots name the
+    /// steps only of the snapshots it reads).
+    pub(crate) fn without_steps(
+        sim: &Simulator,
+        workload: &str,
+        seconds: f64,
+        config: Arc<SimConfig>,
+    ) -> (RunResult, StepGrids) {
         let cfg = &sim.cfg;
         let c = &sim.counters;
         let m = &sim.mmu;
@@ -257,18 +284,11 @@ impl RunResult {
         let by_cause = sim.cycles_by_cause();
         let cycles = by_cause.total();
         let in_mode = vmm.instructions_in_mode(c.instructions);
-        let two_d = in_mode[mode_index(Mode::Nested)] > 0
-            || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0));
-        let cells = |grid: &crate::walk::step::Grid| {
-            let mut by_step = BTreeMap::new();
-            for (col, rows) in grid.iter().enumerate() {
-                for (row, &n) in rows.iter().enumerate() {
-                    if n > 0 && (two_d || col == COL_G) {
-                        by_step.insert(step_name(col, row, !two_d), n);
-                    }
-                }
-            }
-            by_step
+        let steps = StepGrids {
+            refs: w.refs,
+            pwc_hits: w.pwc_hits,
+            two_d: in_mode[mode_index(Mode::Nested)] > 0
+                || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0)),
         };
         let cache_stats = m.hw.caches.stats();
         let mut served = BTreeMap::new();
@@ -287,7 +307,7 @@ impl RunResult {
             (Mode::Nested | Mode::Adaptive, _) | (Mode::Shadow, Technique::Hvm) => true,
         };
         let shadow_technique = matches!(cfg.mode, Mode::Shadow | Mode::Adaptive);
-        RunResult {
+        let r = RunResult {
             schema: SCHEMA.to_string(),
             mode: cfg.mode.name().to_string(),
             policy: cfg.policy.as_ref().map(|p| p.kind().to_string()),
@@ -318,8 +338,8 @@ impl RunResult {
             ad_updates: w.ad_updates,
             walk_refs: w.total_refs(),
             walk_refs_per_walk: ratio(w.total_refs(), w.walks),
-            walk_refs_by_step: cells(&w.refs),
-            pwc_hits_by_step: cells(&w.pwc_hits),
+            walk_refs_by_step: BTreeMap::new(),
+            pwc_hits_by_step: BTreeMap::new(),
             walk_refs_served_by: served,
             walk_caches: WalkCaches {
                 pwc: m.hw.pwc.stats(),
@@ -372,7 +392,7 @@ impl RunResult {
             },
             checked_translations: c.checked,
             warmup: sim.warmed,
-            config: cfg.clone(),
+            config,
             elapsed_cycles: sim.vcpus.iter().map(|v| v.cycles).max(),
             vcpus: sim.vcpus.clone(),
             shootdowns: (!sim.vcpus.is_empty()).then(|| sim.shootdowns.clone()),
@@ -402,12 +422,54 @@ impl RunResult {
                     })
                     .collect(),
             }),
-        }
+        };
+        (r, steps)
     }
 
     /// The result as a JSON value.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("a result serializes")
+    }
+}
+
+/// The walker's counts per step of the walk grid, behind a result's `walk_refs_by_step` and
+/// `pwc_hits_by_step` (seed 002 Figure 1(b)), copied as arrays.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StepGrids {
+    refs: Grid,
+    pwc_hits: Grid,
+    /// Whether the run walked two dimensions (cells named `G,gL4`, ...), else `L4`, ...
+    two_d: bool,
+}
+
+impl StepGrids {
+    /// The used cells of `grid`, by name.
+    fn cells(&self, grid: &Grid) -> BTreeMap<String, u64> {
+        let mut by_step = BTreeMap::new();
+        for (col, rows) in grid.iter().enumerate() {
+            for (row, &n) in rows.iter().enumerate() {
+                if n > 0 && (self.two_d || col == COL_G) {
+                    by_step.insert(step_name(col, row, !self.two_d), n);
+                }
+            }
+        }
+        by_step
+    }
+
+    /// `walk_refs_by_step`: walk references per step.
+    pub(crate) fn walk_refs_by_step(&self) -> BTreeMap<String, u64> {
+        self.cells(&self.refs)
+    }
+
+    /// `pwc_hits_by_step`: page-walk-cache hits per step.
+    pub(crate) fn pwc_hits_by_step(&self) -> BTreeMap<String, u64> {
+        self.cells(&self.pwc_hits)
+    }
+
+    /// Sets `r`'s step maps.
+    pub(crate) fn fill(&self, r: &mut RunResult) {
+        r.walk_refs_by_step = self.walk_refs_by_step();
+        r.pwc_hits_by_step = self.pwc_hits_by_step();
     }
 }
 

@@ -15,13 +15,15 @@
 //! window boundaries can do better by the windows' own costs — and slightly optimistic.
 //!
 //! **The stitched result** is the sum of the chosen windows' changes of every integer field
-//! ([`super::stitch`]), the switches added to `cycles`, `cycles_by_cause.mode_switch`, the
-//! `mode_switch` exit, `world_switches`, `mode_switches` and `os_events.vm_flushes`, the
-//! ratios recomputed. Levels rather than counts are taken at the end: `nested` from the
+//! ([`super::stitch`]), taken a stretch of one mode at a time (the windows' changes telescope,
+//! so only the snapshots at the stretches' ends become JSON trees; every window's snapshot
+//! stays typed and shares its simulation's configuration), the switches added to `cycles`,
+//! `cycles_by_cause.mode_switch`, the `mode_switch` exit, `world_switches`, `mode_switches`
+//! and `os_events.vm_flushes`, the ratios recomputed. Levels rather than counts are taken at the end: `nested` from the
 //! simulation of the last window's mode, `shadow.pages_live` from the shadow simulation when
 //! the schedule ends in shadow paging, else 0 (a switch to nested paging drops the cache).
 
-use super::stitch::{add, delta, rename_keys, snapshot, tree};
+use super::stitch::{add, delta, rename_keys, snapshot, tree, Snapshot};
 use super::RunResult;
 use crate::config::{Mode, SimConfig};
 use crate::error::{Error, Result};
@@ -31,6 +33,7 @@ use crate::sim::{Progress, Simulator, WindowRecord};
 use crate::vmm::exits::ExitReason;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// A stretch of the oracle's schedule in one mode.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -80,13 +83,15 @@ pub fn run(
         .map(|p| p.window())
         .ok_or_else(|| Error::config("policy", "the oracle needs a policy section"))?;
     let mut sims = Vec::with_capacity(2);
+    let mut configs = Vec::with_capacity(2);
     for mode in [Mode::Shadow, Mode::Nested] {
         let mut c = cfg.clone();
         c.mode = mode;
         c.policy = None;
         sims.push(Simulator::new(&c)?);
+        configs.push(Arc::new(c));
     }
-    let mut snaps: [Vec<RunResult>; 2] = [Vec::new(), Vec::new()];
+    let mut snaps: [Vec<Snapshot>; 2] = [Vec::new(), Vec::new()];
     let mut next = [0u64; 2];
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let total = source.len_hint();
@@ -98,8 +103,8 @@ pub fn run(
             break;
         }
         for (i, sim) in sims.iter_mut().enumerate() {
-            let out = &mut snaps[i];
-            let mut observe = |s: &Simulator| out.push(snapshot(s));
+            let (out, config) = (&mut snaps[i], &configs[i]);
+            let mut observe = |s: &Simulator| out.push(snapshot(s, config));
             for e in &buf {
                 sim.step_observed(e, window, &mut next[i], &mut observe)?;
             }
@@ -115,9 +120,9 @@ pub fn run(
     for (i, sim) in sims.iter_mut().enumerate() {
         sim.finish()?;
         if snaps[i].is_empty() {
-            snaps[i].push(snapshot(sim));
+            snaps[i].push(snapshot(sim, &configs[i]));
         }
-        snaps[i].push(snapshot(sim));
+        snaps[i].push(snapshot(sim, &configs[i]));
     }
     progress(&Progress { events, total });
     let seconds = start.elapsed().as_secs_f64();
@@ -130,14 +135,6 @@ fn u(v: &Value, path: &[&str]) -> u64 {
         x = &x[*k];
     }
     x.as_u64().unwrap_or(0)
-}
-
-fn i(v: &Value, path: &[&str]) -> i64 {
-    let mut x = v;
-    for k in path {
-        x = &x[*k];
-    }
-    x.as_i64().unwrap_or(0)
 }
 
 /// Adds `n` to the integer at `path` of `v`, creating it.
@@ -156,12 +153,19 @@ fn bump(v: &mut Value, path: &[&str], n: u64) {
     *x = json!(x.as_u64().unwrap_or(0) + n);
 }
 
-fn paging_exits(d: &Value) -> i64 {
+/// Paging-related exits of `r` so far.
+fn paging_exits(r: &RunResult) -> u64 {
     ExitReason::ALL
         .iter()
-        .filter(|r| r.is_paging())
-        .map(|r| i(d, &["exits", r.name(), "count"]))
+        .filter(|x| x.is_paging())
+        .filter_map(|x| r.exits.get(x.name()))
+        .map(|e| e.count)
         .sum()
+}
+
+/// Misses of TLB `name` (`l1d`, `l2`) of `r` so far.
+fn tlb_misses(r: &RunResult, name: &str) -> u64 {
+    r.tlb.get(name).map_or(0, |t| t.misses)
 }
 
 /// The schedule and the stitched result.
@@ -169,7 +173,7 @@ fn stitch(
     cfg: &SimConfig,
     workload: &str,
     window: u64,
-    snaps: &[Vec<RunResult>; 2],
+    snaps: &[Vec<Snapshot>; 2],
     seconds: f64,
 ) -> Result<RunResult> {
     if snaps[0].len() != snaps[1].len() {
@@ -183,7 +187,7 @@ fn stitch(
         });
     }
     let n = snaps[0].len() - 1;
-    let cycles = |s: &[RunResult], k: usize| s[k + 1].cycles.saturating_sub(s[k].cycles);
+    let cycles = |s: &[Snapshot], k: usize| s[k + 1].cycles.saturating_sub(s[k].cycles);
     let costs: Vec<WindowCost> = (0..n)
         .map(|k| WindowCost {
             shadow: cycles(&snaps[0], k),
@@ -201,33 +205,24 @@ fn stitch(
         .collect();
     let (modes, bound) = schedule(&costs, &prices);
     let side = |m: Mode| usize::from(m == Mode::Nested);
-    // JSON trees only of the snapshots the stitching reads: the ends of the chosen windows
-    // and the last of each simulation.
-    let mut trees: [Vec<Option<Value>>; 2] = [vec![None; n + 1], vec![None; n + 1]];
+    // The schedule's stretches in one mode: (mode, first window, window after the last).
+    let mut runs: Vec<(Mode, usize, usize)> = Vec::new();
     for (k, &m) in modes.iter().enumerate() {
-        for j in [k, k + 1] {
-            let t = &mut trees[side(m)][j];
-            if t.is_none() {
-                *t = Some(tree(&snaps[side(m)][j]));
-            }
+        match runs.last_mut() {
+            Some(r) if r.0 == m => r.2 = k + 1,
+            _ => runs.push((m, k, k + 1)),
         }
     }
-    for (i, t) in trees.iter_mut().enumerate() {
-        if t[n].is_none() {
-            t[n] = Some(tree(&snaps[i][n]));
-        }
-    }
-    let snap = |i: usize, k: usize| trees[i][k].as_ref().expect("made above");
+    // A stretch's change is the sum of its windows' changes (integers telescope), so JSON
+    // trees are made only of the snapshots at the stretches' ends, not of every window's.
     let any_nested = modes.contains(&Mode::Nested);
     let mut acc = Value::Object(Map::new());
-    let mut timeline = Vec::with_capacity(n);
-    let mut stretches: Vec<Stretch> = Vec::new();
-    let (mut switches, mut switch_cycles, mut unshadowed) = (0u64, 0u64, 0u64);
-    for (k, &m) in modes.iter().enumerate() {
-        let mut dk = delta(snap(side(m), k), snap(side(m), k + 1));
+    for &(m, a, b) in &runs {
+        let s = &snaps[side(m)];
+        let mut d = delta(&tree(&s[a]), &tree(&s[b]));
         if m == Mode::Shadow && any_nested {
             // A run that used nested paging names the guest column of its 1D walks too.
-            rename_keys(&mut dk, "walk_refs_by_step", |s| {
+            rename_keys(&mut d, "walk_refs_by_step", |s| {
                 if s.starts_with('L') {
                     format!("G,g{s}")
                 } else {
@@ -235,7 +230,13 @@ fn stitch(
                 }
             });
         }
-        add(&mut acc, &dk);
+        add(&mut acc, &d);
+    }
+    let mut timeline = Vec::with_capacity(n);
+    let mut stretches: Vec<Stretch> = Vec::new();
+    let (mut switches, mut switch_cycles, mut unshadowed) = (0u64, 0u64, 0u64);
+    for (k, &m) in modes.iter().enumerate() {
+        let (before, after) = (&snaps[side(m)][k], &snaps[side(m)][k + 1]);
         let mut cost = 0;
         if k == 0 || modes[k - 1] != m {
             if k > 0 {
@@ -256,8 +257,9 @@ fn stitch(
                 switch_cycles: cost,
             });
         }
-        let instr = i(&dk, &["instructions"]).max(0) as u64;
-        let cycles = i(&dk, &["cycles"]).max(0) as u64 + cost;
+        let change = |f: &dyn Fn(&RunResult) -> u64| f(after) as i64 - f(before) as i64;
+        let instr = change(&|r| r.instructions).max(0) as u64;
+        let cycles = change(&|r| r.cycles).max(0) as u64 + cost;
         let per_k = |x: i64| {
             if instr == 0 {
                 0.0
@@ -265,8 +267,8 @@ fn stitch(
                 1000.0 * x.max(0) as f64 / instr as f64
             }
         };
-        let l2 = i(&dk, &["tlb", "l2", "misses"]);
-        let exits = paging_exits(&dk);
+        let l2 = change(&|r| tlb_misses(r, "l2"));
+        let exits = change(&paging_exits);
         let decision = match modes.get(k + 1) {
             None => "end",
             Some(&next) if next == m => "stay",
@@ -277,7 +279,7 @@ fn stitch(
             instructions: instr,
             instructions_end: snaps[0][k + 1].instructions,
             cycles,
-            l1_dtlb_misses: i(&dk, &["tlb", "l1d", "misses"]).max(0) as u64,
+            l1_dtlb_misses: change(&|r| tlb_misses(r, "l1d")).max(0) as u64,
             l2_dtlb_misses: l2.max(0) as u64,
             paging_exits: exits.max(0) as u64,
             cpi: if instr == 0 {
@@ -295,8 +297,9 @@ fn stitch(
             decision: decision.to_string(),
         });
     }
+    let fins = [tree(&snaps[0][n]), tree(&snaps[1][n])];
     let last = modes.last().copied().unwrap_or(Mode::Shadow);
-    let fin = |m: Mode| snap(side(m), n);
+    let fin = |m: Mode| &fins[side(m)];
     bump(&mut acc, &["cycles"], switch_cycles);
     bump(&mut acc, &["cycles_by_cause", "mode_switch"], switch_cycles);
     if switches > 0 {
@@ -341,7 +344,6 @@ fn stitch(
         "events_per_second": if seconds > 0.0 { sim_events as f64 / seconds } else { 0.0 },
     });
     acc["config"] = serde_json::to_value(cfg).expect("a config serializes");
-    acc["timeline"] = serde_json::to_value(&timeline).expect("a timeline serializes");
     let summary = OracleSummary {
         bound_cycles: bound,
         static_shadow_cycles: u(fin(Mode::Shadow), &["cycles"]),
@@ -351,9 +353,12 @@ fn stitch(
         shadow_cycles: costs.iter().map(|c| c.shadow).collect(),
         nested_cycles: costs.iter().map(|c| c.nested).collect(),
     };
-    acc["oracle"] = serde_json::to_value(&summary).expect("a summary serializes");
-    serde_json::from_value(acc).map_err(|e| Error::Check {
+    let mut result: RunResult = serde_json::from_value(acc).map_err(|e| Error::Check {
         event: 0,
         detail: format!("the oracle's stitched result does not parse: {e}"),
-    })
+    })?;
+    // Typed parts are set typed: no trip through JSON for thousands of windows.
+    result.timeline = Some(timeline);
+    result.oracle = Some(summary);
+    Ok(result)
 }

@@ -5,22 +5,54 @@
 //! up to date. Ratios (`cpi`, `walk_refs_per_walk`, `sim.*`) are recomputed by the caller;
 //! strings and flags are taken from the later tree.
 
-use super::RunResult;
+use super::{RunResult, StepGrids};
+use crate::config::SimConfig;
 use crate::sim::Simulator;
 use serde_json::{Map, Value};
+use std::ops::Deref;
+use std::sync::Arc;
 
-/// The result of `sim` so far (typed: a JSON tree is made only of the snapshots used, by
-/// [`tree`]).
-pub(super) fn snapshot(sim: &Simulator) -> RunResult {
-    RunResult::of(sim, "", 0.0)
+/// The result of a running simulation at a window boundary: typed, its step maps kept as
+/// grids (a JSON tree, step maps included, is made only of the snapshots used, by [`tree`]).
+pub(super) struct Snapshot {
+    result: RunResult,
+    steps: StepGrids,
+}
+
+impl Deref for Snapshot {
+    type Target = RunResult;
+
+    /// The result, its step maps empty.
+    fn deref(&self) -> &RunResult {
+        &self.result
+    }
+}
+
+/// The result of `sim` so far, with `config` (`sim`'s, shared by every snapshot of it) as its
+/// configuration.
+pub(super) fn snapshot(sim: &Simulator, config: &Arc<SimConfig>) -> Snapshot {
+    let (result, steps) = RunResult::without_steps(sim, "", 0.0, Arc::clone(config));
+    Snapshot { result, steps }
 }
 
 /// A snapshot as a JSON tree, without its configuration and timeline.
-pub(super) fn tree(r: &RunResult) -> Value {
-    let mut v = r.to_json();
+pub(super) fn tree(s: &Snapshot) -> Value {
+    let mut v = s.result.to_json();
     if let Value::Object(m) = &mut v {
         m.remove("config");
         m.remove("timeline");
+        let maps = [
+            ("walk_refs_by_step", s.steps.walk_refs_by_step()),
+            ("pwc_hits_by_step", s.steps.pwc_hits_by_step()),
+        ];
+        for (key, map) in maps {
+            m.insert(
+                key.to_string(),
+                Value::from(Map::from_iter(
+                    map.into_iter().map(|(k, n)| (k, Value::from(n))),
+                )),
+            );
+        }
     }
     v
 }

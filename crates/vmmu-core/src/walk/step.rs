@@ -16,21 +16,26 @@ pub type Grid = [[u64; GRID]; GRID];
 
 /// The name of a cell: `"G,gL4"`, `"nL1,gPA"`, … in nested mode; `"L4"` … in native mode.
 pub fn step_name(col: usize, row: usize, native: bool) -> String {
+    use std::fmt::Write;
+    // One allocation per name: results name every used cell, at every oracle window.
+    let mut s = String::with_capacity(8);
     if native {
         debug_assert_eq!(col, COL_G);
-        return format!("L{row}");
+        let _ = write!(s, "L{row}");
+        return s;
     }
-    let c = if col == COL_G {
-        "G".to_string()
+    if col == COL_G {
+        s.push('G');
     } else {
-        format!("nL{col}")
-    };
-    let r = if row == ROW_GPA {
-        "gPA".to_string()
+        let _ = write!(s, "nL{col}");
+    }
+    s.push(',');
+    if row == ROW_GPA {
+        s.push_str("gPA");
     } else {
-        format!("gL{row}")
-    };
-    format!("{c},{r}")
+        let _ = write!(s, "gL{row}");
+    }
+    s
 }
 
 #[cfg(test)]

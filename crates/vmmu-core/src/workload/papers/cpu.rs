@@ -63,6 +63,61 @@ pub(crate) const ZEUSMP: PaperDef = PaperDef {
     build: build_swim,
 };
 
+// The insensitive benchmarks of seed 001 §7 ("301.apsi, 186.crafty and 191.fma3d perform
+// similarly" under either mode; DAV²M "quickly chooses *an* approach and avoids switching"):
+// the swim program with each benchmark's memory footprint as SPEC measured it (SPEC CPU2000
+// Memory Footprint, open.spec.org/cpu2000/analysis/memory: resident size of the reference run
+// on an AlphaServer 4100) and an access pattern of its kind. Nothing here is set from a
+// result of seed 001.
+
+/// `apsi`: 301.apsi.
+pub(crate) const APSI: PaperDef = PaperDef {
+    name: "apsi",
+    description: "301.apsi (seed 001: 'performs similarly' under shadow and nested paging; a meteorology code over 3-D grids, insensitive to the page size): the swim program over `footprint` bytes, SPEC CPU2000's measured footprint of 301.apsi (191 MB), its grid arrays swept in storage order (`stride` = one element: Fortran loops along the fastest dimension, an assumption of the proxy), so a TLB miss comes once per page of each array. Mappings never change after the start; phase 0 marks the start-up (mapping and first writes), phase 1 the loop",
+    own: &[
+        p("footprint", "191M", "bytes of the grid arrays, one anonymous mapping (SPEC CPU2000's measured memory footprint of 301.apsi)"),
+        p("arrays", "14", "arrays the footprint is split into: the swim program's 14 (four touched per point); a power of two would place every array's current page in one TLB set"),
+        p("points", "1M", "grid points updated (5 events each: a fetch, three loads, a store)"),
+        p("stride", "8", "bytes from one point's index to the next: one element, a sweep in storage order"),
+        p("ipr", "4", "instructions retired per data reference (the swim program's)"),
+        p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
+        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
+    ],
+    build: build_swim,
+};
+
+/// `fma3d`: 191.fma3d.
+pub(crate) const FMA3D: PaperDef = PaperDef {
+    name: "fma3d",
+    description: "191.fma3d (seed 001: 'much less TLB-intensive' than the benchmarks it studies, and 'performs similarly' under both modes; a finite-element crash simulation): the swim program over `footprint` bytes, SPEC CPU2000's measured footprint of 191.fma3d (103 MB), its element arrays swept in storage order (`stride` = one element: element loops in index order, an assumption of the proxy). Mappings never change after the start; phase 0 marks the start-up (mapping and first writes), phase 1 the loop",
+    own: &[
+        p("footprint", "103M", "bytes of the element arrays, one anonymous mapping (SPEC CPU2000's measured memory footprint of 191.fma3d)"),
+        p("arrays", "14", "arrays the footprint is split into: the swim program's 14 (four touched per point); a power of two would place every array's current page in one TLB set"),
+        p("points", "1M", "elements updated (5 events each: a fetch, three loads, a store)"),
+        p("stride", "8", "bytes from one element's index to the next: one element, a sweep in storage order"),
+        p("ipr", "4", "instructions retired per data reference (the swim program's)"),
+        p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
+        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
+    ],
+    build: build_swim,
+};
+
+/// `crafty`: 186.crafty.
+pub(crate) const CRAFTY: PaperDef = PaperDef {
+    name: "crafty",
+    description: "186.crafty (seed 001: 'much less TLB-intensive' than the benchmarks it studies, and 'performs similarly' under both modes; a chess program): the swim program over `footprint` bytes, SPEC CPU2000's measured footprint of 186.crafty (2 MB: its hash and attack tables), probed at random (`stride=0`: hash-table lookups of a game-tree search). Mappings never change after the start; phase 0 marks the start-up (mapping and first writes), phase 1 the loop",
+    own: &[
+        p("footprint", "2M", "bytes of the tables, one anonymous mapping (SPEC CPU2000's measured memory footprint of 186.crafty)"),
+        p("arrays", "14", "arrays the footprint is split into: the swim program's 14 (four touched per point); a power of two would place every array's current page in one TLB set"),
+        p("points", "1M", "probes (5 events each: a fetch, three loads, a store)"),
+        p("stride", "0", "0: a uniformly random index per probe (hash lookups)"),
+        p("ipr", "4", "instructions retired per data reference (the swim program's)"),
+        p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
+        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
+    ],
+    build: build_swim,
+};
+
 struct Swim {
     pl: Placed,
     region: u64,
@@ -214,9 +269,9 @@ impl Script for Swim {
 
 // ---------------------------------------------------------------------------------------------
 
-/// `gcc`.
+/// `gcc-phases`: the 403.gcc proxy.
 pub(crate) const GCC: PaperDef = PaperDef {
-    name: "gcc",
+    name: "gcc-phases",
     description: "403.gcc (seed 001: best under nested paging; several inputs run one after another, with phase behaviour and page-table changes at phase changes): for each of `inputs` inputs the shell starts cc1 (fork, exec, a large text and a heap); each of its `phases` phases begins with a burst of page-table churn (the previous phase's `arena`-page arena is unmapped, a fresh one mapped and every page of it written, as gcc's garbage collector and obstacks do) and continues with `blocks` blocks of references with locality over code, arena, heap and stack; a Phase marker starts each phase",
     own: &[
         p("inputs", "9", "inputs compiled one after another, a new cc1 process each (403.gcc's reference run has 9)"),

@@ -1,7 +1,7 @@
 //! Workloads named after the benchmarks the papers measure (seed 000's MemoryMotion and Aim9
 //! memory tests, seed 004's kernel microbenchmarks and Apache compile, seed 001's 171.swim,
-//! 434.zeusmp, 403.gcc and 164.gzip, and `mixed-phases` for adaptive paging), written
-//! `NAME[:k=v,...]` like the pattern generators.
+//! 434.zeusmp, 403.gcc and 164.gzip, the insensitive 301.apsi, 191.fma3d and 186.crafty, and
+//! `mixed-phases` for adaptive paging), written `NAME[:k=v,...]` like the pattern generators.
 //!
 //! Where a pattern generator is one process touching one region, these are *programs*: they
 //! create processes, fork, exec, exit and switch between them, map text, data, heap (brk),
@@ -74,6 +74,9 @@ const PAPERS: &[PaperDef] = &[
     cpu::SWIM,
     cpu::ZEUSMP,
     cpu::GCC,
+    cpu::APSI,
+    cpu::FMA3D,
+    cpu::CRAFTY,
     phases::GZIP,
     phases::MIXED_PHASES,
 ];
