@@ -29,25 +29,11 @@ from typing import Any
 from vmmu import api
 from vmmu.repro import _reference as ref
 from vmmu.repro._claims import Claims, Report, above, below, coverage, holds, near
+from vmmu.repro._palacios import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
 from vmmu.repro._paper import Paper, Param
 from vmmu.repro._run import Context, Job, Measured, System
 
 MACHINE, PROFILE = "opteron2350", "palacios-opteron2350"
-
-#: The Palacios guest of seed 001 §4: a single-core 32-bit guest (2-level page tables).
-PALACIOS_GUEST = {"guest.format": "x86_32", "guest.memory": "1G"}
-
-#: Palacios' shadow paging with caching (seed 001 §2): shadow roots cached per CR3 (the
-#: default 4 roots), none of the refinements of Xen and KVM — no out-of-sync pages, no
-#: prefetch, no write-flood unshadowing.
-PALACIOS_SHADOW = {
-    "hypervisor.shadow.unsync": False,
-    "hypervisor.shadow.prefetch": 0,
-    "hypervisor.shadow.write_flood": 0,
-}
-
-#: "our nested paging implementation can use large pages at the nested level" (seed 001 §4).
-PALACIOS_NESTED = {"host.nested_page_size": "2M"}
 
 #: 171.swim's ~190 MB of arrays, initialised page by page, in the 32-bit layout.
 SWIM = "swim:footprint=192M,prefault=0,bits=32"
