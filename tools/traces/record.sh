@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make traces`: records the real-program trace library into traces/ (issue 4): gzip
+# `make traces`: records the real-program trace library into traces/: gzip
 # compressing a file, sqlite3 running a query workload, a python3 script, gcc compiling a C
 # file (several processes: fork + exec), and a multithreaded C program. Each trace is then
 # checked (`vmmu trace check`: zero references outside a mapping). Inputs are generated here,
