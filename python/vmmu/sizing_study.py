@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from vmmu import api
 from vmmu._progress import ProgressBars
+from vmmu.exceptions import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -187,7 +188,8 @@ def study(
         if e % w:
             raise SizingError(f"{e} entries: {w} ways do not divide them (give --ways)")
 
-    one_pass_blocker = _one_pass_blocker(structure, cfg)
+    sizing = _sizing_pair(array or 0, pairs)
+    one_pass_blocker = _one_pass_blocker(structure, sizing, machine, mode, options)
     if method == "auto":
         chosen = "separate" if one_pass_blocker else "one-pass"
     elif method == "one-pass" and one_pass_blocker:
@@ -201,7 +203,7 @@ def study(
     )
     run_opts = dict(options, machine=machine, mode=mode, workload=workload, trace=trace)
     if chosen == "one-pass":
-        rows, results = _one_pass(array or 0, pairs, (base_entries, base_ways), run_opts, progress)
+        rows, results = _one_pass(sizing, (base_entries, base_ways), run_opts, progress)
     else:
         rows, results = _separate(
             structure, path, pairs, (base_entries, base_ways), run_opts, parallel, progress
@@ -211,14 +213,30 @@ def study(
     )
 
 
-def _one_pass_blocker(structure: str, cfg: Mapping[str, Any]) -> str | None:
-    """Why one pass would not be exact for this run, or ``None``."""
+def _sizing_pair(array: int, pairs: list[tuple[int, int]]) -> tuple[str, str]:
+    """The ``config.sizing`` override of a one-pass study of these sizes."""
+    rows = ", ".join(f"{{ entries = {e}, ways = {w} }}" for e, w in pairs)
+    return ("sizing", f"{{ array = {array}, sizes = [{rows}] }}")
+
+
+#: How the engine words a rule of ``config.sizing`` that the run breaks.
+_SIZING_RULE = "invalid configuration: sizing: "
+
+
+def _one_pass_blocker(
+    structure: str, sizing: tuple[str, str], machine: str, mode: str, options: Mapping[str, Any]
+) -> str | None:
+    """Why one pass would not be exact for this run, or ``None``: the page-walk cache's and the
+    Nested TLB's reasons, else the engine's rule that the run breaks (its configuration
+    check is the one home of those rules)."""
     if structure != "l2tlb":
         return WHY_SEPARATE[structure]
-    if cfg["guest"].get("vcpus", 1) > 1:
-        return "with several vCPUs the scheduler follows their clocks, which the L2's size changes"
-    if cfg.get("mode") == "adaptive":
-        return "an adaptive policy reads TLB misses and cycles, which the L2's size changes"
+    try:
+        api.config(machine=machine, mode=mode, **_set_with(options, [sizing]))
+    except ConfigError as e:
+        if str(e).startswith(_SIZING_RULE):
+            return str(e)[len(_SIZING_RULE) :]
+        raise
     return None
 
 
@@ -245,14 +263,12 @@ def _row(
 
 
 def _one_pass(
-    array: int,
-    pairs: list[tuple[int, int]],
+    sizing: tuple[str, str],
     configured: tuple[int, int],
     run_opts: Mapping[str, Any],
     progress: bool | ProgressBars,
 ) -> tuple[pd.DataFrame, list[api.Result]]:
-    rows_toml = ", ".join(f"{{ entries = {e}, ways = {w} }}" for e, w in pairs)
-    opts = _set_with(run_opts, [("sizing", f"{{ array = {array}, sizes = [{rows_toml}] }}")])
+    opts = _set_with(run_opts, [sizing])
     bars, own = _bars(progress)
     try:
         r = api.run(progress=bars.callback("one pass") if bars else False, **opts)

@@ -252,8 +252,8 @@ impl TlbHierarchy {
     }
 
     /// The hierarchy with probe copies of the L2 level for a sizing study
-    /// ([`SizingConfig`](crate::config::SizingConfig)): each probe is the L2 level with array `array` of `cfg.l2` built at
-    /// one of `sizes`. A probe receives each L2 lookup (the L1 misses of the sides `l2`
+    /// ([`SizingConfig`](crate::config::SizingConfig)): each probe is the L2 level with array
+    /// `array` of `cfg.l2` built at one of `sizes`. A probe receives each L2 lookup (the L1 misses of the sides `l2`
     /// serves), each fill, dirty-bit update, invalidation and flush the L2 level receives;
     /// where it misses and the L2 level hits, it is filled with the L2's translation.
     pub fn with_probes(cfg: &TlbConfig, array: usize, sizes: &[SizingSize]) -> Self {
@@ -445,13 +445,19 @@ impl TlbHierarchy {
         }
     }
 
-    /// Every level, the probes included, after forgetting the remembered hit and miss.
-    fn all_levels(&mut self) -> impl Iterator<Item = &mut Level> {
-        self.memo = [NO_MEMO; 2];
-        self.missed = NO_MISS;
+    /// Every level, the probes included.
+    fn each_level(&mut self) -> impl Iterator<Item = &mut Level> {
         [&mut self.l1d, &mut self.l1i, &mut self.l2, &mut self.l2i]
             .into_iter()
             .chain(self.probes.iter_mut())
+    }
+
+    /// Every level, the probes included, after forgetting the remembered hit and miss (for
+    /// what changes the arrays' contents).
+    fn all_levels(&mut self) -> impl Iterator<Item = &mut Level> {
+        self.memo = [NO_MEMO; 2];
+        self.missed = NO_MISS;
+        self.each_level()
     }
 
     /// INVLPG: drops every entry (any size, any level, both sides) that maps `va` with `tag`,
@@ -509,10 +515,7 @@ impl TlbHierarchy {
 
     /// Zeroes every level's counters (the end of a warm-up); the contents stay.
     pub fn reset_stats(&mut self) {
-        for l in [&mut self.l1d, &mut self.l1i, &mut self.l2, &mut self.l2i]
-            .into_iter()
-            .chain(self.probes.iter_mut())
-        {
+        for l in self.each_level() {
             l.stats = HitMiss::default();
         }
     }

@@ -358,15 +358,9 @@ impl Simulator {
         let tag = self.tag;
         let mut faults = 0;
         let hpa = loop {
-            match self.mmu.lookup(r.va, access, tag) {
+            let fault = match self.mmu.lookup(r.va, access, tag) {
                 Lookup::Hit(hpa) => break hpa,
-                // A page fault (or EPT violation) drops the TLB entries of the faulting
-                // address at every level and on both sides, whether it was raised by a TLB
-                // hit that denies the access or by a walk (SDM Vol. 3A §4.10.4.1, §28.3.3.1).
-                Lookup::Denied => {
-                    self.fault(pid, r, idx, access, WalkFault::Protection, &mut faults)?;
-                    self.mmu.fault_invalidate(r.va, tag);
-                }
+                Lookup::Denied => WalkFault::Protection,
                 Lookup::Miss | Lookup::Clean => {
                     let pt = self.os.tables(pid).ok_or_else(|| Error::Check {
                         event: idx,
@@ -375,13 +369,15 @@ impl Simulator {
                     let tables = self.vmm.tables(&mut self.os.mem, pt);
                     match self.mmu.walk(r.va, access, tag, tables) {
                         Ok(hpa) => break hpa,
-                        Err(f) => {
-                            self.fault(pid, r, idx, access, f, &mut faults)?;
-                            self.mmu.fault_invalidate(r.va, tag);
-                        }
+                        Err(f) => f,
                     }
                 }
-            }
+            };
+            // A page fault (or EPT violation) drops the TLB entries of the faulting address at
+            // every level and on both sides, whether a TLB hit that denies the access or a
+            // walk raised it (SDM Vol. 3A §4.10.4.1, §28.3.3.1).
+            self.fault(pid, r, idx, access, fault, &mut faults)?;
+            self.mmu.fault_invalidate(r.va, tag);
         };
         if self.cfg.check {
             self.check(pid, r, hpa, idx)?;
