@@ -757,3 +757,57 @@ mod tests {
         assert!(err.reason.contains("0x9f"), "{}", err.reason);
     }
 }
+
+#[cfg(test)]
+mod speed_probe {
+    use super::*;
+    #[test]
+    #[ignore]
+    fn probe() {
+        let n = 1 << 20;
+        let mut x = 7u64;
+        let events: Vec<Event> = (0..n)
+            .map(|i| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                Event::Ref(MemRef {
+                    va: Gva(0x10000 + 64 * i as u64),
+                    kind: if (x >> 40) & 1 == 0 { AccessKind::Load } else { AccessKind::Store },
+                    size: 8,
+                    instrs: 0,
+                })
+            })
+            .collect();
+        let mut raw = vec![0u8; n * MAX_RECORD];
+        let mut enc = Encoder::new();
+        let mut len = 0;
+        for e in &events {
+            len = enc.encode(e, &mut raw, len);
+        }
+        raw.truncate(len + PAD);
+        for batch in [4096usize, 16384, 65536] {
+            let nbufs = 6;
+            let mut bufs: Vec<Vec<Event>> = (0..nbufs).map(|_| Vec::with_capacity(batch)).collect();
+            let reps = 40;
+            let cpu = || std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse::<f64>().unwrap();
+            let t = cpu();
+            let mut k = 0;
+            for _ in 0..reps {
+                let mut dec = Decoder::new();
+                let mut pos = 0;
+                let mut left = n;
+                let mut counts = Counts::default();
+                while left > 0 {
+                    let m = left.min(batch);
+                    let b = &mut bufs[k % nbufs];
+                    k += 1;
+                    b.clear();
+                    dec.decode(&raw, len, &mut pos, b, m, &mut counts).unwrap();
+                    left -= m;
+                }
+                assert_eq!(pos, len);
+            }
+            let ns = (cpu() - t) / (reps * n) as f64;
+            eprintln!("batch {batch}: {ns:.2} ns/ref");
+        }
+    }
+}
