@@ -22,6 +22,7 @@
 
 use crate::addr::Gva;
 use crate::event::{AccessKind, Event, MapFlags, MemRef, Prot};
+use std::mem::MaybeUninit;
 
 /// The longest record: `Mremap`'s tag and four 10-byte varints, rounded up (a reference takes
 /// at most 1 + 1 + 5 + 8).
@@ -41,46 +42,68 @@ const A_ABS: u8 = 6;
 /// Payload bytes of each address code.
 const ADDR_BYTES: [usize; 8] = [0, 0, 1, 2, 4, 6, 8, 0];
 
-/// How the decoder rebuilds an address from its code, all in one table (one cache line):
-/// `va = (last & addr) + (last_size & size) + (delta & delta)`, the delta being the payload
-/// sign-extended by shifting left then right by `shift` (the whole word for code 6).
+/// How the decoder's fast loop rebuilds an address from its code (0 to 5), all in one table
+/// (one cache line): `va = last + (last_size & size) + (delta & delta)`, the delta being the
+/// payload sign-extended from the 8-byte word that starts at the tag, by shifting it left by
+/// `left` then right by `right`. Codes 6 and 7 (an 8-byte payload, invalid) are not fast.
 #[derive(Clone, Copy)]
 struct AddrCode {
-    addr: u64,
     size: u64,
     delta: u64,
-    shift: u32,
-    /// Bytes of the record: the tag and the payload.
-    len: u32,
+    left: u32,
+    right: u32,
 }
 
 const fn addr_code(code: usize) -> AddrCode {
-    let (addr, size, delta) = match code {
-        0 => (!0, !0, 0),
-        1 => (!0, 0, 0),
-        2..=5 => (!0, 0, !0),
-        6 => (0, 0, !0),
-        _ => (0, 0, 0),
-    };
-    AddrCode {
-        addr,
-        size,
-        delta,
-        shift: (64 - 8 * ADDR_BYTES[code] as u32) & 63,
-        len: 1 + ADDR_BYTES[code] as u32,
+    let bytes = ADDR_BYTES[code] as u32;
+    match code {
+        0 => AddrCode {
+            size: !0,
+            delta: 0,
+            left: 0,
+            right: 0,
+        },
+        2..=5 => AddrCode {
+            size: 0,
+            delta: !0,
+            left: 56 - 8 * bytes,
+            right: 64 - 8 * bytes,
+        },
+        _ => AddrCode {
+            size: 0,
+            delta: 0,
+            left: 0,
+            right: 0,
+        },
     }
 }
 
-const ADDR_CODES: [AddrCode; 8] = [
+const ADDR_CODES: [AddrCode; 6] = [
     addr_code(0),
     addr_code(1),
     addr_code(2),
     addr_code(3),
     addr_code(4),
     addr_code(5),
-    addr_code(6),
-    addr_code(7),
 ];
+
+/// The length of a reference record with no size or count, tag included, by address code:
+/// one nibble per code, code 0 lowest (1, 1, 2, 3, 5, 7, 9, -). Computed from the tag by two
+/// register operations instead of a table load: the next record's position is the loop's one
+/// dependency chain from record to record.
+const REF_LENS: u32 = {
+    let mut v = 0u32;
+    let mut code = 0;
+    while code < 7 {
+        v |= (1 + ADDR_BYTES[code] as u32) << (4 * code);
+        code += 1;
+    }
+    v
+};
+
+/// The first tag the fast loop leaves to [`Decoder::slow`] whatever its flags: address code 6
+/// (an 8-byte payload), 7 (invalid), and every other event (bit 7).
+const FIRST_SLOW_TAG: u8 = A_ABS << ADDR_SHIFT;
 
 const T_COMPUTE: u8 = 0x80;
 const T_PROC: u8 = 0x81;
@@ -111,19 +134,6 @@ struct Class {
     addr: u64,
     size: u8,
     instrs: u32,
-}
-
-impl Class {
-    /// Advances to the address that code `a` with the 8 bytes after the tag gives; returns the
-    /// new state. Branch-free: `(last & addr) + (last_size & size) + (delta & delta)`.
-    #[inline(always)]
-    fn next(&mut self, a: &AddrCode, word: u64) -> Class {
-        let delta = ((((word << a.shift) as i64) >> a.shift) as u64) & a.delta;
-        self.addr = (self.addr & a.addr)
-            .wrapping_add(self.size as u64 & a.size)
-            .wrapping_add(delta);
-        *self
-    }
 }
 
 /// Initial state of both classes: data (index 0) and fetch (index 1), as a lackey trace starts.
@@ -339,11 +349,12 @@ impl Decoder {
     ) -> Result<(), DecodeError> {
         assert!(raw.len() >= len + PAD, "a chunk buffer lacks its padding");
         let raw = &raw[..len + PAD];
-        // The events are written in place into room made first (a filler per slot): no
-        // capacity check per event, and nothing of the loop's state escapes to a call.
+        // The events are written in place into room reserved first: no capacity check per
+        // event, no filler written before them, and nothing of the loop's state escapes to a
+        // call.
         let base = out.len();
-        out.resize(base + n, Event::Phase { id: 0 });
-        let dst = &mut out[base..];
+        out.reserve(n);
+        let dst = &mut out.spare_capacity_mut()[..n];
         let mut p = *pos;
         let [mut data, mut fetch] = self.classes;
         let mut t = Totals::default();
@@ -352,35 +363,27 @@ impl Decoder {
         let mut last = p;
         let mut done = 0;
         let mut failed = None;
-        'records: while done < n {
-            while done < n {
-                if p >= len {
-                    failed = Some(past_end(p, len, last));
-                    break 'records;
-                }
-                let tag = raw[p];
-                let code = (tag >> ADDR_SHIFT) as usize;
-                if tag & (0x80 | SIZE_FOLLOWS | INSTRS_FOLLOWS) != 0 || code == 7 {
-                    break;
-                }
-                last = p;
-                let a = &ADDR_CODES[code];
-                let word = word(raw, p + 1);
-                p += a.len as usize;
-                // One branch per class keeps each class's state in registers.
-                let c = if tag & 3 == 3 {
-                    fetch.next(a, word)
-                } else {
-                    data.next(a, word)
-                };
-                t.instructions = t.instructions.wrapping_add(c.instrs as u64);
-                dst[done] = Event::Ref(MemRef {
-                    va: Gva(c.addr),
-                    kind: KINDS[(tag & 3) as usize],
-                    size: c.size,
-                    instrs: c.instrs,
-                });
-                done += 1;
+        while done < n {
+            let run = fast_refs(
+                raw,
+                len,
+                p,
+                &mut dst[done..],
+                [data.addr, fetch.addr],
+                [data, fetch],
+            );
+            if run.done > 0 {
+                last = run.last;
+                p = run.p;
+                done += run.done;
+                data.addr = run.addrs[0];
+                fetch.addr = run.addrs[1];
+                let fetches = run.fetches as u64;
+                let datas = run.done as u64 - fetches;
+                t.instructions = t
+                    .instructions
+                    .wrapping_add(fetches.wrapping_mul(fetch.instrs as u64))
+                    .wrapping_add(datas.wrapping_mul(data.instrs as u64));
             }
             if done == n {
                 break;
@@ -392,7 +395,7 @@ impl Decoder {
             last = p;
             match Self::slow(raw, p, [data, fetch], t) {
                 Ok((e, np, [d, f], nt)) => {
-                    dst[done] = e;
+                    dst[done].write(e);
                     (p, data, fetch, t) = (np, d, f, nt);
                     done += 1;
                 }
@@ -402,12 +405,17 @@ impl Decoder {
                 }
             }
         }
+        // SAFETY: the slots `base..base + done` were each written above (`dst[i]` for every
+        // `i < done`, in order) and lie within the capacity reserved; setting the length is what
+        // makes them the vector's. Writing into spare capacity saves a filler pass over a
+        // batch that is about to be overwritten (docs/performance.md, "The trace reader's
+        // threads").
+        unsafe { out.set_len(base + done) };
         if failed.is_none() && p > len {
             failed = Some(past_end(p, len, last));
         }
         if let Some(e) = failed {
             // The events decoded before the bad record stay, as the caller's stream has them.
-            out.truncate(base + done);
             return Err(e);
         }
         self.classes = [data, fetch];
@@ -483,6 +491,86 @@ impl Decoder {
             instrs: c.instrs,
         });
         Ok((e, p, classes, t))
+    }
+}
+
+/// What a run of [`fast_refs`] decoded.
+struct FastRun {
+    /// Records decoded.
+    done: usize,
+    /// The position after them.
+    p: usize,
+    /// The start of the last of them.
+    last: usize,
+    /// Each class's last address after them.
+    addrs: [u64; 2],
+    /// Instruction fetches among them.
+    fetches: usize,
+}
+
+/// Decodes common records from `p` into `dst` until a record that is not common, the end of
+/// `dst`, or `p` reaching `len`. A common record is a reference with its class's size and
+/// count, one tag byte and an address payload of up to 6 bytes: one 8-byte load gives both.
+/// Only the two addresses change from record to record (sizes and counts do not), so the
+/// loop's state is a few registers and the chain from one record to the next is the tag's
+/// load and two register operations on it (the record's length). A record may end past
+/// `len` (its payload read from the padding): the caller names it by `last`.
+#[inline(never)]
+fn fast_refs(
+    raw: &[u8],
+    len: usize,
+    mut p: usize,
+    dst: &mut [MaybeUninit<Event>],
+    addrs: [u64; 2],
+    classes: [Class; 2],
+) -> FastRun {
+    let [mut data_addr, mut fetch_addr] = addrs;
+    let [data, fetch] = classes;
+    let (data_size, fetch_size) = (data.size as u64, fetch.size as u64);
+    let mut last = p;
+    let mut fetches = 0;
+    let mut done = 0;
+    for slot in dst.iter_mut() {
+        if p >= len {
+            break;
+        }
+        let w = word(raw, p);
+        let tag = w as u8;
+        if tag >= FIRST_SLOW_TAG || tag & (SIZE_FOLLOWS | INSTRS_FOLLOWS) != 0 {
+            break;
+        }
+        let code = (tag >> ADDR_SHIFT) as usize;
+        last = p;
+        p += ((REF_LENS >> (4 * code)) & 0xF) as usize;
+        let a = &ADDR_CODES[code];
+        let delta = ((((w << a.left) as i64) >> a.right) as u64) & a.delta;
+        // One branch per class keeps each class's address in a register.
+        let (va, size, instrs) = if tag & 3 == 3 {
+            fetch_addr = fetch_addr
+                .wrapping_add(fetch_size & a.size)
+                .wrapping_add(delta);
+            fetches += 1;
+            (fetch_addr, fetch.size, fetch.instrs)
+        } else {
+            data_addr = data_addr
+                .wrapping_add(data_size & a.size)
+                .wrapping_add(delta);
+            (data_addr, data.size, data.instrs)
+        };
+        slot.write(Event::Ref(MemRef {
+            va: Gva(va),
+            kind: KINDS[(tag & 3) as usize],
+            size,
+            instrs,
+        }));
+        done += 1;
+    }
+    FastRun {
+        done,
+        p,
+        last,
+        addrs: [data_addr, fetch_addr],
+        fetches,
     }
 }
 
@@ -768,10 +856,16 @@ mod speed_probe {
         let mut x = 7u64;
         let events: Vec<Event> = (0..n)
             .map(|i| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 Event::Ref(MemRef {
                     va: Gva(0x10000 + 64 * i as u64),
-                    kind: if (x >> 40) & 1 == 0 { AccessKind::Load } else { AccessKind::Store },
+                    kind: if (x >> 40) & 1 == 0 {
+                        AccessKind::Load
+                    } else {
+                        AccessKind::Store
+                    },
                     size: 8,
                     instrs: 0,
                 })
@@ -788,7 +882,15 @@ mod speed_probe {
             let nbufs = 6;
             let mut bufs: Vec<Vec<Event>> = (0..nbufs).map(|_| Vec::with_capacity(batch)).collect();
             let reps = 40;
-            let cpu = || std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse::<f64>().unwrap();
+            let cpu = || {
+                std::fs::read_to_string("/proc/thread-self/schedstat")
+                    .unwrap()
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .parse::<f64>()
+                    .unwrap()
+            };
             let t = cpu();
             let mut k = 0;
             for _ in 0..reps {
