@@ -102,7 +102,8 @@ const REF_LENS: u32 = {
 };
 
 /// The first tag the fast loop leaves to [`Decoder::slow`] whatever its flags: address code 6
-/// (an 8-byte payload), 7 (invalid), and every other event (bit 7).
+/// (an 8-byte payload), 7 (invalid), and every other event (bit 7). A reference whose count
+/// follows (a varint) is also left to it.
 const FIRST_SLOW_TAG: u8 = A_ABS << ADDR_SHIFT;
 
 const T_COMPUTE: u8 = 0x80;
@@ -134,6 +135,23 @@ struct Class {
     addr: u64,
     size: u8,
     instrs: u32,
+}
+
+impl Class {
+    /// Advances to the next reference of the class: the address that code `a` and the
+    /// (masked) `delta` give, predicted from the class's last address and size, then the size
+    /// byte if the record has one; returns the new state.
+    #[inline(always)]
+    fn advance(&mut self, a: &AddrCode, delta: u64, sized: bool, size: u8) -> Class {
+        self.addr = self
+            .addr
+            .wrapping_add(self.size as u64 & a.size)
+            .wrapping_add(delta);
+        if sized {
+            self.size = size;
+        }
+        *self
+    }
 }
 
 /// Initial state of both classes: data (index 0) and fetch (index 1), as a lackey trace starts.
@@ -364,20 +382,12 @@ impl Decoder {
         let mut done = 0;
         let mut failed = None;
         while done < n {
-            let run = fast_refs(
-                raw,
-                len,
-                p,
-                &mut dst[done..],
-                [data.addr, fetch.addr],
-                [data, fetch],
-            );
+            let run = fast_refs(raw, len, p, &mut dst[done..], [data, fetch]);
             if run.done > 0 {
                 last = run.last;
                 p = run.p;
                 done += run.done;
-                data.addr = run.addrs[0];
-                fetch.addr = run.addrs[1];
+                [data, fetch] = run.classes;
                 let fetches = run.fetches as u64;
                 let datas = run.done as u64 - fetches;
                 t.instructions = t
@@ -502,31 +512,29 @@ struct FastRun {
     p: usize,
     /// The start of the last of them.
     last: usize,
-    /// Each class's last address after them.
-    addrs: [u64; 2],
+    /// Both classes after them (data, fetch).
+    classes: [Class; 2],
     /// Instruction fetches among them.
     fetches: usize,
 }
 
 /// Decodes common records from `p` into `dst` until a record that is not common, the end of
-/// `dst`, or `p` reaching `len`. A common record is a reference with its class's size and
-/// count, one tag byte and an address payload of up to 6 bytes: one 8-byte load gives both.
-/// Only the two addresses change from record to record (sizes and counts do not), so the
-/// loop's state is a few registers and the chain from one record to the next is the tag's
-/// load and two register operations on it (the record's length). A record may end past
-/// `len` (its payload read from the padding): the caller names it by `last`.
+/// `dst`, or `p` reaching `len`. A common record is a reference with its class's count: a tag
+/// byte, perhaps a size byte, and an address payload of up to 6 bytes, so one 8-byte load
+/// gives the whole record. Only the addresses and sizes change from record to record (the
+/// counts do not), so the loop's state is a few registers, and the chain from one record to
+/// the next is the tag's load and a few register operations on it (the record's length). A
+/// record may end past `len` (its payload read from the padding): the caller names it by
+/// `last`.
 #[inline(never)]
 fn fast_refs(
     raw: &[u8],
     len: usize,
     mut p: usize,
     dst: &mut [MaybeUninit<Event>],
-    addrs: [u64; 2],
     classes: [Class; 2],
 ) -> FastRun {
-    let [mut data_addr, mut fetch_addr] = addrs;
-    let [data, fetch] = classes;
-    let (data_size, fetch_size) = (data.size as u64, fetch.size as u64);
+    let [mut data, mut fetch] = classes;
     let mut last = p;
     let mut fetches = 0;
     let mut done = 0;
@@ -536,32 +544,30 @@ fn fast_refs(
         }
         let w = word(raw, p);
         let tag = w as u8;
-        if tag >= FIRST_SLOW_TAG || tag & (SIZE_FOLLOWS | INSTRS_FOLLOWS) != 0 {
+        if tag >= FIRST_SLOW_TAG || tag & INSTRS_FOLLOWS != 0 {
             break;
         }
         let code = (tag >> ADDR_SHIFT) as usize;
+        let sized = tag & SIZE_FOLLOWS != 0;
         last = p;
-        p += ((REF_LENS >> (4 * code)) & 0xF) as usize;
+        p += ((REF_LENS >> (4 * code)) & 0xF) as usize + sized as usize;
         let a = &ADDR_CODES[code];
-        let delta = ((((w << a.left) as i64) >> a.right) as u64) & a.delta;
-        // One branch per class keeps each class's address in a register.
-        let (va, size, instrs) = if tag & 3 == 3 {
-            fetch_addr = fetch_addr
-                .wrapping_add(fetch_size & a.size)
-                .wrapping_add(delta);
+        // The payload after the tag, and after the size byte if there is one.
+        let payload = w >> (8 * sized as u32);
+        let delta = ((((payload << a.left) as i64) >> a.right) as u64) & a.delta;
+        let size = (w >> 8) as u8;
+        // One branch per class keeps each class's state in registers.
+        let c = if tag & 3 == 3 {
             fetches += 1;
-            (fetch_addr, fetch.size, fetch.instrs)
+            fetch.advance(a, delta, sized, size)
         } else {
-            data_addr = data_addr
-                .wrapping_add(data_size & a.size)
-                .wrapping_add(delta);
-            (data_addr, data.size, data.instrs)
+            data.advance(a, delta, sized, size)
         };
         slot.write(Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva(c.addr),
             kind: KINDS[(tag & 3) as usize],
-            size,
-            instrs,
+            size: c.size,
+            instrs: c.instrs,
         }));
         done += 1;
     }
@@ -569,7 +575,7 @@ fn fast_refs(
         done,
         p,
         last,
-        addrs: [data_addr, fetch_addr],
+        classes: [data, fetch],
         fetches,
     }
 }
@@ -849,67 +855,58 @@ mod tests {
 #[cfg(test)]
 mod speed_probe {
     use super::*;
+    use crate::trace::format::{ChunkHeader, CHUNK_HEADER_LEN};
+    fn cpu() -> f64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse::<f64>().unwrap()
+    }
     #[test]
     #[ignore]
     fn probe() {
-        let n = 1 << 20;
-        let mut x = 7u64;
-        let events: Vec<Event> = (0..n)
-            .map(|i| {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                Event::Ref(MemRef {
-                    va: Gva(0x10000 + 64 * i as u64),
-                    kind: if (x >> 40) & 1 == 0 {
-                        AccessKind::Load
-                    } else {
-                        AccessKind::Store
-                    },
-                    size: 8,
-                    instrs: 0,
-                })
-            })
-            .collect();
-        let mut raw = vec![0u8; n * MAX_RECORD];
-        let mut enc = Encoder::new();
-        let mut len = 0;
-        for e in &events {
-            len = enc.encode(e, &mut raw, len);
-        }
-        raw.truncate(len + PAD);
-        for batch in [4096usize, 16384, 65536] {
+        for path in std::env::var("VTRACE_PROBE").unwrap().split(',') {
+            let f = std::fs::read(path).unwrap();
+            let meta_len = u32::from_le_bytes(f[12..16].try_into().unwrap()) as usize;
+            let mut off = 16 + meta_len + 4;
+            let mut chunks = Vec::new();
+            let mut dctx = zstd::bulk::Decompressor::new().unwrap();
+            let t = cpu();
+            while off + 4 <= f.len() && &f[off..off + 4] == b"VTCK" {
+                let h = ChunkHeader::parse(f[off..off + CHUNK_HEADER_LEN].try_into().unwrap()).unwrap();
+                let comp = &f[off + CHUNK_HEADER_LEN..off + CHUNK_HEADER_LEN + h.comp_len as usize];
+                let mut raw = vec![0u8; h.raw_len as usize + PAD];
+                dctx.decompress_to_buffer(comp, &mut raw[..h.raw_len as usize]).unwrap();
+                chunks.push((raw, h.raw_len as usize, h.events as usize));
+                off += CHUNK_HEADER_LEN + h.comp_len as usize;
+            }
+            let zs = cpu() - t;
+            let t = cpu();
+            for (raw, len, _) in &chunks {
+                std::hint::black_box(crate::trace::hash::xxh64(&raw[..*len]));
+            }
+            let hs = cpu() - t;
+            let events: usize = chunks.iter().map(|c| c.2).sum();
+            let batch = 16384;
             let nbufs = 6;
             let mut bufs: Vec<Vec<Event>> = (0..nbufs).map(|_| Vec::with_capacity(batch)).collect();
-            let reps = 40;
-            let cpu = || {
-                std::fs::read_to_string("/proc/thread-self/schedstat")
-                    .unwrap()
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .parse::<f64>()
-                    .unwrap()
-            };
             let t = cpu();
             let mut k = 0;
-            for _ in 0..reps {
+            for (raw, len, n) in &chunks {
                 let mut dec = Decoder::new();
                 let mut pos = 0;
-                let mut left = n;
+                let mut left = *n;
                 let mut counts = Counts::default();
                 while left > 0 {
                     let m = left.min(batch);
                     let b = &mut bufs[k % nbufs];
                     k += 1;
                     b.clear();
-                    dec.decode(&raw, len, &mut pos, b, m, &mut counts).unwrap();
+                    dec.decode(raw, *len, &mut pos, b, m, &mut counts).unwrap();
                     left -= m;
                 }
-                assert_eq!(pos, len);
+                assert_eq!(pos, *len);
             }
-            let ns = (cpu() - t) / (reps * n) as f64;
-            eprintln!("batch {batch}: {ns:.2} ns/ref");
+            let ds = cpu() - t;
+            let e = events as f64;
+            eprintln!("{path}: {events} events, zstd {:.2} ns/ev, xxh64 {:.2}, decode {:.2}", zs / e, hs / e, ds / e);
         }
     }
 }
