@@ -376,34 +376,37 @@ impl Decoder {
         let mut p = *pos;
         let [mut data, mut fetch] = self.classes;
         let mut t = Totals::default();
-        // The start of the last record decoded: a record that runs past `len` is found at the
-        // next record (or after the loop) and named by its start.
-        let mut last = p;
         let mut done = 0;
         let mut failed = None;
         while done < n {
             let run = fast_refs(raw, len, p, &mut dst[done..], [data, fetch]);
-            if run.done > 0 {
-                last = run.last;
-                p = run.p;
-                done += run.done;
-                [data, fetch] = run.classes;
-                let fetches = run.fetches as u64;
-                let datas = run.done as u64 - fetches;
-                t.instructions = t
-                    .instructions
-                    .wrapping_add(fetches.wrapping_mul(fetch.instrs as u64))
-                    .wrapping_add(datas.wrapping_mul(data.instrs as u64));
-            }
+            p = run.p;
+            done += run.done;
+            [data, fetch] = run.classes;
+            let fetches = run.fetches as u64;
+            let datas = run.done as u64 - fetches;
+            t.instructions = t
+                .instructions
+                .wrapping_add(fetches.wrapping_mul(fetch.instrs as u64))
+                .wrapping_add(datas.wrapping_mul(data.instrs as u64));
             if done == n {
                 break;
             }
             if p >= len {
-                failed = Some(past_end(p, len, last));
+                failed = Some(DecodeError {
+                    at: p,
+                    reason: "the chunk's records end before its event count".into(),
+                });
                 break;
             }
-            last = p;
             match Self::slow(raw, p, [data, fetch], t) {
+                Ok((_, np, ..)) if np > len => {
+                    failed = Some(DecodeError {
+                        at: p,
+                        reason: "a record runs past the end of the chunk".into(),
+                    });
+                    break;
+                }
                 Ok((e, np, [d, f], nt)) => {
                     dst[done].write(e);
                     (p, data, fetch, t) = (np, d, f, nt);
@@ -421,9 +424,6 @@ impl Decoder {
         // batch that is about to be overwritten (docs/performance.md, "The trace reader's
         // threads").
         unsafe { out.set_len(base + done) };
-        if failed.is_none() && p > len {
-            failed = Some(past_end(p, len, last));
-        }
         if let Some(e) = failed {
             // The events decoded before the bad record stay, as the caller's stream has them.
             return Err(e);
@@ -510,22 +510,20 @@ struct FastRun {
     done: usize,
     /// The position after them.
     p: usize,
-    /// The start of the last of them.
-    last: usize,
     /// Both classes after them (data, fetch).
     classes: [Class; 2],
     /// Instruction fetches among them.
     fetches: usize,
 }
 
-/// Decodes common records from `p` into `dst` until a record that is not common, the end of
-/// `dst`, or `p` reaching `len`. A common record is a reference with its class's count: a tag
-/// byte, perhaps a size byte, and an address payload of up to 6 bytes, so one 8-byte load
-/// gives the whole record. Only the addresses and sizes change from record to record (the
-/// counts do not), so the loop's state is a few registers, and the chain from one record to
-/// the next is the tag's load and a few register operations on it (the record's length). A
-/// record may end past `len` (its payload read from the padding): the caller names it by
-/// `last`.
+/// Decodes common records from `p` into `dst` until a record that is not common, or that
+/// would end past `len`, or the end of `dst`. A common record is a reference with its class's
+/// count: a tag byte, perhaps a size byte, and an address payload of up to 6 bytes, so one
+/// 8-byte load gives the whole record (`raw` extends at least [`PAD`] bytes past `len`, so the
+/// load never fails, whatever the bytes after `len` hold). Only the addresses and sizes change
+/// from record to record (the counts do not), so the loop's state is a few registers, and the
+/// chain from one record to the next is the tag's load and a few register operations on it
+/// (the record's length).
 #[inline(never)]
 fn fast_refs(
     raw: &[u8],
@@ -535,22 +533,18 @@ fn fast_refs(
     classes: [Class; 2],
 ) -> FastRun {
     let [mut data, mut fetch] = classes;
-    let mut last = p;
     let mut fetches = 0;
     let mut done = 0;
-    for slot in dst.iter_mut() {
-        if p >= len {
-            break;
-        }
+    while done < dst.len() {
         let w = word(raw, p);
         let tag = w as u8;
-        if tag >= FIRST_SLOW_TAG || tag & INSTRS_FOLLOWS != 0 {
-            break;
-        }
         let code = (tag >> ADDR_SHIFT) as usize;
         let sized = tag & SIZE_FOLLOWS != 0;
-        last = p;
-        p += ((REF_LENS >> (4 * code)) & 0xF) as usize + sized as usize;
+        let next = p + ((REF_LENS >> (4 * code)) & 0xF) as usize + sized as usize;
+        if tag >= FIRST_SLOW_TAG || tag & INSTRS_FOLLOWS != 0 || next > len {
+            break;
+        }
+        p = next;
         let a = &ADDR_CODES[code];
         // The payload after the tag, and after the size byte if there is one.
         let payload = w >> (8 * sized as u32);
@@ -563,7 +557,7 @@ fn fast_refs(
         } else {
             data.advance(a, delta, sized, size)
         };
-        slot.write(Event::Ref(MemRef {
+        dst[done].write(Event::Ref(MemRef {
             va: Gva(c.addr),
             kind: KINDS[(tag & 3) as usize],
             size: c.size,
@@ -574,7 +568,6 @@ fn fast_refs(
     FastRun {
         done,
         p,
-        last,
         classes: [data, fetch],
         fetches,
     }
@@ -589,22 +582,6 @@ struct Totals {
     instructions: u64,
     /// Process and address-space events.
     os_events: u64,
-}
-
-/// The error for a position `p` at or past `len`: the record starting at `last` ran past the
-/// end, or the records ended before the event count.
-fn past_end(p: usize, len: usize, last: usize) -> DecodeError {
-    if p > len {
-        DecodeError {
-            at: last,
-            reason: "a record runs past the end of the chunk".into(),
-        }
-    } else {
-        DecodeError {
-            at: p,
-            reason: "the chunk's records end before its event count".into(),
-        }
-    }
 }
 
 fn invalid_code(tag: u8, start: usize) -> DecodeError {
@@ -810,7 +787,8 @@ mod tests {
             (e.at, e.reason.as_str()),
             (2, "a record runs past the end of the chunk")
         );
-        assert_eq!(out[..2], [load(8, 8), load(16, 8)]);
+        // The cut record itself is not handed out.
+        assert_eq!(out, [load(8, 8), load(16, 8)]);
         // The same cut as the last record asked for.
         let e = decode_bytes(&bytes[2..], 1).1.unwrap_err();
         assert_eq!(e.at, 0);
@@ -857,7 +835,13 @@ mod speed_probe {
     use super::*;
     use crate::trace::format::{ChunkHeader, CHUNK_HEADER_LEN};
     fn cpu() -> f64 {
-        std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split_whitespace().next().unwrap().parse::<f64>().unwrap()
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
     }
     #[test]
     #[ignore]
@@ -870,10 +854,12 @@ mod speed_probe {
             let mut dctx = zstd::bulk::Decompressor::new().unwrap();
             let t = cpu();
             while off + 4 <= f.len() && &f[off..off + 4] == b"VTCK" {
-                let h = ChunkHeader::parse(f[off..off + CHUNK_HEADER_LEN].try_into().unwrap()).unwrap();
+                let h =
+                    ChunkHeader::parse(f[off..off + CHUNK_HEADER_LEN].try_into().unwrap()).unwrap();
                 let comp = &f[off + CHUNK_HEADER_LEN..off + CHUNK_HEADER_LEN + h.comp_len as usize];
                 let mut raw = vec![0u8; h.raw_len as usize + PAD];
-                dctx.decompress_to_buffer(comp, &mut raw[..h.raw_len as usize]).unwrap();
+                dctx.decompress_to_buffer(comp, &mut raw[..h.raw_len as usize])
+                    .unwrap();
                 chunks.push((raw, h.raw_len as usize, h.events as usize));
                 off += CHUNK_HEADER_LEN + h.comp_len as usize;
             }
@@ -906,7 +892,12 @@ mod speed_probe {
             }
             let ds = cpu() - t;
             let e = events as f64;
-            eprintln!("{path}: {events} events, zstd {:.2} ns/ev, xxh64 {:.2}, decode {:.2}", zs / e, hs / e, ds / e);
+            eprintln!(
+                "{path}: {events} events, zstd {:.2} ns/ev, xxh64 {:.2}, decode {:.2}",
+                zs / e,
+                hs / e,
+                ds / e
+            );
         }
     }
 }
