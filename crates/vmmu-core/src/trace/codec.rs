@@ -352,9 +352,10 @@ impl Decoder {
     /// adding to `counts`. `raw` must extend at least [`PAD`] bytes past `len`. A record that
     /// does not decode, or that ends past `len`, is an error naming its offset.
     ///
-    /// The common record — a reference with its class's size and count, one tag byte and its
-    /// address payload — is decoded by an inner loop that calls nothing, so both classes' state
-    /// stays in registers; any other record leaves it for [`Decoder::slow`] and comes back.
+    /// Runs of the common record — a reference with its class's count: a tag byte, perhaps a
+    /// size byte, an address payload of up to 6 bytes — are decoded by [`fast_refs`]; any other
+    /// record, or one that would end past `len`, by [`Decoder::slow`], which decodes it or
+    /// names its offset. A record that fails is not handed out; the events before it are.
     #[inline]
     pub fn decode(
         &mut self,
