@@ -522,9 +522,9 @@ struct FastRun {
 /// count: a tag byte, perhaps a size byte, and an address payload of up to 6 bytes, so one
 /// 8-byte load gives the whole record (`raw` extends at least [`PAD`] bytes past `len`, so the
 /// load never fails, whatever the bytes after `len` hold). Only the addresses and sizes change
-/// from record to record (the counts do not), so the loop's state is a few registers, and the
-/// chain from one record to the next is the tag's load and a few register operations on it
-/// (the record's length).
+/// from record to record (the counts do not), so the loop's state is a few registers. The
+/// record's length is computed from its tag in registers, and only when the tag's shape
+/// differs from the previous record's (below).
 #[inline(never)]
 fn fast_refs(
     raw: &[u8],
@@ -536,13 +536,29 @@ fn fast_refs(
     let [mut data, mut fetch] = classes;
     let mut fetches = 0;
     let mut done = 0;
+    // The previous record's tag without its kind bits (its shape: flags and address code),
+    // and what follows from it. A record of the same shape has the same length, and the branch
+    // that says so is predicted: the next record's position does not wait for this record's
+    // load, only for the branch to be confirmed. A stride stream is all one shape; a recorded
+    // program changes shape often and decodes as fast as with the length computed every time.
+    let mut shape = 0xFFu8;
+    let mut step = 0usize;
+    let mut code = 0usize;
+    let mut sized = false;
     while done < dst.len() {
         let w = word(raw, p);
         let tag = w as u8;
-        let code = (tag >> ADDR_SHIFT) as usize;
-        let sized = tag & SIZE_FOLLOWS != 0;
-        let next = p + ((REF_LENS >> (4 * code)) & 0xF) as usize + sized as usize;
-        if tag >= FIRST_SLOW_TAG || tag & INSTRS_FOLLOWS != 0 || next > len {
+        if tag & !3 != shape {
+            if tag >= FIRST_SLOW_TAG || tag & INSTRS_FOLLOWS != 0 {
+                break;
+            }
+            shape = tag & !3;
+            code = (tag >> ADDR_SHIFT) as usize;
+            sized = tag & SIZE_FOLLOWS != 0;
+            step = ((REF_LENS >> (4 * code)) & 0xF) as usize + sized as usize;
+        }
+        let next = p + step;
+        if next > len {
             break;
         }
         p = next;
@@ -793,6 +809,20 @@ mod tests {
         // The same cut as the last record asked for.
         let e = decode_bytes(&bytes[2..], 1).1.unwrap_err();
         assert_eq!(e.at, 0);
+    }
+
+    #[test]
+    fn a_cut_record_of_the_same_shape_as_the_one_before_is_named() {
+        // Two loads with a 1-byte delta (the second of the same shape, so its length is not
+        // recomputed); the chunk cuts the second after its tag.
+        let bytes = [2 << 4, 0x05, 2 << 4];
+        let (out, res) = decode_bytes(&bytes, 2);
+        let e = res.unwrap_err();
+        assert_eq!(
+            (e.at, e.reason.as_str()),
+            (2, "a record runs past the end of the chunk")
+        );
+        assert_eq!(out, [load(5, 8)]);
     }
 
     #[test]
