@@ -20,11 +20,11 @@ pub use adaptive::WindowRecord;
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource, MemRef};
-use crate::guest::{GuestOs, OsEffects, OsError};
+use crate::guest::{GuestOs, OsEffects, OsError, OsStats};
 use crate::hw::tlb::{Tag, TlbHierarchy};
-use crate::mmu::{Lookup, Mmu};
+use crate::mmu::{Lookup, Mmu, MmuStats};
 use crate::paging::Geometry;
-use crate::vmm::exits::ExitReason;
+use crate::vmm::exits::{ExitReason, ExitStats};
 use crate::vmm::{Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
 use adaptive::Adaptive;
@@ -74,6 +74,30 @@ pub struct CyclesByCause {
 }
 
 impl CyclesByCause {
+    /// The cycles of a run whose counters are these, on a core of `base_cpi`; the waits of
+    /// a multi-vCPU run (zero with one vCPU) given apart.
+    pub fn of(
+        base_cpi: f64,
+        counters: &Counters,
+        mmu: &MmuStats,
+        os: &OsStats,
+        exits: &ExitStats,
+        shootdown_wait: u64,
+        pager_lock_wait: u64,
+    ) -> CyclesByCause {
+        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
+        CyclesByCause {
+            base: (counters.instructions as f64 * base_cpi).round() as u64,
+            translation: mmu.translation_cycles,
+            data: mmu.data_cycles,
+            guest_kernel: os.kernel_cycles,
+            hypervisor: exits.total_cycles() - mode_switch,
+            mode_switch,
+            shootdown_wait,
+            pager_lock_wait,
+        }
+    }
+
     /// Their sum: the cycles of the run.
     pub fn total(&self) -> u64 {
         self.base
@@ -88,7 +112,7 @@ impl CyclesByCause {
 }
 
 /// Counters kept by the event loop itself.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Counters {
     /// Events consumed (after the warm-up).
     pub events: u64,
@@ -258,19 +282,15 @@ impl Simulator {
 
     /// Cycles by cause so far (docs/statistics.md).
     pub fn cycles_by_cause(&self) -> CyclesByCause {
-        let exits = self.vmm.exits();
-        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
-        CyclesByCause {
-            base: (self.counters.instructions as f64 * self.cfg.machine.core.base_cpi).round()
-                as u64,
-            translation: self.mmu.stats.translation_cycles,
-            data: self.mmu.stats.data_cycles,
-            guest_kernel: self.os.stats.kernel_cycles,
-            hypervisor: exits.total_cycles() - mode_switch,
-            mode_switch,
-            shootdown_wait: self.shootdowns.wait_cycles,
-            pager_lock_wait: self.pager_lock.wait_cycles,
-        }
+        CyclesByCause::of(
+            self.cfg.machine.core.base_cpi,
+            &self.counters,
+            &self.mmu.stats,
+            &self.os.stats,
+            self.vmm.exits(),
+            self.shootdowns.wait_cycles,
+            self.pager_lock.wait_cycles,
+        )
     }
 
     /// Simulates `e`, first calling `observe` when a window of `window` counted instructions
