@@ -89,11 +89,12 @@ pub fn run(
         let mut c = cfg.clone();
         c.mode = mode;
         c.policy = None;
-        sims.push(Simulator::new(&c)?);
+        let mut sim = Simulator::new(&c)?;
+        sim.observe_windows(window);
+        sims.push(sim);
         configs.push(Arc::new(c));
     }
     let mut snaps: [Vec<Counts>; 2] = [Vec::new(), Vec::new()];
-    let mut next = [0u64; 2];
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let total = source.len_hint();
     let mut events = 0u64;
@@ -103,12 +104,8 @@ pub fn run(
         if source.next_batch(&mut buf, BATCH)? == 0 {
             break;
         }
-        for (i, sim) in sims.iter_mut().enumerate() {
-            let out = &mut snaps[i];
-            let mut observe = |s: &Simulator| out.push(Counts::of(s));
-            for e in &buf {
-                sim.step_observed(e, window, &mut next[i], &mut observe)?;
-            }
+        for (sim, out) in sims.iter_mut().zip(&mut snaps) {
+            sim.run_observed(&buf, &mut |s: &Simulator| out.push(Counts::of(s)))?;
         }
         events += buf.len() as u64;
         if events >= next_report {

@@ -170,6 +170,17 @@ pub struct Simulator {
     next_exits: u64,
     /// The paging-mode policy of an adaptive run, its windows and timeline.
     adaptive: Option<Box<Adaptive>>,
+    /// The windows at whose ends [`Simulator::run_observed`] calls its observer.
+    observed: Option<Observed>,
+}
+
+/// Windows observed from outside the simulation (the oracle's), in counted instructions.
+#[derive(Clone, Copy, Debug)]
+struct Observed {
+    /// Instructions per window.
+    window: u64,
+    /// Where the current window ends.
+    next: u64,
 }
 
 fn os_err(e: OsError, event: u64, what: &Event) -> Error {
@@ -215,6 +226,7 @@ impl Simulator {
             next_refs: u64::MAX,
             next_exits: u64::MAX,
             adaptive: None,
+            observed: None,
             cfg: cfg.clone(),
         };
         sim.adaptive = Adaptive::of(&sim);
@@ -293,25 +305,50 @@ impl Simulator {
         )
     }
 
-    /// Simulates `e`, first calling `observe` when a window of `window` counted instructions
-    /// has ended since the last call (`next`: where the current window ends; start it at 0,
-    /// and the first call after counting starts observes the start). The windows end where an
-    /// adaptive run's PMU windows end: at the first event boundary at or after each multiple.
-    pub fn step_observed(
+    /// Marks the end of every window of `window` counted instructions as a boundary, for
+    /// [`run_observed`](Self::run_observed): the windows end where an adaptive run's PMU
+    /// windows end, at the first event boundary at or after each multiple (the first window
+    /// starts when counting starts).
+    pub fn observe_windows(&mut self, window: u64) {
+        self.observed = Some(Observed { window, next: 0 });
+        self.plan();
+    }
+
+    /// Simulates `events`, calling `observe` before the first event of each window of
+    /// [`observe_windows`](Self::observe_windows) (the first call, once counting has started,
+    /// observes the start). The observations are boundaries like the others, so the events
+    /// between them cost what [`step`](Self::step) costs.
+    pub fn run_observed(
         &mut self,
-        e: &Event,
-        window: u64,
-        next: &mut u64,
+        events: &[Event],
         observe: &mut dyn FnMut(&Simulator),
     ) -> Result<()> {
-        if self.boundary_due() {
-            self.boundary()?;
+        for e in events {
+            let idx = self.warmed.events + self.counters.events;
+            if self.boundary_due() {
+                self.boundary()?;
+                self.observe_due(observe);
+            }
+            self.simulate(e, idx)?;
         }
-        if !self.warming && self.counters.instructions >= *next {
+        Ok(())
+    }
+
+    /// Calls `observe` when a window of [`observe_windows`](Self::observe_windows) has
+    /// ended, and plans the next boundary.
+    fn observe_due(&mut self, observe: &mut dyn FnMut(&Simulator)) {
+        let instr = self.counters.instructions;
+        let Some(o) = self.observed else {
+            return;
+        };
+        if !self.warming && instr >= o.next {
             observe(self);
-            *next = (self.counters.instructions / window + 1) * window;
+            self.observed = Some(Observed {
+                next: (instr / o.window + 1) * o.window,
+                ..o
+            });
+            self.plan();
         }
-        self.step(e)
     }
 
     /// Whether a boundary (warm-up end, mode switch, policy wake-up) is due before the next
@@ -337,6 +374,13 @@ impl Simulator {
         if self.boundary_due() {
             self.boundary()?;
         }
+        self.simulate(e, idx)
+    }
+
+    /// Simulates one event, the `idx`-th of its stream, once the boundaries due before it
+    /// have been taken.
+    #[inline(always)]
+    fn simulate(&mut self, e: &Event, idx: u64) -> Result<()> {
         self.counters.events += 1;
         match e {
             Event::Ref(r) => self.reference(r, idx),
