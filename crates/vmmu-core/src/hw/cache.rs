@@ -25,8 +25,8 @@ use crate::addr::Hpa;
 use crate::config::CacheConfig;
 
 /// The most cache levels a machine may have: each level's walk references, and DRAM's, are
-/// counted in a fixed array (`WalkStats::served_level`), and snapshots copy the levels'
-/// counters as plain values.
+/// counted in a fixed array (`WalkStats::served_level`), and a copy of a running simulation's
+/// counters holds the levels' as plain values.
 pub const MAX_LEVELS: usize = 7;
 
 /// One cache level.
@@ -168,8 +168,8 @@ impl MemoryHierarchy {
         self.named(&self.counts())
     }
 
-    /// Per-level counters as plain values, in level order (zero beyond the last level): what
-    /// a snapshot of a running simulation copies.
+    /// Per-level counters as plain values, in level order (zero beyond the last level): what a
+    /// copy of a running simulation's counters holds.
     pub fn counts(&self) -> [HitMiss; MAX_LEVELS] {
         let mut c = [HitMiss::default(); MAX_LEVELS];
         for (c, l) in c.iter_mut().zip(&self.levels) {

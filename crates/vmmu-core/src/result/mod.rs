@@ -197,8 +197,8 @@ pub struct RunResult {
     pub checked_translations: u64,
     /// What the warm-up left out.
     pub warmup: Warmup,
-    /// The configuration (shared: the oracle's per-window snapshots of one simulation hold one
-    /// copy).
+    /// The configuration (shared: the results the oracle builds of one simulation's counters
+    /// hold one copy).
     pub config: Arc<SimConfig>,
     /// The simulation's own figures.
     pub sim: SimInfo,
@@ -251,23 +251,13 @@ pub struct SizingRow {
 impl RunResult {
     /// The result of the finished simulation `sim` of `workload`, which took `seconds`.
     pub fn of(sim: &Simulator, workload: &str, seconds: f64) -> RunResult {
-        Self::with_config(sim, workload, seconds, Arc::new(sim.cfg.clone()))
-    }
-
-    /// [`RunResult::of`] with `config` as its configuration (`sim`'s, shared rather than
-    /// copied).
-    pub(crate) fn with_config(
-        sim: &Simulator,
-        workload: &str,
-        seconds: f64,
-        config: Arc<SimConfig>,
-    ) -> RunResult {
+        let config = Arc::new(sim.cfg.clone());
         let (mut r, steps) = Self::of_counts(sim, &Counts::of(sim), workload, seconds, config);
         steps.fill(&mut r);
         r
     }
 
-    /// [`RunResult::with_config`] of `sim`'s counters `counts` (of [`Counts::of`], taken
+    /// [`RunResult::of`] `sim`'s counters `counts` (of [`Counts::of`], taken
     /// at any moment of `sim`'s run), with `walk_refs_by_step` and `pwc_hits_by_step` left
     /// empty and the grids they are made of beside it (the oracle names the steps only of
     /// the copies it reads). The fixed parts (configuration, structure names) and what

@@ -15,13 +15,15 @@
 //! window boundaries can do better by the windows' own costs — and slightly optimistic.
 //!
 //! **The stitched result** is the sum of the chosen windows' changes of every integer field
-//! ([`super::stitch`]), taken a stretch of one mode at a time (the windows' changes telescope,
-//! so only the snapshots at the stretches' ends become JSON trees; every window's snapshot
-//! stays typed and shares its simulation's configuration), the switches added to `cycles`,
-//! `cycles_by_cause.mode_switch`, the `mode_switch` exit, `world_switches`, `mode_switches`
-//! and `os_events.vm_flushes`, the ratios recomputed. Levels rather than counts are taken at the end: `nested` from the
-//! simulation of the last window's mode, `shadow.pages_live` from the shadow simulation when
-//! the schedule ends in shadow paging, else 0 (a switch to nested paging drops the cache).
+//! ([`super::stitch`]), taken a stretch of one mode at a time: the windows' changes
+//! telescope, so a result (a JSON tree) is built only of the counters at the stretches' ends,
+//! while at every window boundary each simulation's counters are copied as plain values
+//! (`result::counts`), which is all the schedule and the timeline read. The switches are
+//! added to `cycles`, `cycles_by_cause.mode_switch`, the `mode_switch` exit,
+//! `world_switches`, `mode_switches` and `os_events.vm_flushes`, and the ratios recomputed.
+//! Levels rather than counts are taken at the end: `nested` from the simulation of the last
+//! window's mode, `shadow.pages_live` from the shadow simulation when the schedule ends in
+//! shadow paging, else 0 (a switch to nested paging drops the cache).
 
 use super::counts::Counts;
 use super::stitch::{add, delta, rename_keys, tree};
@@ -232,7 +234,7 @@ fn stitch(
         }
     }
     // A stretch's change is the sum of its windows' changes (integers telescope), so JSON
-    // trees are made only of the snapshots at the stretches' ends, not of every window's.
+    // trees are made only of the counters at the stretches' ends, not of every window's.
     let any_nested = modes.contains(&Mode::Nested);
     let mut acc = Value::Object(Map::new());
     for &(m, a, b) in &runs {
