@@ -126,18 +126,11 @@ pub fn run(
     }
     progress(&Progress { events, total });
     let seconds = start.elapsed().as_secs_f64();
-    let runs = [
-        Run {
-            sim: &sims[0],
-            config: &configs[0],
-            snaps: &snaps[0],
-        },
-        Run {
-            sim: &sims[1],
-            config: &configs[1],
-            snaps: &snaps[1],
-        },
-    ];
+    let runs: [Run; 2] = std::array::from_fn(|i| Run {
+        sim: &sims[i],
+        config: &configs[i],
+        snaps: &snaps[i],
+    });
     stitch(cfg, &source.describe(), window, &runs, seconds)
 }
 
