@@ -84,17 +84,24 @@ impl MemoryHierarchy {
     /// latency). Fills the line into every level from `from` down to the one above the server,
     /// so page entries never enter levels above `from`. Counts a hit or miss at each level
     /// looked up.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, addr: Hpa, from: usize) -> (usize, u32) {
         let line = addr.raw() >> self.line_shift;
+        // `last_l1` is `u64::MAX` without levels, which no line number equals.
+        if from == 0 && line == self.last_l1 {
+            let l = &mut self.levels[0];
+            l.stats.hits += 1;
+            return (0, l.latency);
+        }
+        self.access_levels(line, from)
+    }
+
+    /// [`access`](Self::access) of `line` past the remembered line: the level search.
+    #[inline(never)]
+    fn access_levels(&mut self, line: u64, from: usize) -> (usize, u32) {
         let n = self.levels.len();
         debug_assert!(from <= n, "level {from} of {n}");
         if from == 0 && n > 0 {
-            if line == self.last_l1 {
-                let l = &mut self.levels[0];
-                l.stats.hits += 1;
-                return (0, l.latency);
-            }
             self.last_l1 = line;
         }
         // A level that misses is filled at once: the levels are independent, so this is the
