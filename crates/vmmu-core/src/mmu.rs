@@ -68,13 +68,16 @@ pub enum Lookup {
     Denied,
 }
 
-/// The accesses [`Mmu::lookup`] answers now with a [`Lookup::Hit`] from the TLBs' remembered L1
-/// hits (hw/tlb.rs, "Speed"), taken out of the MMU for a run of references: a copy that
-/// translates such an access in a compare and an add, and counts the hits it answers. It is
-/// exact while nothing changes the TLBs — a run of such hits and their data references
-/// changes nothing there — and [`Mmu::count_remembered`] adds its counts back.
+/// What the MMU answers now without searching, taken out of it for a run of references: the
+/// accesses [`Mmu::lookup`] answers with a [`Lookup::Hit`] from the TLBs' remembered L1 hits
+/// (hw/tlb.rs, "Speed"), and the data line the caches answer as an L1 hit from their
+/// remembered line (hw/cache.rs, "Speed"). A copy in the caller's registers: a translation is
+/// a compare and an add, a data reference to the remembered line a compare and a count. It is
+/// exact while nothing but such references and [`Mmu::data_remembered`] reaches the MMU (they
+/// change neither the TLBs nor the caches' order), and [`Mmu::count_remembered`] adds its
+/// counts back.
 #[derive(Clone, Copy, Debug)]
-pub struct RememberedHits {
+pub struct Remembered {
     /// Per side (data, instruction): the 4 KiB page number answered (`u64::MAX`: none).
     vpn: [u64; 2],
     /// Per side: the host address of that 4 KiB page.
@@ -82,20 +85,26 @@ pub struct RememberedHits {
     /// Stores hit on the data side: its entry is writable and dirty (otherwise a store is
     /// [`Lookup::Denied`] or [`Lookup::Clean`]).
     store: bool,
-    /// Per side: the hits answered.
-    hits: [u64; 2],
+    /// The data caches are modelled.
+    data_on: bool,
+    /// `log2` of the line size.
+    line_shift: u32,
+    /// The remembered L1 line (`u64::MAX`: none).
+    line: u64,
+    /// Data references answered by `line`.
+    line_hits: u64,
 }
 
-impl RememberedHits {
+impl Remembered {
     /// The host address of `va` for `access` when the remembered hit of its side answers it
-    /// with [`Lookup::Hit`] (counted), else `None` (nothing counted: [`Mmu::lookup`] decides).
+    /// with [`Lookup::Hit`], else `None` ([`Mmu::lookup`] decides). Counted by the caller, by
+    /// side, in [`Mmu::count_remembered`].
     #[inline(always)]
-    pub fn translate(&mut self, va: Gva, access: Access) -> Option<Hpa> {
+    pub fn translate(&self, va: Gva, access: Access) -> Option<Hpa> {
         let s = access.fetch as usize;
         if va.raw() >> 12 != self.vpn[s] || (access.write && !self.store) {
             return None;
         }
-        self.hits[s] += 1;
         Some(Hpa(self.base[s].wrapping_add(va.raw() & 0xfff)))
     }
 }
@@ -199,18 +208,22 @@ impl Mmu {
         }
     }
 
-    /// The accesses of address space `tag` that [`lookup`](Self::lookup) answers now from the
-    /// remembered L1 hits, with the same result it would return: loads of the data side's
-    /// page, stores when its entry is writable and dirty, fetches of the instruction side's
-    /// page when its entry is executable. Give it back to
-    /// [`count_remembered`](Self::count_remembered) before the next other operation.
+    /// What the MMU answers now without searching (see [`Remembered`]), for address space
+    /// `tag`: loads of the data side's remembered page, stores when its entry is writable and
+    /// dirty, fetches of the instruction side's page when its entry is executable — with the
+    /// result [`lookup`](Self::lookup) would return — and data references to the remembered
+    /// line. Give it back to [`count_remembered`](Self::count_remembered) before any other
+    /// operation.
     #[inline(always)]
-    pub fn remembered(&self, tag: Tag) -> RememberedHits {
-        let mut r = RememberedHits {
+    pub fn remembered(&self, tag: Tag) -> Remembered {
+        let mut r = Remembered {
             vpn: [u64::MAX; 2],
             base: [0; 2],
             store: false,
-            hits: [0; 2],
+            data_on: self.data_on,
+            line_shift: self.hw.caches.line_shift(),
+            line: self.hw.caches.remembered_line(),
+            line_hits: 0,
         };
         for side in [TlbSide::Data, TlbSide::Instr] {
             let Some((vpn, t)) = self.tlb.remembered(side, tag) else {
@@ -230,11 +243,28 @@ impl Mmu {
         r
     }
 
-    /// Counts the L1 TLB hits `r` answered (see [`remembered`](Self::remembered)).
+    /// [`data`](Self::data) of `hpa` during a run of [`Remembered`] hits: counted in `r` when
+    /// it is to the remembered line (an L1 hit, no cycles beyond it), else made here.
     #[inline(always)]
-    pub fn count_remembered(&mut self, r: &RememberedHits) {
-        self.tlb.count_remembered(TlbSide::Data, r.hits[0]);
-        self.tlb.count_remembered(TlbSide::Instr, r.hits[1]);
+    pub fn data_remembered(&mut self, r: &mut Remembered, hpa: Hpa) {
+        if !r.data_on {
+            return;
+        }
+        if hpa.raw() >> r.line_shift == r.line {
+            r.line_hits += 1;
+        } else {
+            self.data(hpa);
+            r.line = self.hw.caches.remembered_line();
+        }
+    }
+
+    /// Counts what `r` answered: `loads_stores` data-side and `fetches` instruction-side L1
+    /// TLB hits, and its remembered line's L1 hits.
+    #[inline(always)]
+    pub fn count_remembered(&mut self, r: &Remembered, loads_stores: u64, fetches: u64) {
+        self.tlb.count_remembered(TlbSide::Data, loads_stores);
+        self.tlb.count_remembered(TlbSide::Instr, fetches);
+        self.hw.caches.count_remembered(r.line_hits);
     }
 
     /// Walks `tables` for `va` and fills the TLBs with the result; returns the host address of

@@ -125,6 +125,28 @@ impl MemoryHierarchy {
         (n, self.dram_latency)
     }
 
+    /// `log2` of the line size: an address's line number is the address shifted right by it.
+    #[inline]
+    pub fn line_shift(&self) -> u32 {
+        self.line_shift
+    }
+
+    /// The line number [`access`](Self::access) from level 0 answers as an L1 hit without a
+    /// search (`u64::MAX`: none): the line of the last reference from level 0.
+    #[inline]
+    pub fn remembered_line(&self) -> u64 {
+        self.last_l1
+    }
+
+    /// Counts `n` references from level 0 to the [`remembered_line`](Self::remembered_line):
+    /// what `n` calls of [`access`](Self::access) for it would have counted.
+    #[inline]
+    pub fn count_remembered(&mut self, n: u64) {
+        if n > 0 {
+            self.levels[0].stats.hits += n;
+        }
+    }
+
     /// Whether level `level` holds the line of `addr` (no LRU update, not counted).
     pub fn contains(&self, level: usize, addr: Hpa) -> bool {
         let line = addr.raw() >> self.line_shift;

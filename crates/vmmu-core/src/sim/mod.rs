@@ -102,7 +102,7 @@ pub struct Counters {
     pub checked: u64,
 }
 
-const BATCH: usize = 65_536;
+const BATCH: usize = 4_096;
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Faults one access may take before the run stops as stuck (a demand fault under shadow
 /// paging takes two; a copy-on-write store through a clean entry, three).
@@ -352,13 +352,13 @@ impl Simulator {
             instrs += r.instrs as u64;
             fetches += access.fetch as u64;
             if !access.fetch {
-                self.mmu.data(hpa);
+                self.mmu.data_remembered(&mut hits, hpa);
             }
             if instrs >= instr_room || n >= refs_room {
                 break;
             }
         }
-        self.mmu.count_remembered(&hits);
+        self.mmu.count_remembered(&hits, n - fetches, fetches);
         let c = &mut self.counters;
         c.events += n;
         c.instructions += instrs;
