@@ -78,13 +78,14 @@ pub enum Lookup {
 /// counts back.
 #[derive(Clone, Copy, Debug)]
 pub struct Remembered {
-    /// Per side (data, instruction): the 4 KiB page number answered (`u64::MAX`: none).
-    vpn: [u64; 2],
-    /// Per side: the host address of that 4 KiB page.
-    base: [u64; 2],
-    /// Stores hit on the data side: its entry is writable and dirty (otherwise a store is
-    /// [`Lookup::Denied`] or [`Lookup::Clean`]).
-    store: bool,
+    /// Per kind of access ([`Remembered::kind`]: load, store, fetch, and a store-fetch that
+    /// never occurs): the 4 KiB page number it hits (`u64::MAX`: none). A store hits the data
+    /// side's page when its entry is writable and dirty (otherwise the lookup is
+    /// [`Lookup::Denied`] or [`Lookup::Clean`]), a fetch the instruction side's page when its
+    /// entry is executable.
+    vpn: [u64; 4],
+    /// Per kind of access: the host address of that 4 KiB page.
+    base: [u64; 4],
     /// The data caches are modelled.
     data_on: bool,
     /// `log2` of the line size.
@@ -96,16 +97,19 @@ pub struct Remembered {
 }
 
 impl Remembered {
-    /// The host address of `va` for `access` when the remembered hit of its side answers it
-    /// with [`Lookup::Hit`], else `None` ([`Mmu::lookup`] decides). Counted by the caller, by
-    /// side, in [`Mmu::count_remembered`].
+    /// The index of `access` in the per-kind arrays.
+    #[inline(always)]
+    fn kind(access: Access) -> usize {
+        ((access.fetch as usize) << 1) | access.write as usize
+    }
+
+    /// The host address of `va` for `access` when a remembered hit answers it with
+    /// [`Lookup::Hit`], else `None` ([`Mmu::lookup`] decides). Counted by the caller, by side,
+    /// in [`Mmu::count_remembered`].
     #[inline(always)]
     pub fn translate(&self, va: Gva, access: Access) -> Option<Hpa> {
-        let s = access.fetch as usize;
-        if va.raw() >> 12 != self.vpn[s] || (access.write && !self.store) {
-            return None;
-        }
-        Some(Hpa(self.base[s].wrapping_add(va.raw() & 0xfff)))
+        let k = Self::kind(access);
+        (va.raw() >> 12 == self.vpn[k]).then(|| Hpa(self.base[k].wrapping_add(va.raw() & 0xfff)))
     }
 }
 
@@ -197,14 +201,16 @@ impl Mmu {
         if level == TlbLevel::L2 {
             self.stats.translation_cycles += self.l2_tlb_latency;
         }
-        if t.denies(access.write, access.fetch) {
-            self.stats.tlb_hit_faults += 1;
-            Lookup::Denied
-        } else if access.write && !t.dirty {
-            self.stats.d_assists += 1;
-            Lookup::Clean
-        } else {
-            Lookup::Hit(t.page.add(va.page_offset(t.size)))
+        match answer(&t, access) {
+            Answer::Denied => {
+                self.stats.tlb_hit_faults += 1;
+                Lookup::Denied
+            }
+            Answer::Clean => {
+                self.stats.d_assists += 1;
+                Lookup::Clean
+            }
+            Answer::Hit => Lookup::Hit(t.page.add(va.page_offset(t.size))),
         }
     }
 
@@ -217,28 +223,24 @@ impl Mmu {
     #[inline(always)]
     pub fn remembered(&self, tag: Tag) -> Remembered {
         let mut r = Remembered {
-            vpn: [u64::MAX; 2],
-            base: [0; 2],
-            store: false,
+            vpn: [u64::MAX; 4],
+            base: [0; 4],
             data_on: self.data_on,
             line_shift: self.hw.caches.line_shift(),
             line: self.hw.caches.remembered_line(),
             line_hits: 0,
         };
-        for side in [TlbSide::Data, TlbSide::Instr] {
-            let Some((vpn, t)) = self.tlb.remembered(side, tag) else {
+        let kinds = [(false, false), (true, false), (false, true)];
+        for (write, fetch) in kinds {
+            let Some((vpn, t)) = self.tlb.remembered(side(Access { write, fetch }), tag) else {
                 continue;
             };
-            let fetch = side == TlbSide::Instr;
-            if t.denies(false, fetch) {
+            if answer(t, Access { write, fetch }) != Answer::Hit {
                 continue;
             }
-            let s = side as usize;
-            r.vpn[s] = vpn;
-            r.base[s] = t.page.add(Gva(vpn << 12).page_offset(t.size)).raw();
-            if !fetch {
-                r.store = !t.denies(true, false) && t.dirty;
-            }
+            let k = Remembered::kind(Access { write, fetch });
+            r.vpn[k] = vpn;
+            r.base[k] = t.page.add(Gva(vpn << 12).page_offset(t.size)).raw();
         }
         r
     }
@@ -462,6 +464,29 @@ impl Mmu {
         self.stats = MmuStats::default();
         self.tlb.reset_stats();
         self.hw.reset_stats();
+    }
+}
+
+/// What a TLB entry that matches an access does with it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// Translates it.
+    Hit,
+    /// A store to an entry whose dirty bit is clear: the D-assist walks.
+    Clean,
+    /// The entry forbids the access: a fault without a walk (SDM Vol. 3A §4.10.4.3).
+    Denied,
+}
+
+/// What the matching entry `t` does with `access` (the module's "D-assist").
+#[inline(always)]
+fn answer(t: &Translation, access: Access) -> Answer {
+    if t.denies(access.write, access.fetch) {
+        Answer::Denied
+    } else if access.write && !t.dirty {
+        Answer::Clean
+    } else {
+        Answer::Hit
     }
 }
 

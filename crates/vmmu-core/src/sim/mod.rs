@@ -102,7 +102,7 @@ pub struct Counters {
     pub checked: u64,
 }
 
-const BATCH: usize = 4_096;
+const BATCH: usize = 65_536;
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Faults one access may take before the run stops as stuck (a demand fault under shadow
 /// paging takes two; a copy-on-write store through a clean entry, three).
@@ -339,6 +339,7 @@ impl Simulator {
         let refs_room = self.next_refs - (self.warmed.refs + c.memory_refs + c.fetches);
         let mut hits = self.mmu.remembered(self.tag);
         let (mut n, mut instrs, mut fetches) = (0u64, 0u64, 0u64);
+        let events = &events[..events.len().min(refs_room.try_into().unwrap_or(usize::MAX))];
         for e in events {
             let Event::Ref(r) = e else { break };
             let access = Access {
@@ -354,7 +355,7 @@ impl Simulator {
             if !access.fetch {
                 self.mmu.data_remembered(&mut hits, hpa);
             }
-            if instrs >= instr_room || n >= refs_room {
+            if instrs >= instr_room {
                 break;
             }
         }

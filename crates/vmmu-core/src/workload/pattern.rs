@@ -69,7 +69,9 @@ impl RefGen {
     /// without a capacity check each.
     #[inline(always)]
     fn fill(&mut self, buf: &mut Vec<Event>, n: usize, mut next: impl FnMut() -> u64) {
-        buf.extend((0..n).map(|_| self.make(next())));
+        let mut g = self.local();
+        buf.extend((0..n).map(|_| g.make(next())));
+        self.rng = g.rng;
     }
 
     /// [`fill`](Self::fill) with addresses drawn from the generator's RNG, each drawn before
@@ -81,10 +83,24 @@ impl RefGen {
         n: usize,
         mut next: impl FnMut(&mut Xoshiro256PlusPlus) -> u64,
     ) {
+        let mut g = self.local();
         buf.extend((0..n).map(|_| {
-            let va = next(&mut self.rng);
-            self.make(va)
+            let va = next(&mut g.rng);
+            g.make(va)
         }));
+        self.rng = g.rng;
+    }
+
+    /// A copy to fill a batch with, written back after it: a local the compiler keeps in
+    /// registers, where the generator's own state would be reloaded and stored around every
+    /// event written (the events' buffer might alias it).
+    #[inline(always)]
+    fn local(&self) -> RefGen {
+        RefGen {
+            rng: self.rng.clone(),
+            ipr: self.ipr,
+            write_threshold: self.write_threshold,
+        }
     }
 }
 
