@@ -102,7 +102,7 @@ pub struct Counters {
     pub checked: u64,
 }
 
-const BATCH: usize = 65_536;
+const BATCH: usize = 4_096;
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Faults one access may take before the run stops as stuck (a demand fault under shadow
 /// paging takes two; a copy-on-write store through a clean entry, three).
