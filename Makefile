@@ -70,9 +70,12 @@ test-tools: install
 # results/bench.json (and the sweep's figures to results/bench-sweep.json). BENCH_ARGS are the
 # engine bench's own (`--runs 3`, `--only decode,replay-native`, `--list`). The recording
 # figure needs the vg-memtrace tool, hence `tool`. Run on an idle machine: rates are wall
-# clock; CPU seconds are written beside them.
+# clock; CPU seconds are written beside them. The sweep's figures are left out when BENCH_ARGS
+# lists the figures or picks some with `--only`.
 BENCH_ARGS ?=
-bench: install bench-sweep
+bench: install
+	@case " $(BENCH_ARGS) " in *" --list "*|*" --only "*) ;; \
+		*) $(MAKE) --no-print-directory bench-sweep ;; esac
 	$(CARGO) build --release -p vmmu-bench --quiet
 	target/release/vmmu-bench --vmmu $(BIN)/vmmu --json results/bench.json $(BENCH_ARGS)
 

@@ -262,7 +262,9 @@ fn main() -> ExitCode {
             }
         };
     }
-    if argv.first().map(String::as_str) == Some("--list") {
+    // `--list` wins wherever it stands, so `make bench BENCH_ARGS=--list` (which puts `--vmmu`
+    // and `--json` first) lists the figures.
+    if argv.iter().any(|a| a == "--list") {
         for r in ROWS {
             println!("{:<28} {}", r.name, r.label);
         }
