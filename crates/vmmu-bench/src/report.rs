@@ -158,8 +158,9 @@ fn figure_values(doc: &Value) -> Vec<FigureValues> {
 }
 
 /// Prints two bench results side by side, figure by figure: base, new, and the speed-up
-/// (new over base for rates, base over new for time and memory: above 1 is better), and the
-/// speed-up of the rates per CPU second, which a loaded machine disturbs least.
+/// (new over base for rates, base over new for time, memory and ratios of times: above 1 is
+/// better), and the same speed-up of the figures per CPU second, which a loaded machine
+/// disturbs least.
 pub fn compare(base: &Value, new: &Value) {
     let describe = |d: &Value| {
         format!(
@@ -200,7 +201,7 @@ pub fn compare(base: &Value, new: &Value) {
             _ => "—".to_string(),
         };
         let cpu_speedup = match (bv.and_then(|x| x.4), nv.and_then(|x| x.4)) {
-            (Some(a), Some(c)) => format!("{:.2}x", c / a),
+            (Some(a), Some(c)) => format!("{:.2}x", if higher { c / a } else { a / c }),
             _ => "—".to_string(),
         };
         println!(

@@ -18,7 +18,7 @@ use crate::mem::{FrameAllocator, PhysMem};
 use crate::paging::{Geometry, MapError, PageTable, Pte, TableWrite};
 
 /// Counters of the hypervisor's memory side.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct HostStats {
     /// Nested pages mapped, by size (index [`PageSize::index`]; 4M is never used).
     pub nested_pages: [u64; 4],

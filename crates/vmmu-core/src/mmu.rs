@@ -27,7 +27,7 @@ use serde::Serialize;
 pub const INVLPG_SPAN: u64 = 1024;
 
 /// Counters of the MMU beyond its structures' own.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct MmuStats {
     /// Cycles of L2-TLB hits, walks (references, PWC / NTLB / PSC lookups) and A/D updates.
     pub translation_cycles: u64,

@@ -278,6 +278,42 @@ fn on_mixed_phases_every_policy_adds_up_dav2m_follows_figure_7_and_the_oracle_bo
 }
 
 #[test]
+fn the_oracles_windows_and_their_cycles_are_those_of_the_static_policies_runs() {
+    // The oracle observes its two simulations where an adaptive run's PMU windows end, from
+    // the start of counting (after a warm-up that ends inside a window).
+    let w = [("time_scale", "1e-5")];
+    let warm = |mut ov: Vec<(String, String)>| {
+        ov.push(("warmup.instructions".to_string(), "123457".to_string()));
+        ov
+    };
+    let oracle = run_spec(MIXED, &warm(adaptive("oracle", &w)));
+    let column =
+        |v: &Value, field: &str| -> Vec<u64> { timeline(v).iter().map(|r| u(r, field)).collect() };
+    let o = &oracle["oracle"];
+    let per_window = |field: &str| -> Vec<u64> {
+        o[field]
+            .as_array()
+            .expect(field)
+            .iter()
+            .map(|c| c.as_u64().expect("a count"))
+            .collect()
+    };
+    for (policy, field) in [
+        ("static-shadow", "shadow_cycles"),
+        ("static-nested", "nested_cycles"),
+    ] {
+        let a = run_spec(MIXED, &warm(adaptive(policy, &w)));
+        assert!(timeline(&a).len() > 10, "{policy}: windows to compare");
+        assert_eq!(
+            column(&oracle, "instructions_end"),
+            column(&a, "instructions_end"),
+            "{policy}"
+        );
+        assert_eq!(per_window(field), column(&a, "cycles"), "{policy}");
+    }
+}
+
+#[test]
 fn adaptive_runs_are_deterministic() {
     for policy in ["dav2m", "costmodel", "oracle"] {
         let ov = adaptive(policy, &[("time_scale", "1e-5")]);

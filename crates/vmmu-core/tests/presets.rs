@@ -3,6 +3,8 @@
 //! names the field.
 
 use vmmu_core::config::{self, load_machine, PRESETS};
+use vmmu_core::hw::cache::MAX_LEVELS;
+use vmmu_core::sim::Simulator;
 use vmmu_core::Error;
 
 /// Dotted paths of every leaf of a machine's TOML value; an array is one leaf. The descriptive
@@ -163,6 +165,30 @@ fn a_cache_with_a_non_power_of_two_set_count_names_the_field() {
         Some("machine.caches.levels[2].size"),
         "{err}"
     );
+}
+
+#[test]
+fn more_cache_levels_than_the_walkers_count_are_refused_and_the_most_run() {
+    let mut cfg = config::build("bhargava08", &[]).unwrap();
+    let last = cfg.machine.caches.levels.last().unwrap().clone();
+    while cfg.machine.caches.levels.len() < MAX_LEVELS {
+        let mut next = last.clone();
+        next.name = format!("l{}", cfg.machine.caches.levels.len() + 1);
+        cfg.machine.caches.levels.push(next);
+    }
+    // Every level serves page-entry references: a walk may be served by the last one or DRAM.
+    cfg.machine.caches.page_entry_fill = cfg.machine.caches.levels[0].name.clone();
+    let mut sim = Simulator::new(&cfg).unwrap();
+    let mut src = vmmu_core::workload::open("random:footprint=64M,refs=20K").unwrap();
+    sim.run(src.as_mut(), &mut |_| true).unwrap();
+    assert!(
+        sim.mmu.hw.stats.served_level[MAX_LEVELS] > 0,
+        "DRAM served walks"
+    );
+    cfg.machine.caches.levels.push(last);
+    let err = cfg.validate().unwrap_err();
+    assert_eq!(config_field(&err), Some("machine.caches.levels"), "{err}");
+    assert!(err.to_string().contains("at most 7"), "{err}");
 }
 
 #[test]

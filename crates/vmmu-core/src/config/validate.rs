@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
+use crate::hw::cache::MAX_LEVELS;
 
 impl SimConfig {
     /// Checks every cross-field rule; the error names the field.
@@ -43,6 +44,12 @@ impl SimConfig {
             return Err(Error::config(
                 "machine.caches.line",
                 "must be a power of two",
+            ));
+        }
+        if m.caches.levels.len() > MAX_LEVELS {
+            return Err(Error::config(
+                "machine.caches.levels",
+                format!("{} levels; at most {MAX_LEVELS}", m.caches.levels.len()),
             ));
         }
         for (i, c) in m.caches.levels.iter().enumerate() {

@@ -58,7 +58,7 @@ impl OsEffects {
 }
 
 /// Counters of the guest kernel.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct OsStats {
     /// Demand-paging faults handled (a first touch of a page), on instruction fetches.
     pub page_faults_instr: u64,

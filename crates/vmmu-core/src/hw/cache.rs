@@ -24,6 +24,11 @@ pub use super::HitMiss;
 use crate::addr::Hpa;
 use crate::config::CacheConfig;
 
+/// The most cache levels a machine may have: each level's walk references, and DRAM's, are
+/// counted in a fixed array (`WalkStats::served_level`), and a copy of a running simulation's
+/// counters holds the levels' as plain values.
+pub const MAX_LEVELS: usize = 7;
+
 /// One cache level.
 #[derive(Clone, Debug)]
 struct Level {
@@ -189,9 +194,26 @@ impl MemoryHierarchy {
 
     /// Per-level counters: `("l1", HitMiss)`, ... in level order.
     pub fn stats(&self) -> Vec<(String, HitMiss)> {
+        self.named(&self.counts())
+    }
+
+    /// Per-level counters as plain values, in level order (zero beyond the last level): what a
+    /// copy of a running simulation's counters holds.
+    pub fn counts(&self) -> [HitMiss; MAX_LEVELS] {
+        let mut c = [HitMiss::default(); MAX_LEVELS];
+        for (c, l) in c.iter_mut().zip(&self.levels) {
+            *c = l.stats;
+        }
+        c
+    }
+
+    /// `counts` (of [`counts`](Self::counts), at any moment of this hierarchy's run) named
+    /// as [`stats`](Self::stats) names them.
+    pub fn named(&self, counts: &[HitMiss; MAX_LEVELS]) -> Vec<(String, HitMiss)> {
         self.levels
             .iter()
-            .map(|l| (l.name.clone(), l.stats))
+            .zip(counts)
+            .map(|(l, &c)| (l.name.clone(), c))
             .collect()
     }
 }

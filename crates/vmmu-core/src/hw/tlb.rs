@@ -223,6 +223,18 @@ const NO_MISS: Missed = Missed {
     tag: 0,
 };
 
+/// Index of the L1 DTLB in [`TlbHierarchy::counts`].
+pub const COUNT_L1D: usize = 0;
+/// Index of the L1 ITLB in [`TlbHierarchy::counts`].
+pub const COUNT_L1I: usize = 1;
+/// Index of the L2 TLB (the data side's, and the instruction side's without `l2i`) in
+/// [`TlbHierarchy::counts`].
+pub const COUNT_L2: usize = 2;
+/// Index of the instruction-side L2 TLB `l2i` in [`TlbHierarchy::counts`].
+pub const COUNT_L2I: usize = 3;
+/// The names of [`TlbHierarchy::counts`]' entries in results.
+const COUNT_NAMES: [&str; 4] = ["l1d", "l1i", "l2", "l2i"];
+
 /// The TLB hierarchy of one core.
 #[derive(Clone, Debug)]
 pub struct TlbHierarchy {
@@ -552,15 +564,30 @@ impl TlbHierarchy {
 
     /// Counters per structure: `l1d`, `l1i`, `l2`, and `l2i` only when l2i arrays exist.
     pub fn stats(&self) -> Vec<(&'static str, HitMiss)> {
-        let mut v = vec![
-            ("l1d", self.l1d.stats),
-            ("l1i", self.l1i.stats),
-            ("l2", self.l2.stats),
-        ];
-        if !self.l2i.arrays.is_empty() {
-            v.push(("l2i", self.l2i.stats));
-        }
-        v
+        self.named(&self.counts())
+    }
+
+    /// Counters per structure as plain values, indexed by [`COUNT_L1D`], [`COUNT_L1I`],
+    /// [`COUNT_L2`] and [`COUNT_L2I`] (the last zero when no l2i arrays exist): what a copy of
+    /// a running simulation's counters holds.
+    pub fn counts(&self) -> [HitMiss; 4] {
+        let mut c = [HitMiss::default(); 4];
+        c[COUNT_L1D] = self.l1d.stats;
+        c[COUNT_L1I] = self.l1i.stats;
+        c[COUNT_L2] = self.l2.stats;
+        c[COUNT_L2I] = self.l2i.stats;
+        c
+    }
+
+    /// `counts` (of [`counts`](Self::counts), at any moment of this hierarchy's run) named
+    /// as [`stats`](Self::stats) names them.
+    pub fn named(&self, counts: &[HitMiss; 4]) -> Vec<(&'static str, HitMiss)> {
+        let used = if self.l2i.arrays.is_empty() { 3 } else { 4 };
+        COUNT_NAMES
+            .into_iter()
+            .zip(counts.iter().copied())
+            .take(used)
+            .collect()
     }
 }
 

@@ -4,6 +4,7 @@
 //! adaptive run adds its `timeline`; the oracle's result is stitched from two simulations
 //! ([`oracle`]).
 
+mod counts;
 pub mod oracle;
 mod stitch;
 
@@ -19,6 +20,7 @@ use crate::sim::{
 use crate::vmm::exits::ExitCount;
 use crate::vmm::mode_index;
 use crate::walk::step::{step_name, Grid, COL_G, GRID};
+use counts::Counts;
 use oracle::OracleSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -195,8 +197,8 @@ pub struct RunResult {
     pub checked_translations: u64,
     /// What the warm-up left out.
     pub warmup: Warmup,
-    /// The configuration (shared: the oracle's per-window snapshots of one simulation hold one
-    /// copy).
+    /// The configuration (shared: the results the oracle builds of one simulation's counters
+    /// hold one copy).
     pub config: Arc<SimConfig>,
     /// The simulation's own figures.
     pub sim: SimInfo,
@@ -249,56 +251,48 @@ pub struct SizingRow {
 impl RunResult {
     /// The result of the finished simulation `sim` of `workload`, which took `seconds`.
     pub fn of(sim: &Simulator, workload: &str, seconds: f64) -> RunResult {
-        Self::with_config(sim, workload, seconds, Arc::new(sim.cfg.clone()))
-    }
-
-    /// [`RunResult::of`] with `config` as its configuration (`sim`'s, shared rather than
-    /// copied).
-    pub(crate) fn with_config(
-        sim: &Simulator,
-        workload: &str,
-        seconds: f64,
-        config: Arc<SimConfig>,
-    ) -> RunResult {
-        let (mut r, steps) = Self::without_steps(sim, workload, seconds, config);
+        let config = Arc::new(sim.cfg.clone());
+        let (mut r, steps) = Self::of_counts(sim, &Counts::of(sim), workload, seconds, config);
         steps.fill(&mut r);
         r
     }
 
-    /// [`RunResult::with_config`] with `walk_refs_by_step` and `pwc_hits_by_step` left empty,
-    /// and the grids they are made of beside it (the oracle's per-window snapshots name the
-    /// steps only of the snapshots it reads).
-    pub(crate) fn without_steps(
+    /// [`RunResult::of`] `sim`'s counters `counts` (of [`Counts::of`], taken
+    /// at any moment of `sim`'s run), with `walk_refs_by_step` and `pwc_hits_by_step` left
+    /// empty and the grids they are made of beside it (the oracle names the steps only of
+    /// the copies it reads). The fixed parts (configuration, structure names) and what
+    /// [`Counts`] leaves out are read from `sim`.
+    pub(crate) fn of_counts(
         sim: &Simulator,
+        counts: &Counts,
         workload: &str,
         seconds: f64,
         config: Arc<SimConfig>,
     ) -> (RunResult, StepGrids) {
         let cfg = &sim.cfg;
-        let c = &sim.counters;
+        let k = counts;
+        let c = &k.counters;
         let m = &sim.mmu;
-        let w = &m.hw.stats;
-        let vmm = &sim.vmm;
-        let os = &sim.os.stats;
-        let exits = vmm.exits();
-        let by_cause = sim.cycles_by_cause();
+        let w = &k.walk;
+        let os = &k.os;
+        let exits = &k.exits;
+        let by_cause = k.cycles_by_cause(cfg.machine.core.base_cpi);
         let cycles = by_cause.total();
-        let in_mode = vmm.instructions_in_mode(c.instructions);
+        let in_mode = k.in_mode;
         let steps = StepGrids {
             refs: w.refs,
             pwc_hits: w.pwc_hits,
             two_d: in_mode[mode_index(Mode::Nested)] > 0
                 || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0)),
         };
-        let cache_stats = m.hw.caches.stats();
+        let cache_stats = m.hw.caches.named(&k.caches);
         let mut served = BTreeMap::new();
         served.insert("pwc".to_string(), w.served_pwc);
         for (i, (name, _)) in cache_stats.iter().enumerate() {
             served.insert(name.clone(), w.served_level[i]);
         }
         served.insert("dram".to_string(), w.served_level[cache_stats.len()]);
-        let (pg, pn) = (m.hw.psc_guest.stats(), m.hw.psc_nested.stats());
-        let host = vmm.host().stats.clone();
+        let host = &k.host;
         let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         let virtualized = cfg.mode != Mode::Native;
         // The nested tables are the guest-physical map of nested and shadow (hvm) paging.
@@ -324,17 +318,17 @@ impl RunResult {
             cpi: ratio(cycles, c.instructions),
             tlb: m
                 .tlb
-                .stats()
+                .named(&k.tlb)
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
             walks: w.walks,
             walk_faults: w.walk_faults,
             walk_faults_by_side: BySide {
-                instr: m.stats.walk_faults_instr,
-                data: m.stats.walk_faults_data,
+                instr: k.mmu.walk_faults_instr,
+                data: k.mmu.walk_faults_data,
             },
-            d_assists: m.stats.d_assists,
+            d_assists: k.mmu.d_assists,
             ad_updates: w.ad_updates,
             walk_refs: w.total_refs(),
             walk_refs_per_walk: ratio(w.total_refs(), w.walks),
@@ -342,19 +336,16 @@ impl RunResult {
             pwc_hits_by_step: BTreeMap::new(),
             walk_refs_served_by: served,
             walk_caches: WalkCaches {
-                pwc: m.hw.pwc.stats(),
-                ntlb: m.hw.ntlb.stats(),
-                psc: HitMiss {
-                    hits: pg.hits + pn.hits,
-                    misses: pg.misses + pn.misses,
-                },
+                pwc: k.pwc,
+                ntlb: k.ntlb,
+                psc: k.psc,
             },
             caches: cache_stats.into_iter().collect(),
             exits: exits.table(),
             world_switches: exits.world_switches(),
-            shadow: vmm.shadow_stats(),
+            shadow: k.shadow,
             cycles_by_cause: by_cause,
-            mode_switches: vmm.stats.mode_switches,
+            mode_switches: k.mode_switches,
             instructions_in_mode: [Mode::Native, Mode::Nested, Mode::Shadow]
                 .into_iter()
                 .filter(|&md| in_mode[mode_index(md)] > 0 || md == cfg.mode)
@@ -383,25 +374,25 @@ impl RunResult {
                 table_frames: host.nested_table_frames,
             }),
             os_events: OsEvents {
-                cr3_writes: m.stats.cr3_writes,
-                invlpgs: m.stats.invlpgs,
-                tlb_flushes: m.stats.context_flushes,
-                vm_flushes: m.stats.vm_flushes,
-                psc_flushes: m.stats.psc_flushes,
-                tlb_hit_faults: m.stats.tlb_hit_faults,
+                cr3_writes: k.mmu.cr3_writes,
+                invlpgs: k.mmu.invlpgs,
+                tlb_flushes: k.mmu.context_flushes,
+                vm_flushes: k.mmu.vm_flushes,
+                psc_flushes: k.mmu.psc_flushes,
+                tlb_hit_faults: k.mmu.tlb_hit_faults,
             },
             checked_translations: c.checked,
-            warmup: sim.warmed,
+            warmup: k.warmed,
             config,
             elapsed_cycles: sim.vcpus.iter().map(|v| v.cycles).max(),
             vcpus: sim.vcpus.clone(),
-            shootdowns: (!sim.vcpus.is_empty()).then(|| sim.shootdowns.clone()),
-            pager_lock: (!sim.vcpus.is_empty()).then(|| sim.pager_lock.clone()),
+            shootdowns: (!sim.vcpus.is_empty()).then_some(k.shootdowns),
+            pager_lock: (!sim.vcpus.is_empty()).then_some(k.pager_lock),
             sim: SimInfo {
-                events: c.events + sim.warmed.events,
+                events: c.events + k.warmed.events,
                 seconds,
                 events_per_second: if seconds > 0.0 {
-                    (c.events + sim.warmed.events) as f64 / seconds
+                    (c.events + k.warmed.events) as f64 / seconds
                 } else {
                     0.0
                 },

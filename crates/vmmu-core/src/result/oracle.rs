@@ -15,22 +15,25 @@
 //! window boundaries can do better by the windows' own costs — and slightly optimistic.
 //!
 //! **The stitched result** is the sum of the chosen windows' changes of every integer field
-//! ([`super::stitch`]), taken a stretch of one mode at a time (the windows' changes telescope,
-//! so only the snapshots at the stretches' ends become JSON trees; every window's snapshot
-//! stays typed and shares its simulation's configuration), the switches added to `cycles`,
-//! `cycles_by_cause.mode_switch`, the `mode_switch` exit, `world_switches`, `mode_switches`
-//! and `os_events.vm_flushes`, the ratios recomputed. Levels rather than counts are taken at the end: `nested` from the
-//! simulation of the last window's mode, `shadow.pages_live` from the shadow simulation when
-//! the schedule ends in shadow paging, else 0 (a switch to nested paging drops the cache).
+//! ([`super::stitch`]), taken a stretch of one mode at a time: the windows' changes
+//! telescope, so a result (a JSON tree) is built only of the counters at the stretches' ends,
+//! while at every window boundary each simulation's counters are copied as plain values
+//! (`result::counts`), which is all the schedule and the timeline read. The switches are
+//! added to `cycles`, `cycles_by_cause.mode_switch`, the `mode_switch` exit,
+//! `world_switches`, `mode_switches` and `os_events.vm_flushes`, and the ratios recomputed.
+//! Levels rather than counts are taken at the end: `nested` from the simulation of the last
+//! window's mode, `shadow.pages_live` from the shadow simulation when the schedule ends in
+//! shadow paging, else 0 (a switch to nested paging drops the cache).
 
-use super::stitch::{add, delta, rename_keys, snapshot, tree, Snapshot};
+use super::counts::Counts;
+use super::stitch::{add, delta, rename_keys, tree};
 use super::RunResult;
 use crate::config::{Mode, SimConfig};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
+use crate::hw::tlb::{COUNT_L1D, COUNT_L2};
 use crate::policy::oracle::{schedule, SwitchCost, WindowCost};
 use crate::sim::{Progress, Simulator, WindowRecord};
-use crate::vmm::exits::ExitReason;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -88,11 +91,12 @@ pub fn run(
         let mut c = cfg.clone();
         c.mode = mode;
         c.policy = None;
-        sims.push(Simulator::new(&c)?);
+        let mut sim = Simulator::new(&c)?;
+        sim.observe_windows(window);
+        sims.push(sim);
         configs.push(Arc::new(c));
     }
-    let mut snaps: [Vec<Snapshot>; 2] = [Vec::new(), Vec::new()];
-    let mut next = [0u64; 2];
+    let mut snaps: [Vec<Counts>; 2] = [Vec::new(), Vec::new()];
     let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
     let total = source.len_hint();
     let mut events = 0u64;
@@ -102,12 +106,8 @@ pub fn run(
         if source.next_batch(&mut buf, BATCH)? == 0 {
             break;
         }
-        for (i, sim) in sims.iter_mut().enumerate() {
-            let (out, config) = (&mut snaps[i], &configs[i]);
-            let mut observe = |s: &Simulator| out.push(snapshot(s, config));
-            for e in &buf {
-                sim.step_observed(e, window, &mut next[i], &mut observe)?;
-            }
+        for (sim, out) in sims.iter_mut().zip(&mut snaps) {
+            sim.run_observed(&buf, &mut |s: &Simulator| out.push(Counts::of(s)))?;
         }
         events += buf.len() as u64;
         if events >= next_report {
@@ -120,13 +120,18 @@ pub fn run(
     for (i, sim) in sims.iter_mut().enumerate() {
         sim.finish()?;
         if snaps[i].is_empty() {
-            snaps[i].push(snapshot(sim, &configs[i]));
+            snaps[i].push(Counts::of(sim));
         }
-        snaps[i].push(snapshot(sim, &configs[i]));
+        snaps[i].push(Counts::of(sim));
     }
     progress(&Progress { events, total });
     let seconds = start.elapsed().as_secs_f64();
-    stitch(cfg, &source.describe(), window, &snaps, seconds)
+    let runs: [Run; 2] = std::array::from_fn(|i| Run {
+        sim: &sims[i],
+        config: &configs[i],
+        snaps: &snaps[i],
+    });
+    stitch(cfg, &source.describe(), window, &runs, seconds)
 }
 
 fn u(v: &Value, path: &[&str]) -> u64 {
@@ -153,19 +158,19 @@ fn bump(v: &mut Value, path: &[&str], n: u64) {
     *x = json!(x.as_u64().unwrap_or(0) + n);
 }
 
-/// Paging-related exits of `r` so far.
-fn paging_exits(r: &RunResult) -> u64 {
-    ExitReason::ALL
-        .iter()
-        .filter(|x| x.is_paging())
-        .filter_map(|x| r.exits.get(x.name()))
-        .map(|e| e.count)
-        .sum()
+/// One of the oracle's static simulations, finished, and its counters at every window
+/// boundary (the first at the start of counting, the last at the end).
+struct Run<'a> {
+    sim: &'a Simulator,
+    config: &'a Arc<SimConfig>,
+    snaps: &'a [Counts],
 }
 
-/// Misses of TLB `name` (`l1d`, `l2`) of `r` so far.
-fn tlb_misses(r: &RunResult, name: &str) -> u64 {
-    r.tlb.get(name).map_or(0, |t| t.misses)
+impl Run<'_> {
+    /// The result at boundary `k` as a JSON tree.
+    fn tree(&self, k: usize) -> Value {
+        tree(self.sim, &self.snaps[k], self.config)
+    }
 }
 
 /// The schedule and the stitched result.
@@ -173,9 +178,10 @@ fn stitch(
     cfg: &SimConfig,
     workload: &str,
     window: u64,
-    snaps: &[Vec<Snapshot>; 2],
+    sims: &[Run; 2],
     seconds: f64,
 ) -> Result<RunResult> {
+    let snaps = [sims[0].snaps, sims[1].snaps];
     if snaps[0].len() != snaps[1].len() {
         return Err(Error::Check {
             event: 0,
@@ -187,16 +193,23 @@ fn stitch(
         });
     }
     let n = snaps[0].len() - 1;
-    let cycles = |s: &[Snapshot], k: usize| s[k + 1].cycles.saturating_sub(s[k].cycles);
+    // Each boundary's cycles so far, per simulation.
+    let base_cpi = cfg.machine.core.base_cpi;
+    let at = snaps.map(|s| {
+        s.iter()
+            .map(|c| c.cycles_by_cause(base_cpi).total())
+            .collect::<Vec<u64>>()
+    });
+    let cycles = |i: usize, k: usize| at[i][k + 1].saturating_sub(at[i][k]);
     let costs: Vec<WindowCost> = (0..n)
         .map(|k| WindowCost {
-            shadow: cycles(&snaps[0], k),
-            nested: cycles(&snaps[1], k),
+            shadow: cycles(0, k),
+            nested: cycles(1, k),
         })
         .collect();
     let p = &cfg.hypervisor.costs;
     let direct = p.exit_round_trip + p.mode_switch;
-    let live = |k: usize| snaps[0][k].shadow.as_ref().map_or(0, |s| s.pages_live);
+    let live = |k: usize| snaps[0][k].shadow.map_or(0, |s| s.pages_live);
     let prices: Vec<SwitchCost> = (0..n)
         .map(|k| SwitchCost {
             to_shadow: direct + p.make_shadow,
@@ -214,12 +227,12 @@ fn stitch(
         }
     }
     // A stretch's change is the sum of its windows' changes (integers telescope), so JSON
-    // trees are made only of the snapshots at the stretches' ends, not of every window's.
+    // trees are made only of the counters at the stretches' ends, not of every window's.
     let any_nested = modes.contains(&Mode::Nested);
     let mut acc = Value::Object(Map::new());
     for &(m, a, b) in &runs {
-        let s = &snaps[side(m)];
-        let mut d = delta(&tree(&s[a]), &tree(&s[b]));
+        let run = &sims[side(m)];
+        let mut d = delta(&run.tree(a), &run.tree(b));
         if m == Mode::Shadow && any_nested {
             // A run that used nested paging names the guest column of its 1D walks too.
             rename_keys(&mut d, "walk_refs_by_step", |s| {
@@ -236,7 +249,8 @@ fn stitch(
     let mut stretches: Vec<Stretch> = Vec::new();
     let (mut switches, mut switch_cycles, mut unshadowed) = (0u64, 0u64, 0u64);
     for (k, &m) in modes.iter().enumerate() {
-        let (before, after) = (&snaps[side(m)][k], &snaps[side(m)][k + 1]);
+        let i = side(m);
+        let (before, after) = (&snaps[i][k], &snaps[i][k + 1]);
         let mut cost = 0;
         if k == 0 || modes[k - 1] != m {
             if k > 0 {
@@ -252,14 +266,14 @@ fn stitch(
             }
             stretches.push(Stretch {
                 window: k as u64,
-                instructions: snaps[0][k].instructions,
+                instructions: snaps[0][k].counters.instructions,
                 mode: m.name().to_string(),
                 switch_cycles: cost,
             });
         }
-        let change = |f: &dyn Fn(&RunResult) -> u64| f(after) as i64 - f(before) as i64;
-        let instr = change(&|r| r.instructions).max(0) as u64;
-        let cycles = change(&|r| r.cycles).max(0) as u64 + cost;
+        let change = |f: &dyn Fn(&Counts) -> u64| f(after) as i64 - f(before) as i64;
+        let instr = change(&|c| c.counters.instructions).max(0) as u64;
+        let cycles = cycles(i, k) + cost;
         let per_k = |x: i64| {
             if instr == 0 {
                 0.0
@@ -267,8 +281,8 @@ fn stitch(
                 1000.0 * x.max(0) as f64 / instr as f64
             }
         };
-        let l2 = change(&|r| tlb_misses(r, "l2"));
-        let exits = change(&paging_exits);
+        let l2 = change(&|c| c.tlb[COUNT_L2].misses);
+        let exits = change(&Counts::paging_exits);
         let decision = match modes.get(k + 1) {
             None => "end",
             Some(&next) if next == m => "stay",
@@ -277,9 +291,9 @@ fn stitch(
         timeline.push(WindowRecord {
             window: k as u64,
             instructions: instr,
-            instructions_end: snaps[0][k + 1].instructions,
+            instructions_end: snaps[0][k + 1].counters.instructions,
             cycles,
-            l1_dtlb_misses: change(&|r| tlb_misses(r, "l1d")).max(0) as u64,
+            l1_dtlb_misses: change(&|c| c.tlb[COUNT_L1D].misses).max(0) as u64,
             l2_dtlb_misses: l2.max(0) as u64,
             paging_exits: exits.max(0) as u64,
             cpi: if instr == 0 {
@@ -297,7 +311,7 @@ fn stitch(
             decision: decision.to_string(),
         });
     }
-    let fins = [tree(&snaps[0][n]), tree(&snaps[1][n])];
+    let fins = [sims[0].tree(n), sims[1].tree(n)];
     let last = modes.last().copied().unwrap_or(Mode::Shadow);
     let fin = |m: Mode| &fins[side(m)];
     bump(&mut acc, &["cycles"], switch_cycles);

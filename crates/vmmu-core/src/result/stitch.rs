@@ -1,49 +1,28 @@
-//! Results as JSON trees that can be subtracted and added: a snapshot of a running
-//! simulation at a window boundary, the change over a window (every integer field; the union
+//! Results as JSON trees that can be subtracted and added: a running simulation's result at
+//! a window boundary (made of its counters copied there), the change over a window (every integer field; the union
 //! of the keys), and sums of such changes. The oracle stitches its result from the windows of
 //! two simulations this way, so every field of `RunResult` takes part without a list to keep
 //! up to date. Ratios (`cpi`, `walk_refs_per_walk`, `sim.*`) are recomputed by the caller;
 //! strings and flags are taken from the later tree.
 
-use super::{RunResult, StepGrids};
+use super::counts::Counts;
+use super::RunResult;
 use crate::config::SimConfig;
 use crate::sim::Simulator;
 use serde_json::{Map, Value};
-use std::ops::Deref;
 use std::sync::Arc;
 
-/// The result of a running simulation at a window boundary: typed, its step maps kept as
-/// grids (a JSON tree, step maps included, is made only of the snapshots used, by [`tree`]).
-pub(super) struct Snapshot {
-    result: RunResult,
-    steps: StepGrids,
-}
-
-impl Deref for Snapshot {
-    type Target = RunResult;
-
-    /// The result, its step maps empty.
-    fn deref(&self) -> &RunResult {
-        &self.result
-    }
-}
-
-/// The result of `sim` so far, with `config` (`sim`'s, shared by every snapshot of it) as its
-/// configuration.
-pub(super) fn snapshot(sim: &Simulator, config: &Arc<SimConfig>) -> Snapshot {
-    let (result, steps) = RunResult::without_steps(sim, "", 0.0, Arc::clone(config));
-    Snapshot { result, steps }
-}
-
-/// A snapshot as a JSON tree, without its configuration and timeline.
-pub(super) fn tree(s: &Snapshot) -> Value {
-    let mut v = s.result.to_json();
+/// The result of `sim` at the moment of `counts` (one of its copies) as a JSON tree, without
+/// its configuration and timeline; `config` is `sim`'s, shared.
+pub(super) fn tree(sim: &Simulator, counts: &Counts, config: &Arc<SimConfig>) -> Value {
+    let (result, steps) = RunResult::of_counts(sim, counts, "", 0.0, Arc::clone(config));
+    let mut v = result.to_json();
     if let Value::Object(m) = &mut v {
         m.remove("config");
         m.remove("timeline");
         let maps = [
-            ("walk_refs_by_step", s.steps.walk_refs_by_step()),
-            ("pwc_hits_by_step", s.steps.pwc_hits_by_step()),
+            ("walk_refs_by_step", steps.walk_refs_by_step()),
+            ("pwc_hits_by_step", steps.pwc_hits_by_step()),
         ];
         for (key, map) in maps {
             m.insert(

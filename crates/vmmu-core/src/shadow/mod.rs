@@ -48,7 +48,7 @@ struct GfnInfo {
 }
 
 /// Counters of the shadow pager.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShadowStats {
     /// Shadow pages built.
     pub pages_built: u64,
@@ -196,7 +196,7 @@ impl ShadowPager {
     pub fn stats(&self) -> ShadowStats {
         ShadowStats {
             pages_live: self.pages.len() as u64,
-            ..self.stats.clone()
+            ..self.stats
         }
     }
 

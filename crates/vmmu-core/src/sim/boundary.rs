@@ -1,6 +1,7 @@
 //! The boundaries between events where the run changes course: the end of the warm-up, after
 //! which every counter restarts, the mode switches of `hypervisor.switch.at`, and a policy's
-//! PMU windows and paging-exit wake-ups (`adaptive.rs`). Each is taken at the first event
+//! PMU windows and paging-exit wake-ups (`adaptive.rs`), and the ends of the windows an
+//! observer outside the simulation watches (the oracle's). Each is taken at the first event
 //! boundary at or after its point.
 
 use super::{Counters, Simulator, Warmup};
@@ -8,7 +9,8 @@ use crate::error::{Error, Result};
 
 impl Simulator {
     /// The next boundary: the end of the warm-up, the next mode switch, the end of the
-    /// policy's window, or the paging-exit count the policy waits for.
+    /// policy's window or of an observed window, or the paging-exit count the policy waits
+    /// for.
     pub(super) fn plan(&mut self) {
         let w = self.cfg.warmup;
         let warm = |n: u64| if self.warming && n > 0 { n } else { u64::MAX };
@@ -17,7 +19,11 @@ impl Simulator {
             Some(a) if !self.warming => (self.warmed.instructions + a.next, a.exit_wake()),
             Some(_) | None => (u64::MAX, u64::MAX),
         };
-        self.next_instr = warm(w.instructions).min(switch).min(window);
+        let observed = match self.observed {
+            Some(o) if !self.warming => self.warmed.instructions + o.next,
+            Some(_) | None => u64::MAX,
+        };
+        self.next_instr = warm(w.instructions).min(switch).min(window).min(observed);
         self.next_refs = warm(w.refs);
         self.next_exits = exits;
     }

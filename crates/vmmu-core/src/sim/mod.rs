@@ -20,11 +20,11 @@ pub use adaptive::WindowRecord;
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource, MemRef};
-use crate::guest::{GuestOs, OsEffects, OsError};
+use crate::guest::{GuestOs, OsEffects, OsError, OsStats};
 use crate::hw::tlb::{Tag, TlbHierarchy};
-use crate::mmu::{Lookup, Mmu};
+use crate::mmu::{Lookup, Mmu, MmuStats};
 use crate::paging::Geometry;
-use crate::vmm::exits::ExitReason;
+use crate::vmm::exits::{ExitReason, ExitStats};
 use crate::vmm::{Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
 use adaptive::Adaptive;
@@ -74,6 +74,30 @@ pub struct CyclesByCause {
 }
 
 impl CyclesByCause {
+    /// The cycles of a run whose counters are these, on a core of `base_cpi`; the waits of
+    /// a multi-vCPU run (zero with one vCPU) given apart.
+    pub fn of(
+        base_cpi: f64,
+        counters: &Counters,
+        mmu: &MmuStats,
+        os: &OsStats,
+        exits: &ExitStats,
+        shootdown_wait: u64,
+        pager_lock_wait: u64,
+    ) -> CyclesByCause {
+        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
+        CyclesByCause {
+            base: (counters.instructions as f64 * base_cpi).round() as u64,
+            translation: mmu.translation_cycles,
+            data: mmu.data_cycles,
+            guest_kernel: os.kernel_cycles,
+            hypervisor: exits.total_cycles() - mode_switch,
+            mode_switch,
+            shootdown_wait,
+            pager_lock_wait,
+        }
+    }
+
     /// Their sum: the cycles of the run.
     pub fn total(&self) -> u64 {
         self.base
@@ -88,7 +112,7 @@ impl CyclesByCause {
 }
 
 /// Counters kept by the event loop itself.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Counters {
     /// Events consumed (after the warm-up).
     pub events: u64,
@@ -146,6 +170,17 @@ pub struct Simulator {
     next_exits: u64,
     /// The paging-mode policy of an adaptive run, its windows and timeline.
     adaptive: Option<Box<Adaptive>>,
+    /// The windows at whose ends [`Simulator::run_observed`] calls its observer.
+    observed: Option<Observed>,
+}
+
+/// Windows observed from outside the simulation (the oracle's), in counted instructions.
+#[derive(Clone, Copy, Debug)]
+struct Observed {
+    /// Instructions per window.
+    window: u64,
+    /// Where the current window ends.
+    next: u64,
 }
 
 fn os_err(e: OsError, event: u64, what: &Event) -> Error {
@@ -191,6 +226,7 @@ impl Simulator {
             next_refs: u64::MAX,
             next_exits: u64::MAX,
             adaptive: None,
+            observed: None,
             cfg: cfg.clone(),
         };
         sim.adaptive = Adaptive::of(&sim);
@@ -256,40 +292,61 @@ impl Simulator {
 
     /// Cycles by cause so far (docs/statistics.md).
     pub fn cycles_by_cause(&self) -> CyclesByCause {
-        let exits = self.vmm.exits();
-        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
-        CyclesByCause {
-            base: (self.counters.instructions as f64 * self.cfg.machine.core.base_cpi).round()
-                as u64,
-            translation: self.mmu.stats.translation_cycles,
-            data: self.mmu.stats.data_cycles,
-            guest_kernel: self.os.stats.kernel_cycles,
-            hypervisor: exits.total_cycles() - mode_switch,
-            mode_switch,
-            shootdown_wait: self.shootdowns.wait_cycles,
-            pager_lock_wait: self.pager_lock.wait_cycles,
-        }
+        CyclesByCause::of(
+            self.cfg.machine.core.base_cpi,
+            &self.counters,
+            &self.mmu.stats,
+            &self.os.stats,
+            self.vmm.exits(),
+            self.shootdowns.wait_cycles,
+            self.pager_lock.wait_cycles,
+        )
     }
 
-    /// Simulates `e`, first calling `observe` when a window of `window` counted instructions
-    /// has ended since the last call (`next`: where the current window ends; start it at 0,
-    /// and the first call after counting starts observes the start). The windows end where an
-    /// adaptive run's PMU windows end: at the first event boundary at or after each multiple.
-    pub fn step_observed(
+    /// Marks the end of every window of `window` counted instructions as a boundary, for
+    /// [`run_observed`](Self::run_observed): the windows end where an adaptive run's PMU
+    /// windows end, at the first event boundary at or after each multiple (the first window
+    /// starts when counting starts).
+    pub fn observe_windows(&mut self, window: u64) {
+        self.observed = Some(Observed { window, next: 0 });
+        self.plan();
+    }
+
+    /// Simulates `events`, calling `observe` before the first event of each window of
+    /// [`observe_windows`](Self::observe_windows) (the first call, once counting has started,
+    /// observes the start). The observations are boundaries like the others, so the events
+    /// between them cost what [`step`](Self::step) costs.
+    pub fn run_observed(
         &mut self,
-        e: &Event,
-        window: u64,
-        next: &mut u64,
+        events: &[Event],
         observe: &mut dyn FnMut(&Simulator),
     ) -> Result<()> {
-        if self.boundary_due() {
-            self.boundary()?;
+        for e in events {
+            let idx = self.warmed.events + self.counters.events;
+            if self.boundary_due() {
+                self.boundary()?;
+                self.observe_due(observe);
+            }
+            self.simulate(e, idx)?;
         }
-        if !self.warming && self.counters.instructions >= *next {
+        Ok(())
+    }
+
+    /// Calls `observe` when a window of [`observe_windows`](Self::observe_windows) has
+    /// ended, and plans the next boundary.
+    fn observe_due(&mut self, observe: &mut dyn FnMut(&Simulator)) {
+        let instr = self.counters.instructions;
+        let Some(o) = self.observed else {
+            return;
+        };
+        if !self.warming && instr >= o.next {
             observe(self);
-            *next = (self.counters.instructions / window + 1) * window;
+            self.observed = Some(Observed {
+                next: (instr / o.window + 1) * o.window,
+                ..o
+            });
+            self.plan();
         }
-        self.step(e)
     }
 
     /// Whether a boundary (warm-up end, mode switch, policy wake-up) is due before the next
@@ -381,6 +438,13 @@ impl Simulator {
         if self.boundary_due() {
             self.boundary()?;
         }
+        self.simulate(e, idx)
+    }
+
+    /// Simulates one event, the `idx`-th of its stream, once the boundaries due before it
+    /// have been taken.
+    #[inline(always)]
+    fn simulate(&mut self, e: &Event, idx: u64) -> Result<()> {
         self.counters.events += 1;
         match e {
             Event::Ref(r) => self.reference(r, idx),

@@ -79,7 +79,7 @@ pub struct VcpuCounts {
 }
 
 /// TLB shootdowns of a multi-vCPU run (docs/statistics.md).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShootdownCounts {
     /// Shootdowns: mapping changes that other vCPUs may cache.
     pub shootdowns: u64,
@@ -103,7 +103,7 @@ pub struct ShootdownCounts {
 /// The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): handlers that change or
 /// read the shared shadow tables hold it for their handler time (the exit's round trip is
 /// outside it); a vCPU that arrives while another holds it waits.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PagerLockCounts {
     /// Handlers that took the lock.
     pub holds: u64,
@@ -523,7 +523,7 @@ impl Smp {
     fn turn(&mut self, sim: &mut Simulator, v: usize, tid: u32, horizon: u64) -> Result<()> {
         self.load(sim, v)?;
         let start = Self::local_now(sim);
-        let before = sim.counters.clone();
+        let before = sim.counters;
         self.moved = 0;
         if self.vcpus[v].current != Some(tid) {
             self.context_switch(sim, v, tid)?;

@@ -136,7 +136,7 @@ impl ExitReason {
 }
 
 /// Counts and cycles per reason.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct ExitStats {
     count: [u64; ExitReason::ALL.len()],
     cycles: [u64; ExitReason::ALL.len()],

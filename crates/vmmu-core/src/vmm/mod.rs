@@ -684,12 +684,11 @@ impl Vmm {
             Paging::Shadow(sp) => Some(sp),
             Paging::Native | Paging::Nested | Paging::Direct(_) => None,
         };
-        let pagers: Vec<&Box<ShadowPager>> =
-            active.into_iter().chain(self.parked.as_ref()).collect();
+        let mut pagers = active.into_iter().chain(self.parked.as_ref()).peekable();
         let ran =
-            !pagers.is_empty() || self.retired.pages_built > 0 || self.stats.mode_switches > 0;
+            pagers.peek().is_some() || self.retired.pages_built > 0 || self.stats.mode_switches > 0;
         ran.then(|| {
-            let mut total = self.retired.clone();
+            let mut total = self.retired;
             for sp in pagers {
                 total.absorb(&sp.stats());
             }

@@ -24,7 +24,7 @@ pub use tables::{GuestTables, ShadowTables, TableSource};
 
 use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::config::{MachineConfig, PwcDesign};
-use crate::hw::cache::MemoryHierarchy;
+use crate::hw::cache::{MemoryHierarchy, MAX_LEVELS};
 use crate::hw::ntlb::Ntlb;
 use crate::hw::psc::Psc;
 use crate::hw::pwc::Pwc;
@@ -34,7 +34,7 @@ use crate::paging::{Geometry, Pte};
 use step::{Grid, COL_G, GRID, ROW_GPA};
 
 /// Counters of the walkers.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct WalkStats {
     /// Page walks started (faulting ones and D-assists included).
     pub walks: u64,
@@ -49,7 +49,7 @@ pub struct WalkStats {
     /// References served by the page-walk cache, by `{column,row}` cell.
     pub pwc_hits: Grid,
     /// References served per cache level; index `levels` is DRAM.
-    pub served_level: [u64; 8],
+    pub served_level: [u64; MAX_LEVELS + 1],
 }
 
 impl WalkStats {
