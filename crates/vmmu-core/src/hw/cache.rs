@@ -89,17 +89,24 @@ impl MemoryHierarchy {
     /// latency). Fills the line into every level from `from` down to the one above the server,
     /// so page entries never enter levels above `from`. Counts a hit or miss at each level
     /// looked up.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, addr: Hpa, from: usize) -> (usize, u32) {
         let line = addr.raw() >> self.line_shift;
+        // `last_l1` is `u64::MAX` without levels, which no line number equals.
+        if from == 0 && line == self.last_l1 {
+            let l = &mut self.levels[0];
+            l.stats.hits += 1;
+            return (0, l.latency);
+        }
+        self.access_levels(line, from)
+    }
+
+    /// [`access`](Self::access) of `line` past the remembered line: the level search.
+    #[inline(never)]
+    fn access_levels(&mut self, line: u64, from: usize) -> (usize, u32) {
         let n = self.levels.len();
         debug_assert!(from <= n, "level {from} of {n}");
         if from == 0 && n > 0 {
-            if line == self.last_l1 {
-                let l = &mut self.levels[0];
-                l.stats.hits += 1;
-                return (0, l.latency);
-            }
             self.last_l1 = line;
         }
         // A level that misses is filled at once: the levels are independent, so this is the
@@ -121,6 +128,28 @@ impl MemoryHierarchy {
             }
         }
         (n, self.dram_latency)
+    }
+
+    /// `log2` of the line size: an address's line number is the address shifted right by it.
+    #[inline]
+    pub fn line_shift(&self) -> u32 {
+        self.line_shift
+    }
+
+    /// The line number [`access`](Self::access) from level 0 answers as an L1 hit without a
+    /// search (`u64::MAX`: none): the line of the last reference from level 0.
+    #[inline]
+    pub fn remembered_line(&self) -> u64 {
+        self.last_l1
+    }
+
+    /// Counts `n` references from level 0 to the [`remembered_line`](Self::remembered_line):
+    /// what `n` calls of [`access`](Self::access) for it would have counted.
+    #[inline]
+    pub fn count_remembered(&mut self, n: u64) {
+        if n > 0 {
+            self.levels[0].stats.hits += n;
+        }
     }
 
     /// Whether level `level` holds the line of `addr` (no LRU update, not counted).

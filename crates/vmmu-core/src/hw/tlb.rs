@@ -344,6 +344,25 @@ impl TlbHierarchy {
             .map(|(l, t)| (l, *t))
     }
 
+    /// The remembered L1 hit of `side` when it is for `tag`: its 4 KiB page number and entry.
+    /// [`lookup`](Self::lookup) answers every lookup of that page and tag with it, without a
+    /// search, until something changes the L1 arrays of `side`.
+    #[inline(always)]
+    pub fn remembered(&self, side: TlbSide, tag: Tag) -> Option<(u64, &Translation)> {
+        let m = &self.memo[side as usize];
+        (m.vpn != NO_MEMO.vpn && m.tag == tag.raw()).then_some((m.vpn, &m.t))
+    }
+
+    /// Counts `n` L1 hits of `side` answered by its [`remembered`](Self::remembered) hit: what
+    /// `n` lookups of its page would have counted.
+    #[inline]
+    pub fn count_remembered(&mut self, side: TlbSide, n: u64) {
+        match side {
+            TlbSide::Data => self.l1d.stats.hits += n,
+            TlbSide::Instr => self.l1i.stats.hits += n,
+        }
+    }
+
     /// [`lookup`](Self::lookup) past the remembered hit. It returns a reference (two
     /// registers) rather than assembling the 17-byte result on its own stack, which costs a
     /// store-forwarding stall when it is copied out.

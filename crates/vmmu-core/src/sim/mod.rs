@@ -126,7 +126,7 @@ pub struct Counters {
     pub checked: u64,
 }
 
-const BATCH: usize = 65_536;
+const BATCH: usize = 4_096;
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Faults one access may take before the run stops as stuck (a demand fault under shadow
 /// paging takes two; a copy-on-write store through a clean entry, three).
@@ -251,9 +251,7 @@ impl Simulator {
             if source.next_batch(&mut buf, BATCH)? == 0 {
                 break;
             }
-            for e in &buf {
-                self.step(e)?;
-            }
+            self.step_batch(&buf)?;
             let done = self.counters.events + self.warmed.events;
             if done >= next_report {
                 next_report = done + PROGRESS_EVERY;
@@ -359,6 +357,72 @@ impl Simulator {
             || self.warmed.refs + self.counters.memory_refs + self.counters.fetches
                 >= self.next_refs
             || self.vmm.paging_exits() >= self.next_exits
+    }
+
+    /// Simulates `events` in order: runs of references the TLBs answer from their remembered
+    /// hits in [`remembered_hits`](Self::remembered_hits), every other event by
+    /// [`step`](Self::step).
+    #[inline(always)]
+    fn step_batch(&mut self, events: &[Event]) -> Result<()> {
+        let mut i = 0;
+        while i < events.len() {
+            i += self.remembered_hits(&events[i..]);
+            if let Some(e) = events.get(i) {
+                self.step(e)?;
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Simulates the references at the start of `events` that [`Mmu::lookup`] answers with a
+    /// hit from the TLBs' remembered L1 hits, and returns how many: the same counts, TLB and
+    /// cache updates in the same order as [`step`](Self::step) makes for each, kept in locals
+    /// and added once. It stops before any other event (or a reference the remembered hits do
+    /// not answer), and after the reference at which a boundary becomes due, so that `step`
+    /// takes it; it takes nothing in the checked mode, before the first process exists, or
+    /// where a boundary is already due. Such a run changes no TLB state, so the remembered
+    /// hits hold throughout. Its addresses are canonical: a remembered page was looked up by
+    /// [`reference`](Self::reference), after its canonical check, and canonicity depends on
+    /// bits above the page offset only.
+    #[inline(always)]
+    fn remembered_hits(&mut self, events: &[Event]) -> usize {
+        if self.cfg.check || self.os.current_pid().is_none() || self.boundary_due() {
+            return 0;
+        }
+        let c = &self.counters;
+        // Not due: both are positive.
+        let instr_room = self.next_instr - (self.warmed.instructions + c.instructions);
+        let refs_room = self.next_refs - (self.warmed.refs + c.memory_refs + c.fetches);
+        let mut hits = self.mmu.remembered(self.tag);
+        let (mut n, mut instrs, mut fetches) = (0u64, 0u64, 0u64);
+        let events = &events[..events.len().min(refs_room.try_into().unwrap_or(usize::MAX))];
+        for e in events {
+            let Event::Ref(r) = e else { break };
+            let access = Access {
+                write: r.kind.is_write(),
+                fetch: r.kind.is_fetch(),
+            };
+            let Some(hpa) = hits.translate(r.va, access) else {
+                break;
+            };
+            n += 1;
+            instrs += r.instrs as u64;
+            fetches += access.fetch as u64;
+            if !access.fetch {
+                self.mmu.data_remembered(&mut hits, hpa);
+            }
+            if instrs >= instr_room {
+                break;
+            }
+        }
+        self.mmu.count_remembered(&hits, n - fetches, fetches);
+        let c = &mut self.counters;
+        c.events += n;
+        c.instructions += instrs;
+        c.fetches += fetches;
+        c.memory_refs += n - fetches;
+        n as usize
     }
 
     /// Simulates one event.

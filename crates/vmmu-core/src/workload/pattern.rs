@@ -63,6 +63,45 @@ impl RefGen {
             instrs: self.ipr,
         })
     }
+
+    /// Appends `n` references to `buf`, each at the address `next` returns, in order. One
+    /// `extend` of a counted iterator: the room is reserved once and the events are written
+    /// without a capacity check each.
+    #[inline(always)]
+    fn fill(&mut self, buf: &mut Vec<Event>, n: usize, mut next: impl FnMut() -> u64) {
+        let mut g = self.local();
+        buf.extend((0..n).map(|_| g.make(next())));
+        self.rng = g.rng;
+    }
+
+    /// [`fill`](Self::fill) with addresses drawn from the generator's RNG, each drawn before
+    /// its reference's load/store draw.
+    #[inline(always)]
+    fn fill_drawn(
+        &mut self,
+        buf: &mut Vec<Event>,
+        n: usize,
+        mut next: impl FnMut(&mut Xoshiro256PlusPlus) -> u64,
+    ) {
+        let mut g = self.local();
+        buf.extend((0..n).map(|_| {
+            let va = next(&mut g.rng);
+            g.make(va)
+        }));
+        self.rng = g.rng;
+    }
+
+    /// A copy to fill a batch with, written back after it: a local the compiler keeps in
+    /// registers, where the generator's own state would be reloaded and stored around every
+    /// event written (the events' buffer might alias it).
+    #[inline(always)]
+    fn local(&self) -> RefGen {
+        RefGen {
+            rng: self.rng.clone(),
+            ipr: self.ipr,
+            write_threshold: self.write_threshold,
+        }
+    }
 }
 
 /// Where the references of one generator fall.
@@ -113,7 +152,6 @@ impl Pattern {
 
     /// Appends `n` references at `base + offset` to `buf`.
     pub fn fill(&mut self, g: &mut RefGen, base: u64, buf: &mut Vec<Event>, n: usize) {
-        buf.reserve(n);
         match self {
             Pattern::Sweep {
                 array_len,
@@ -125,18 +163,19 @@ impl Pattern {
                 let (array_len, arrays, step) = (*array_len, *arrays, *step);
                 if arrays == 1 {
                     let mut o = *off;
-                    for _ in 0..n {
-                        buf.push(g.make(base + o));
+                    g.fill(buf, n, || {
+                        let va = base + o;
                         o += step;
                         if o >= array_len {
                             o -= array_len;
                         }
-                    }
+                        va
+                    });
                     *off = o;
                 } else {
                     let (mut o, mut a) = (*off, *array);
-                    for _ in 0..n {
-                        buf.push(g.make(base + a * array_len + o));
+                    g.fill(buf, n, || {
+                        let va = base + a * array_len + o;
                         a += 1;
                         if a == arrays {
                             a = 0;
@@ -145,16 +184,14 @@ impl Pattern {
                                 o -= array_len;
                             }
                         }
-                    }
+                        va
+                    });
                     (*off, *array) = (o, a);
                 }
             }
             Pattern::Random { slots } => {
                 let slots = *slots;
-                for _ in 0..n {
-                    let slot = below(&mut g.rng, slots);
-                    buf.push(g.make(base + slot * REF_SIZE));
-                }
+                g.fill_drawn(buf, n, |rng| base + below(rng, slots) * REF_SIZE);
             }
             Pattern::HotCold {
                 nodes,
@@ -164,16 +201,16 @@ impl Pattern {
                 scatter,
             } => {
                 let (nodes, hot, thr, nb) = (*nodes, *hot, *hot_threshold, *node_bytes);
-                for _ in 0..n {
-                    let hot_draw = g.rng.next_u64() < thr || thr == u64::MAX;
+                g.fill_drawn(buf, n, |rng| {
+                    let hot_draw = rng.next_u64() < thr || thr == u64::MAX;
                     let rank = if hot_draw || hot == nodes {
-                        below(&mut g.rng, hot)
+                        below(rng, hot)
                     } else {
-                        hot + below(&mut g.rng, nodes - hot)
+                        hot + below(rng, nodes - hot)
                     };
                     let node = scatter.as_ref().map_or(rank, |s| s.apply(rank));
-                    buf.push(g.make(base + node * nb));
-                }
+                    base + node * nb
+                });
             }
             Pattern::Zipf {
                 zipf,
@@ -181,11 +218,11 @@ impl Pattern {
                 scatter,
             } => {
                 let nb = *node_bytes;
-                for _ in 0..n {
-                    let rank = zipf.sample(&mut g.rng) - 1;
+                g.fill_drawn(buf, n, |rng| {
+                    let rank = zipf.sample(rng) - 1;
                     let node = scatter.as_ref().map_or(rank, |s| s.apply(rank));
-                    buf.push(g.make(base + node * nb));
-                }
+                    base + node * nb
+                });
             }
         }
     }
