@@ -22,6 +22,7 @@
 
 use crate::addr::Gva;
 use crate::event::{AccessKind, Event, MapFlags, MemRef, Prot};
+use std::mem::MaybeUninit;
 
 /// The longest record: `Mremap`'s tag and four 10-byte varints, rounded up (a reference takes
 /// at most 1 + 1 + 5 + 8).
@@ -41,46 +42,69 @@ const A_ABS: u8 = 6;
 /// Payload bytes of each address code.
 const ADDR_BYTES: [usize; 8] = [0, 0, 1, 2, 4, 6, 8, 0];
 
-/// How the decoder rebuilds an address from its code, all in one table (one cache line):
-/// `va = (last & addr) + (last_size & size) + (delta & delta)`, the delta being the payload
-/// sign-extended by shifting left then right by `shift` (the whole word for code 6).
+/// How the decoder's fast loop rebuilds an address from its code (0 to 5), all in one table
+/// (one cache line): `va = last + (last_size & size) + (delta & delta)`, the delta being the
+/// payload sign-extended from the 8-byte word that starts at the tag, by shifting it left by
+/// `left` then right by `right`. Codes 6 and 7 (an 8-byte payload, invalid) are not fast.
 #[derive(Clone, Copy)]
 struct AddrCode {
-    addr: u64,
     size: u64,
     delta: u64,
-    shift: u32,
-    /// Bytes of the record: the tag and the payload.
-    len: u32,
+    left: u32,
+    right: u32,
 }
 
 const fn addr_code(code: usize) -> AddrCode {
-    let (addr, size, delta) = match code {
-        0 => (!0, !0, 0),
-        1 => (!0, 0, 0),
-        2..=5 => (!0, 0, !0),
-        6 => (0, 0, !0),
-        _ => (0, 0, 0),
-    };
-    AddrCode {
-        addr,
-        size,
-        delta,
-        shift: (64 - 8 * ADDR_BYTES[code] as u32) & 63,
-        len: 1 + ADDR_BYTES[code] as u32,
+    let bytes = ADDR_BYTES[code] as u32;
+    match code {
+        0 => AddrCode {
+            size: !0,
+            delta: 0,
+            left: 0,
+            right: 0,
+        },
+        2..=5 => AddrCode {
+            size: 0,
+            delta: !0,
+            left: 56 - 8 * bytes,
+            right: 64 - 8 * bytes,
+        },
+        _ => AddrCode {
+            size: 0,
+            delta: 0,
+            left: 0,
+            right: 0,
+        },
     }
 }
 
-const ADDR_CODES: [AddrCode; 8] = [
+const ADDR_CODES: [AddrCode; 6] = [
     addr_code(0),
     addr_code(1),
     addr_code(2),
     addr_code(3),
     addr_code(4),
     addr_code(5),
-    addr_code(6),
-    addr_code(7),
 ];
+
+/// The length of a reference record with no size or count, tag included, by address code:
+/// one nibble per code, code 0 lowest (1, 1, 2, 3, 5, 7, 9, -). Computed from the tag by two
+/// register operations instead of a table load: the next record's position is the loop's one
+/// dependency chain from record to record.
+const REF_LENS: u32 = {
+    let mut v = 0u32;
+    let mut code = 0;
+    while code < 7 {
+        v |= (1 + ADDR_BYTES[code] as u32) << (4 * code);
+        code += 1;
+    }
+    v
+};
+
+/// The first tag the fast loop leaves to [`Decoder::slow`] whatever its flags: address code 6
+/// (an 8-byte payload), 7 (invalid), and every other event (bit 7). A reference whose count
+/// follows (a varint) is also left to it.
+const FIRST_SLOW_TAG: u8 = A_ABS << ADDR_SHIFT;
 
 const T_COMPUTE: u8 = 0x80;
 const T_PROC: u8 = 0x81;
@@ -114,14 +138,18 @@ struct Class {
 }
 
 impl Class {
-    /// Advances to the address that code `a` with the 8 bytes after the tag gives; returns the
-    /// new state. Branch-free: `(last & addr) + (last_size & size) + (delta & delta)`.
+    /// Advances to the next reference of the class: the address that code `a` and the
+    /// (masked) `delta` give, predicted from the class's last address and size, then the size
+    /// byte if the record has one; returns the new state.
     #[inline(always)]
-    fn next(&mut self, a: &AddrCode, word: u64) -> Class {
-        let delta = ((((word << a.shift) as i64) >> a.shift) as u64) & a.delta;
-        self.addr = (self.addr & a.addr)
+    fn advance(&mut self, a: &AddrCode, delta: u64, sized: bool, size: u8) -> Class {
+        self.addr = self
+            .addr
             .wrapping_add(self.size as u64 & a.size)
             .wrapping_add(delta);
+        if sized {
+            self.size = size;
+        }
         *self
     }
 }
@@ -324,9 +352,10 @@ impl Decoder {
     /// adding to `counts`. `raw` must extend at least [`PAD`] bytes past `len`. A record that
     /// does not decode, or that ends past `len`, is an error naming its offset.
     ///
-    /// The common record — a reference with its class's size and count, one tag byte and its
-    /// address payload — is decoded by an inner loop that calls nothing, so both classes' state
-    /// stays in registers; any other record leaves it for [`Decoder::slow`] and comes back.
+    /// Runs of the common record — a reference with its class's count: a tag byte, perhaps a
+    /// size byte, an address payload of up to 6 bytes — are decoded by [`fast_refs`]; any other
+    /// record, or one that would end past `len`, by [`Decoder::slow`], which decodes it or
+    /// names its offset. A record that fails is not handed out; the events before it are.
     #[inline]
     pub fn decode(
         &mut self,
@@ -339,60 +368,48 @@ impl Decoder {
     ) -> Result<(), DecodeError> {
         assert!(raw.len() >= len + PAD, "a chunk buffer lacks its padding");
         let raw = &raw[..len + PAD];
-        // The events are written in place into room made first (a filler per slot): no
-        // capacity check per event, and nothing of the loop's state escapes to a call.
+        // The events are written in place into room reserved first: no capacity check per
+        // event, no filler written before them, and nothing of the loop's state escapes to a
+        // call.
         let base = out.len();
-        out.resize(base + n, Event::Phase { id: 0 });
-        let dst = &mut out[base..];
+        out.reserve(n);
+        let dst = &mut out.spare_capacity_mut()[..n];
         let mut p = *pos;
         let [mut data, mut fetch] = self.classes;
         let mut t = Totals::default();
-        // The start of the last record decoded: a record that runs past `len` is found at the
-        // next record (or after the loop) and named by its start.
-        let mut last = p;
         let mut done = 0;
         let mut failed = None;
-        'records: while done < n {
-            while done < n {
-                if p >= len {
-                    failed = Some(past_end(p, len, last));
-                    break 'records;
-                }
-                let tag = raw[p];
-                let code = (tag >> ADDR_SHIFT) as usize;
-                if tag & (0x80 | SIZE_FOLLOWS | INSTRS_FOLLOWS) != 0 || code == 7 {
-                    break;
-                }
-                last = p;
-                let a = &ADDR_CODES[code];
-                let word = word(raw, p + 1);
-                p += a.len as usize;
-                // One branch per class keeps each class's state in registers.
-                let c = if tag & 3 == 3 {
-                    fetch.next(a, word)
-                } else {
-                    data.next(a, word)
-                };
-                t.instructions = t.instructions.wrapping_add(c.instrs as u64);
-                dst[done] = Event::Ref(MemRef {
-                    va: Gva(c.addr),
-                    kind: KINDS[(tag & 3) as usize],
-                    size: c.size,
-                    instrs: c.instrs,
-                });
-                done += 1;
-            }
+        while done < n {
+            let run = fast_refs(raw, len, p, &mut dst[done..], [data, fetch]);
+            p = run.p;
+            done += run.done;
+            [data, fetch] = run.classes;
+            let fetches = run.fetches as u64;
+            let datas = run.done as u64 - fetches;
+            t.instructions = t
+                .instructions
+                .wrapping_add(fetches.wrapping_mul(fetch.instrs as u64))
+                .wrapping_add(datas.wrapping_mul(data.instrs as u64));
             if done == n {
                 break;
             }
             if p >= len {
-                failed = Some(past_end(p, len, last));
+                failed = Some(DecodeError {
+                    at: p,
+                    reason: "the chunk's records end before its event count".into(),
+                });
                 break;
             }
-            last = p;
             match Self::slow(raw, p, [data, fetch], t) {
+                Ok((_, np, ..)) if np > len => {
+                    failed = Some(DecodeError {
+                        at: p,
+                        reason: "a record runs past the end of the chunk".into(),
+                    });
+                    break;
+                }
                 Ok((e, np, [d, f], nt)) => {
-                    dst[done] = e;
+                    dst[done].write(e);
                     (p, data, fetch, t) = (np, d, f, nt);
                     done += 1;
                 }
@@ -402,12 +419,14 @@ impl Decoder {
                 }
             }
         }
-        if failed.is_none() && p > len {
-            failed = Some(past_end(p, len, last));
-        }
+        // SAFETY: the slots `base..base + done` were each written above (`dst[i]` for every
+        // `i < done`, in order) and lie within the capacity reserved; setting the length is what
+        // makes them the vector's. Writing into spare capacity saves a filler pass over a
+        // batch that is about to be overwritten (docs/performance.md, "The trace reader's
+        // threads").
+        unsafe { out.set_len(base + done) };
         if let Some(e) = failed {
             // The events decoded before the bad record stay, as the caller's stream has them.
-            out.truncate(base + done);
             return Err(e);
         }
         self.classes = [data, fetch];
@@ -486,6 +505,91 @@ impl Decoder {
     }
 }
 
+/// What a run of [`fast_refs`] decoded.
+struct FastRun {
+    /// Records decoded.
+    done: usize,
+    /// The position after them.
+    p: usize,
+    /// Both classes after them (data, fetch).
+    classes: [Class; 2],
+    /// Instruction fetches among them.
+    fetches: usize,
+}
+
+/// Decodes common records from `p` into `dst` until a record that is not common, or that
+/// would end past `len`, or the end of `dst`. A common record is a reference with its class's
+/// count: a tag byte, perhaps a size byte, and an address payload of up to 6 bytes, so one
+/// 8-byte load gives the whole record (`raw` extends at least [`PAD`] bytes past `len`, so the
+/// load never fails, whatever the bytes after `len` hold). Only the addresses and sizes change
+/// from record to record (the counts do not), so the loop's state is a few registers. The
+/// record's length is computed from its tag in registers, and only when the tag's shape
+/// differs from the previous record's (below).
+#[inline(never)]
+fn fast_refs(
+    raw: &[u8],
+    len: usize,
+    mut p: usize,
+    dst: &mut [MaybeUninit<Event>],
+    classes: [Class; 2],
+) -> FastRun {
+    let [mut data, mut fetch] = classes;
+    let mut fetches = 0;
+    let mut done = 0;
+    // The previous record's tag without its kind bits (its shape: flags and address code),
+    // and what follows from it. A record of the same shape has the same length, and the branch
+    // that says so is predicted: the next record's position does not wait for this record's
+    // load, only for the branch to be confirmed. A stride stream is all one shape; a recorded
+    // program changes shape often and decodes as fast as with the length computed every time.
+    let mut shape = 0xFFu8;
+    let mut step = 0usize;
+    let mut code = 0usize;
+    let mut sized = false;
+    while done < dst.len() {
+        let w = word(raw, p);
+        let tag = w as u8;
+        if tag & !3 != shape {
+            if tag >= FIRST_SLOW_TAG || tag & INSTRS_FOLLOWS != 0 {
+                break;
+            }
+            shape = tag & !3;
+            code = (tag >> ADDR_SHIFT) as usize;
+            sized = tag & SIZE_FOLLOWS != 0;
+            step = ((REF_LENS >> (4 * code)) & 0xF) as usize + sized as usize;
+        }
+        let next = p + step;
+        if next > len {
+            break;
+        }
+        p = next;
+        let a = &ADDR_CODES[code];
+        // The payload after the tag, and after the size byte if there is one.
+        let payload = w >> (8 * sized as u32);
+        let delta = ((((payload << a.left) as i64) >> a.right) as u64) & a.delta;
+        let size = (w >> 8) as u8;
+        // One branch per class keeps each class's state in registers.
+        let c = if tag & 3 == 3 {
+            fetches += 1;
+            fetch.advance(a, delta, sized, size)
+        } else {
+            data.advance(a, delta, sized, size)
+        };
+        dst[done].write(Event::Ref(MemRef {
+            va: Gva(c.addr),
+            kind: KINDS[(tag & 3) as usize],
+            size: c.size,
+            instrs: c.instrs,
+        }));
+        done += 1;
+    }
+    FastRun {
+        done,
+        p,
+        classes: [data, fetch],
+        fetches,
+    }
+}
+
 /// Running totals of one [`Decoder::decode`] call.
 #[derive(Clone, Copy, Default)]
 struct Totals {
@@ -495,22 +599,6 @@ struct Totals {
     instructions: u64,
     /// Process and address-space events.
     os_events: u64,
-}
-
-/// The error for a position `p` at or past `len`: the record starting at `last` ran past the
-/// end, or the records ended before the event count.
-fn past_end(p: usize, len: usize, last: usize) -> DecodeError {
-    if p > len {
-        DecodeError {
-            at: last,
-            reason: "a record runs past the end of the chunk".into(),
-        }
-    } else {
-        DecodeError {
-            at: p,
-            reason: "the chunk's records end before its event count".into(),
-        }
-    }
 }
 
 fn invalid_code(tag: u8, start: usize) -> DecodeError {
@@ -716,10 +804,25 @@ mod tests {
             (e.at, e.reason.as_str()),
             (2, "a record runs past the end of the chunk")
         );
-        assert_eq!(out[..2], [load(8, 8), load(16, 8)]);
+        // The cut record itself is not handed out.
+        assert_eq!(out, [load(8, 8), load(16, 8)]);
         // The same cut as the last record asked for.
         let e = decode_bytes(&bytes[2..], 1).1.unwrap_err();
         assert_eq!(e.at, 0);
+    }
+
+    #[test]
+    fn a_cut_record_of_the_same_shape_as_the_one_before_is_named() {
+        // Two loads with a 1-byte delta (the second of the same shape, so its length is not
+        // recomputed); the chunk cuts the second after its tag.
+        let bytes = [2 << 4, 0x05, 2 << 4];
+        let (out, res) = decode_bytes(&bytes, 2);
+        let e = res.unwrap_err();
+        assert_eq!(
+            (e.at, e.reason.as_str()),
+            (2, "a record runs past the end of the chunk")
+        );
+        assert_eq!(out, [load(5, 8)]);
     }
 
     #[test]
