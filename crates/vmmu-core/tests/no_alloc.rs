@@ -11,7 +11,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use vmmu_core::event::Event;
 use vmmu_core::sim::Simulator;
-use vmmu_core::{config, workload};
+use vmmu_core::workload;
+
+mod common;
 
 struct Counting;
 
@@ -45,11 +47,7 @@ fn allocations() -> u64 {
 /// Allocations made while simulating the second half of `spec`'s references under
 /// `overrides`, and how many walks that half made (to show the case exercises walks or not).
 fn allocations_when_warm(spec: &str, overrides: &[(&str, &str)]) -> (u64, u64) {
-    let ov: Vec<(String, String)> = overrides
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let cfg = config::build("bhargava08", &ov).unwrap();
+    let cfg = common::bhargava08(overrides);
     let mut sim = Simulator::new(&cfg).unwrap();
     let mut src = workload::open(spec).unwrap();
     let mut events = Vec::new();
@@ -75,7 +73,7 @@ fn the_counter_sees_the_simulators_allocations() {
     // The warm-up of a shadow run builds shadow tables: if the counter missed allocations,
     // the zero counts below would prove nothing.
     let before = allocations();
-    let cfg = config::build("bhargava08", &[("mode".into(), "shadow".into())]).unwrap();
+    let cfg = common::bhargava08(&[("mode", "shadow")]);
     let mut sim = Simulator::new(&cfg).unwrap();
     let mut src = workload::open("random:footprint=4M,refs=1K,prefault=1").unwrap();
     let mut events = Vec::new();

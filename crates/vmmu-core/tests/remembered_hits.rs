@@ -8,10 +8,11 @@
 
 use serde_json::Value;
 use vmmu_core::addr::Gva;
-use vmmu_core::config;
 use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot, VecSource};
 use vmmu_core::result::RunResult;
 use vmmu_core::sim::Simulator;
+
+mod common;
 
 const DATA: u64 = 0x4000_0000;
 const CODE: u64 = 0x5000_0000;
@@ -83,11 +84,7 @@ fn events() -> Vec<Event> {
 /// The result of `events` under `overrides`, by `Simulator::run` or by `Simulator::step` on
 /// each event.
 fn result(overrides: &[(&str, &str)], events: &[Event], batched: bool) -> Value {
-    let ov: Vec<(String, String)> = overrides
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let cfg = config::build("bhargava08", &ov).unwrap();
+    let cfg = common::bhargava08(overrides);
     let mut sim = Simulator::new(&cfg).unwrap();
     if batched {
         let mut src = VecSource::new("crafted", events.to_vec());

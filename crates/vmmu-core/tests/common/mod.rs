@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 use vmmu_core::addr::Gva;
-use vmmu_core::config;
+use vmmu_core::config::{self, SimConfig};
 use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot, VecSource};
 
 /// Where crafted regions start (1 GiB aligned).
@@ -41,6 +41,15 @@ pub fn mmap(start: u64, len: u64, populate: bool) -> Event {
 /// Process 1 with a `len`-byte region at [`BASE`].
 pub fn region(len: u64, populate: bool) -> Vec<Event> {
     vec![Event::ProcessCreate { pid: 1 }, mmap(BASE, len, populate)]
+}
+
+/// The bhargava08 machine with `overrides` only (none of [`run`]'s defaults).
+pub fn bhargava08(overrides: &[(&str, &str)]) -> SimConfig {
+    let ov: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    config::build("bhargava08", &ov).unwrap()
 }
 
 /// Runs `events` on bhargava08 with the data caches off, the checked mode on, 4 GiB of guest
