@@ -708,6 +708,13 @@ pub struct CacheConfig {
     pub data: bool,
 }
 
+impl CacheConfig {
+    /// The most cache levels a machine may have: each level's walk references, and DRAM's,
+    /// are counted in a fixed array (`WalkStats::served_level`), and a copy of a running
+    /// simulation's counters holds the levels' as plain values.
+    pub const MAX_LEVELS: usize = 7;
+}
+
 fn default_line() -> u32 {
     64
 }

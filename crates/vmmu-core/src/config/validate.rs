@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::hw::cache::MAX_LEVELS;
 
 impl SimConfig {
     /// Checks every cross-field rule; the error names the field.
@@ -46,10 +45,14 @@ impl SimConfig {
                 "must be a power of two",
             ));
         }
-        if m.caches.levels.len() > MAX_LEVELS {
+        if m.caches.levels.len() > CacheConfig::MAX_LEVELS {
             return Err(Error::config(
                 "machine.caches.levels",
-                format!("{} levels; at most {MAX_LEVELS}", m.caches.levels.len()),
+                format!(
+                    "{} levels; at most {}",
+                    m.caches.levels.len(),
+                    CacheConfig::MAX_LEVELS
+                ),
             ));
         }
         for (i, c) in m.caches.levels.iter().enumerate() {

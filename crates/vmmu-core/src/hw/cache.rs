@@ -24,10 +24,8 @@ pub use super::HitMiss;
 use crate::addr::Hpa;
 use crate::config::CacheConfig;
 
-/// The most cache levels a machine may have: each level's walk references, and DRAM's, are
-/// counted in a fixed array (`WalkStats::served_level`), and a copy of a running simulation's
-/// counters holds the levels' as plain values.
-pub const MAX_LEVELS: usize = 7;
+/// The most cache levels a machine may have ([`CacheConfig::MAX_LEVELS`]).
+pub const MAX_LEVELS: usize = CacheConfig::MAX_LEVELS;
 
 /// One cache level.
 #[derive(Clone, Debug)]
