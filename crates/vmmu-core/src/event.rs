@@ -212,6 +212,12 @@ pub enum Event {
     },
 }
 
+/// Events per batch between a source and the simulator (40 bytes each: 640 KiB). A trace
+/// reader's decoder fills batches of this size and the single-vCPU loop asks for this many,
+/// so a decoded batch is handed over by swapping buffers, not copied (docs/performance.md,
+/// "The trace reader's threads").
+pub const BATCH_EVENTS: usize = 16_384;
+
 /// A stream of events read in batches (a generator, a trace reader, a converter).
 ///
 /// Batches amortize the dynamic dispatch: the simulator asks for up to `max` events at a time

@@ -126,7 +126,8 @@ pub struct Counters {
     pub checked: u64,
 }
 
-const BATCH: usize = 4_096;
+/// Events asked of the source at a time: a trace reader's whole decoded batch.
+const BATCH: usize = crate::event::BATCH_EVENTS;
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Faults one access may take before the run stops as stuck (a demand fault under shadow
 /// paging takes two; a copy-on-write store through a clean entry, three).

@@ -55,8 +55,8 @@ enum State {
     Failed,
 }
 
-/// Events per batch from the decoder (40 bytes each: 640 KiB).
-const BATCH: usize = 16_384;
+/// Events per batch from the decoder: what the simulator asks for.
+const BATCH: usize = crate::event::BATCH_EVENTS;
 /// Raw chunks queued between loader and decoder.
 const RAW_QUEUE: usize = 2;
 /// Event batches queued between decoder and consumer.
