@@ -252,7 +252,7 @@ impl Simulator {
             if source.next_batch(&mut buf, BATCH)? == 0 {
                 break;
             }
-            self.step_batch(&buf)?;
+            self.step_batch(&buf, &mut |_| {})?;
             let done = self.counters.events + self.warmed.events;
             if done >= next_report {
                 next_report = done + PROGRESS_EVERY;
@@ -316,21 +316,13 @@ impl Simulator {
     /// Simulates `events`, calling `observe` before the first event of each window of
     /// [`observe_windows`](Self::observe_windows) (the first call, once counting has started,
     /// observes the start). The observations are boundaries like the others, so the events
-    /// between them cost what [`step`](Self::step) costs.
+    /// between them are simulated as [`run`](Self::run) simulates them.
     pub fn run_observed(
         &mut self,
         events: &[Event],
         observe: &mut dyn FnMut(&Simulator),
     ) -> Result<()> {
-        for e in events {
-            let idx = self.warmed.events + self.counters.events;
-            if self.boundary_due() {
-                self.boundary()?;
-                self.observe_due(observe);
-            }
-            self.simulate(e, idx)?;
-        }
-        Ok(())
+        self.step_batch(events, observe)
     }
 
     /// Calls `observe` when a window of [`observe_windows`](Self::observe_windows) has
@@ -361,17 +353,22 @@ impl Simulator {
     }
 
     /// Simulates `events` in order: runs of references the TLBs answer from their remembered
-    /// hits in [`remembered_hits`](Self::remembered_hits), every other event by
-    /// [`step`](Self::step).
+    /// hits in [`remembered_hits`](Self::remembered_hits), every other event one at a time
+    /// after the boundary due before it, calling `observe` at the boundaries that end an
+    /// observed window ([`observe_windows`](Self::observe_windows); none without it).
     #[inline(always)]
-    fn step_batch(&mut self, events: &[Event]) -> Result<()> {
+    fn step_batch(&mut self, events: &[Event], observe: &mut dyn FnMut(&Simulator)) -> Result<()> {
         let mut i = 0;
         while i < events.len() {
             i += self.remembered_hits(&events[i..]);
-            if let Some(e) = events.get(i) {
-                self.step(e)?;
-                i += 1;
+            let Some(e) = events.get(i) else { break };
+            let idx = self.warmed.events + self.counters.events;
+            if self.boundary_due() {
+                self.boundary()?;
+                self.observe_due(observe);
             }
+            self.simulate(e, idx)?;
+            i += 1;
         }
         Ok(())
     }
