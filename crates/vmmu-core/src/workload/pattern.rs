@@ -69,9 +69,7 @@ impl RefGen {
     /// without a capacity check each.
     #[inline(always)]
     fn fill(&mut self, buf: &mut Vec<Event>, n: usize, mut next: impl FnMut() -> u64) {
-        let mut g = self.local();
-        buf.extend((0..n).map(|_| g.make(next())));
-        self.rng = g.rng;
+        self.fill_drawn(buf, n, |_| next());
     }
 
     /// [`fill`](Self::fill) with addresses drawn from the generator's RNG, each drawn before
