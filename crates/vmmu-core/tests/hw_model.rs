@@ -784,3 +784,110 @@ fn cyclic_sweep_thrashes_lru_until_it_fits() {
     assert_eq!(pwc_misses(4, &keys), 50);
     assert_eq!(pwc_misses(5, &keys), 5);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The LRU array every structure is built on, through its whole interface.
+
+/// Shapes on both sides of each of `SetAssoc`'s thresholds: direct mapped, key scan (at most
+/// `SCAN_WAYS` ways), fingerprints (set-associative sets of more than `SCAN_WAYS` ways, with
+/// padding lanes), and the hash index (fully associative, more than `SCAN_WAYS` ways).
+fn lru_shape() -> impl Strategy<Value = (usize, usize)> {
+    prop_oneof![
+        Just((4, 1)),
+        Just((3, 3)),
+        Just((8, 4)),
+        Just((12, 4)),
+        Just((10, 5)),
+        Just((24, 24)),
+        Just((40, 10)),
+        Just((66, 33)),
+        Just((70, 70)),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum LruOp {
+    /// Find the key; touch it if held, insert it otherwise.
+    Access(u64),
+    /// Find the key and remove it if held.
+    Remove(u64),
+    /// Keep the keys whose remainder modulo 3 differs from this.
+    Retain(u64),
+    Clear,
+}
+
+fn lru_op() -> impl Strategy<Value = LruOp> {
+    prop_oneof![
+        12 => (0u64..160).prop_map(LruOp::Access),
+        3 => (0u64..160).prop_map(LruOp::Remove),
+        1 => (0u64..3).prop_map(LruOp::Retain),
+        1 => Just(LruOp::Clear),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Every set's entries, in recency order, and every eviction equal those of a model that
+    /// keeps each set as a list, most recently used first; removals and `retain` free ways
+    /// that later insertions reuse before evicting.
+    #[test]
+    fn lru_array_matches_reference_model(
+        (entries, ways) in lru_shape(),
+        ops in prop::collection::vec(lru_op(), 1..400),
+    ) {
+        use vmmu_core::hw::lru::SetAssoc;
+        let mut fast = SetAssoc::<u64>::new(entries, ways, 0);
+        let sets = entries / ways;
+        let mut slow: Vec<Vec<u64>> = vec![vec![]; sets];
+        for op in ops {
+            match op {
+                LruOp::Access(k) => {
+                    let set = fast.set_of(k.wrapping_mul(7));
+                    let s = &mut slow[set];
+                    match fast.find(set, k, |&v| v == k * 10) {
+                        Some(w) => {
+                            prop_assert_eq!(*fast.touch(set, w), k * 10);
+                            let i = s.iter().position(|&x| x == k).expect("model holds it");
+                            s.remove(i);
+                        }
+                        None => {
+                            prop_assert!(!s.contains(&k));
+                            let evicted = fast.insert(set, k, k * 10);
+                            let expect = (s.len() == ways).then(|| s.pop().unwrap());
+                            prop_assert_eq!(evicted, expect.map(|x| (x, x * 10)));
+                        }
+                    }
+                    s.insert(0, k);
+                }
+                LruOp::Remove(k) => {
+                    let set = fast.set_of(k.wrapping_mul(7));
+                    if let Some(w) = fast.find(set, k, |_| true) {
+                        prop_assert_eq!(fast.remove(set, w), (k, k * 10));
+                        slow[set].retain(|&x| x != k);
+                    } else {
+                        prop_assert!(!slow[set].contains(&k));
+                    }
+                }
+                LruOp::Retain(r) => {
+                    let held: usize = slow.iter().map(Vec::len).sum();
+                    for s in &mut slow {
+                        s.retain(|&x| x % 3 != r);
+                    }
+                    let kept: usize = slow.iter().map(Vec::len).sum();
+                    prop_assert_eq!(fast.retain(|k, _| k % 3 != r), held - kept);
+                }
+                LruOp::Clear => {
+                    fast.clear();
+                    slow.iter_mut().for_each(Vec::clear);
+                }
+            }
+            for (set, s) in slow.iter().enumerate() {
+                let order: Vec<u64> = fast.iter_set(set).map(|(k, _)| k).collect();
+                prop_assert_eq!(&order, s, "set {}", set);
+                prop_assert_eq!(fast.set_len(set), s.len());
+            }
+            prop_assert_eq!(fast.len(), slow.iter().map(Vec::len).sum::<usize>());
+        }
+    }
+}

@@ -29,6 +29,38 @@
 //! (a mask when the count is a power of two).
 //!
 //! Nothing allocates after [`SetAssoc::new`].
+//!
+//! Indexing: the recency lists, the slots written by [`SetAssoc::insert`] and the keys a
+//! fingerprint points to are read and written without bounds checks ([`at`], [`at_mut`]):
+//! checking each of the dozen indices of an insertion was a third of the instructions of a
+//! cache level's miss (docs/performance.md, "The LRU arrays"). They stay in bounds by
+//! construction: a public method that takes a set or a way asserts it is below `sets` or
+//! `ways` once, every vector holds a whole block per set (`ways` slots, `ways + 2` list nodes,
+//! `fp_stride` fingerprints), and every link stored in a set's nodes names a node of the same
+//! block (a way, the sentinel `ways` or, in the free list only, `NIL`, which is never followed).
+//! The hash index's buckets are the top `log2(len)` bits of a product, or the next bucket
+//! masked by `len - 1`, and its entries are stored slots plus one. Debug builds check every
+//! such index.
+
+/// Element `i` of a storage vector, read without a bounds check (module doc, "Indexing").
+macro_rules! at {
+    ($v:expr, $i:expr) => {{
+        let i = $i;
+        debug_assert!(i < $v.len(), "index {i} of {}", $v.len());
+        // SAFETY: `i` is in bounds by the invariants of the module doc's "Indexing" note.
+        unsafe { *$v.get_unchecked(i) }
+    }};
+}
+
+/// Element `i` of a storage vector, for writing, without a bounds check (see [`at`]).
+macro_rules! at_mut {
+    ($v:expr, $i:expr) => {{
+        let i = $i;
+        debug_assert!(i < $v.len(), "index {i} of {}", $v.len());
+        // SAFETY: `i` is in bounds by the invariants of the module doc's "Indexing" note.
+        unsafe { $v.get_unchecked_mut(i) }
+    }};
+}
 
 /// Sets of more than this many ways are searched by hash index (fully associative) or by
 /// fingerprint; smaller ones by key.
@@ -181,20 +213,18 @@ impl<V: Copy> SetAssoc<V> {
     #[inline(always)]
     pub fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
         debug_assert_ne!(key, EMPTY);
-        // The most recently used way first: repeated hits (streams, walks that reuse an entry)
-        // then cost one compare and a predictable branch. An empty set's sentinel points to
-        // itself, which this check excludes.
         let base = set * self.ways;
         if !self.index.is_empty() {
             // Fully associative: `set` is 0 and slots are ways.
             let mask = self.index.len() - 1;
             let mut b = self.bucket(key);
             loop {
-                let e = self.index[b] as usize;
+                let e = at!(self.index, b) as usize;
                 if e == 0 {
                     return None;
                 }
-                if self.keys[e - 1] == key && pred(&self.vals[e - 1]) {
+                // The index holds slots of stored entries, plus one.
+                if at!(self.keys, e - 1) == key && pred(&at!(self.vals, e - 1)) {
                     return Some(e - 1);
                 }
                 b = (b + 1) & mask;
@@ -212,8 +242,10 @@ impl<V: Copy> SetAssoc<V> {
             if chunk.iter().fold(false, |any, &f| any | (f == fp)) {
                 for (i, &f) in chunk.iter().enumerate() {
                     let w = c * LANES + i;
-                    // Padding lanes hold 0, which no fingerprint equals, so `w < ways` here.
-                    if f == fp && self.keys[base + w] == key && pred(&self.vals[base + w]) {
+                    // Padding lanes hold 0, which no fingerprint equals, so `w < ways` here, and
+                    // `set` is a set: its lanes were sliced above.
+                    if f == fp && at!(self.keys, base + w) == key && pred(&at!(self.vals, base + w))
+                    {
                         return Some(w);
                     }
                 }
@@ -229,39 +261,39 @@ impl<V: Copy> SetAssoc<V> {
 
     fn index_insert(&mut self, slot: usize) {
         let mask = self.index.len() - 1;
-        let mut b = self.bucket(self.keys[slot]);
-        while self.index[b] != 0 {
+        let mut b = self.bucket(at!(self.keys, slot));
+        while at!(self.index, b) != 0 {
             b = (b + 1) & mask;
         }
-        self.index[b] = slot as u32 + 1;
+        *at_mut!(self.index, b) = slot as u32 + 1;
     }
 
     fn index_remove(&mut self, slot: usize) {
         let mask = self.index.len() - 1;
-        let mut i = self.bucket(self.keys[slot]);
-        while self.index[i] as usize != slot + 1 {
+        let mut i = self.bucket(at!(self.keys, slot));
+        while at!(self.index, i) as usize != slot + 1 {
             i = (i + 1) & mask;
         }
         // Backward-shift deletion keeps every probe chain unbroken without tombstones.
         let mut j = i;
         loop {
             j = (j + 1) & mask;
-            let e = self.index[j] as usize;
+            let e = at!(self.index, j) as usize;
             if e == 0 {
                 break;
             }
-            let home = self.bucket(self.keys[e - 1]);
+            let home = self.bucket(at!(self.keys, e - 1));
             let stays = if i <= j {
                 i < home && home <= j
             } else {
                 i < home || home <= j
             };
             if !stays {
-                self.index[i] = e as u32;
+                *at_mut!(self.index, i) = e as u32;
                 i = j;
             }
         }
-        self.index[i] = 0;
+        *at_mut!(self.index, i) = 0;
     }
 
     /// The key and value at `way` of `set` (which must hold an entry).
@@ -286,40 +318,41 @@ impl<V: Copy> SetAssoc<V> {
 
     #[inline(always)]
     fn unlink(&mut self, lb: usize, way: usize) {
-        let (p, n) = (self.prev[lb + way], self.next[lb + way]);
-        self.next[lb + p as usize] = n;
-        self.prev[lb + n as usize] = p;
+        let (p, n) = (at!(self.prev, lb + way), at!(self.next, lb + way));
+        *at_mut!(self.next, lb + p as usize) = n;
+        *at_mut!(self.prev, lb + n as usize) = p;
     }
 
     #[inline(always)]
     fn push_front(&mut self, lb: usize, way: usize) {
         let s = lb + self.ways;
-        let first = self.next[s];
-        self.prev[lb + way] = self.ways as u16;
-        self.next[lb + way] = first;
-        self.prev[lb + first as usize] = way as u16;
-        self.next[s] = way as u16;
+        let first = at!(self.next, s);
+        *at_mut!(self.prev, lb + way) = self.ways as u16;
+        *at_mut!(self.next, lb + way) = first;
+        *at_mut!(self.prev, lb + first as usize) = way as u16;
+        *at_mut!(self.next, s) = way as u16;
     }
 
     /// Makes the entry at `way` of `set` the most recently used; returns its value.
     #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) -> &mut V {
+        assert!(set < self.sets && way < self.ways, "way {way} of set {set}");
         // All loads before any store: a load that the CPU runs ahead of an older store to the
         // same node (whose address depends on a loaded link) costs a pipeline flush.
         let lb = self.lbase(set);
         let s = lb + self.ways;
-        let first = self.next[s];
+        let first = at!(self.next, s);
         if first as usize != way {
             // `way` is not first, so unlinking it leaves `first` first.
-            let (p, n) = (self.prev[lb + way], self.next[lb + way]);
-            self.next[lb + p as usize] = n;
-            self.prev[lb + n as usize] = p;
-            self.prev[lb + way] = self.ways as u16;
-            self.next[lb + way] = first;
-            self.prev[lb + first as usize] = way as u16;
-            self.next[s] = way as u16;
+            let (p, n) = (at!(self.prev, lb + way), at!(self.next, lb + way));
+            *at_mut!(self.next, lb + p as usize) = n;
+            *at_mut!(self.prev, lb + n as usize) = p;
+            *at_mut!(self.prev, lb + way) = self.ways as u16;
+            *at_mut!(self.next, lb + way) = first;
+            *at_mut!(self.prev, lb + first as usize) = way as u16;
+            *at_mut!(self.next, s) = way as u16;
         }
-        &mut self.vals[set * self.ways + way]
+        at_mut!(self.vals, set * self.ways + way)
     }
 
     /// Inserts a new entry as the most recently used of `set`, evicting (and returning) the
@@ -328,28 +361,31 @@ impl<V: Copy> SetAssoc<V> {
     #[inline(always)]
     pub fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
         debug_assert_ne!(key, EMPTY);
+        assert!(set < self.sets, "set {set} of {}", self.sets);
         let base = set * self.ways;
         let lb = self.lbase(set);
         let free = lb + self.ways + 1;
-        let (way, evicted) = if self.next[free] != NIL {
-            let w = self.next[free] as usize;
-            self.next[free] = self.next[lb + w];
-            self.lens[set] += 1;
+        // The free list's head is a way or `NIL`; the sentinel's `prev` is a way when the free
+        // list is empty (the set is full).
+        let (way, evicted) = if at!(self.next, free) != NIL {
+            let w = at!(self.next, free) as usize;
+            *at_mut!(self.next, free) = at!(self.next, lb + w);
+            *at_mut!(self.lens, set) += 1;
             self.total += 1;
             (w, None)
         } else {
-            let w = self.prev[lb + self.ways] as usize;
-            let old = (self.keys[base + w], self.vals[base + w]);
+            let w = at!(self.prev, lb + self.ways) as usize;
+            let old = (at!(self.keys, base + w), at!(self.vals, base + w));
             if !self.index.is_empty() {
                 self.index_remove(base + w);
             }
             self.unlink(lb, w);
             (w, Some(old))
         };
-        self.keys[base + way] = key;
-        self.vals[base + way] = val;
+        *at_mut!(self.keys, base + way) = key;
+        *at_mut!(self.vals, base + way) = val;
         if self.fp_stride != 0 {
-            self.fps[set * self.fp_stride + way] = fingerprint(key);
+            *at_mut!(self.fps, set * self.fp_stride + way) = fingerprint(key);
         }
         if !self.index.is_empty() {
             self.index_insert(base + way);
@@ -360,6 +396,7 @@ impl<V: Copy> SetAssoc<V> {
 
     /// Removes the entry at `way` of `set` (the others keep their order); returns it.
     pub fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
+        assert!(set < self.sets && way < self.ways, "way {way} of set {set}");
         let base = set * self.ways;
         let lb = self.lbase(set);
         let out = (self.keys[base + way], self.vals[base + way]);

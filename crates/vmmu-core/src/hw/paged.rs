@@ -75,6 +75,9 @@ pub struct PagedArray<V> {
     sizes: Vec<PageSize>,
     /// Entries currently held, per size code.
     count: [u32; 4],
+    /// The size codes of which some entry is held, one bit each (bit `c`: `count[c] > 0`): a
+    /// probe visits these sizes only, smallest first.
+    present: u8,
 }
 
 impl<V: Copy> PagedArray<V> {
@@ -92,7 +95,38 @@ impl<V: Copy> PagedArray<V> {
             arr: SetAssoc::new(entries as usize, ways as usize, filler),
             sizes: held,
             count: [0; 4],
+            present: 0,
         }
+    }
+
+    /// Counts one more entry of size code `code`.
+    #[inline]
+    fn count_in(&mut self, code: usize) {
+        self.count[code] += 1;
+        self.present |= 1 << code;
+    }
+
+    /// Counts one entry of size code `code` fewer.
+    #[inline]
+    fn count_out(&mut self, code: usize) {
+        self.count[code] -= 1;
+        if self.count[code] == 0 {
+            self.present &= !(1 << code);
+        }
+    }
+
+    /// The sizes of which some entry is held, smallest first, as `(size, its code)`.
+    #[inline]
+    fn held(&self) -> impl Iterator<Item = (PageSize, usize)> {
+        let mut bits = self.present;
+        std::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let code = bits.trailing_zeros() as usize & 3;
+            bits &= bits - 1;
+            Some((PageSize::ALL[code], code))
+        })
     }
 
     /// Whether this array holds translations of `size`.
@@ -125,10 +159,7 @@ impl<V: Copy> PagedArray<V> {
     /// probe order).
     #[inline]
     fn find(&self, addr: u64, tag: u32) -> Option<(usize, usize)> {
-        for &size in &self.sizes {
-            if self.count[size_code(size)] == 0 {
-                continue;
-            }
+        for (size, _) in self.held() {
             let set = self.arr.set_of(addr >> size.shift());
             if let Some(way) = self.arr.find(set, page_key(addr, size), |e| e.matches(tag)) {
                 return Some((set, way));
@@ -180,7 +211,7 @@ impl<V: Copy> PagedArray<V> {
         let key = page_key(addr, size);
         while let Some(way) = self.arr.find(set, key, |e| e.overlaps(tag, tmask)) {
             self.arr.remove(set, way);
-            self.count[code] -= 1;
+            self.count_out(code);
         }
         self.insert(addr, size, tag, tmask, val);
     }
@@ -217,20 +248,16 @@ impl<V: Copy> PagedArray<V> {
             val,
         };
         if let Some((old, _)) = self.arr.insert(set, page_key(addr, size), new) {
-            self.count[(old & 3) as usize] -= 1;
+            self.count_out((old & 3) as usize);
         }
-        self.count[code] += 1;
+        self.count_in(code);
     }
 
     /// Applies `f` to every entry (one per size at most) that maps `addr` with `tag`; returns
     /// how many.
     pub fn update(&mut self, addr: u64, tag: u32, mut f: impl FnMut(&mut V)) -> usize {
         let mut n = 0;
-        for i in 0..self.sizes.len() {
-            let size = self.sizes[i];
-            if self.count[size_code(size)] == 0 {
-                continue;
-            }
+        for (size, _) in self.held() {
             let set = self.arr.set_of(addr >> size.shift());
             if let Some(way) = self.arr.find(set, page_key(addr, size), |e| e.matches(tag)) {
                 f(&mut self.arr.get_mut(set, way).val);
@@ -243,17 +270,12 @@ impl<V: Copy> PagedArray<V> {
     /// Drops every entry (any size held) that maps `addr` with `tag`; returns how many.
     pub fn invalidate(&mut self, addr: u64, tag: u32) -> usize {
         let mut n = 0;
-        for i in 0..self.sizes.len() {
-            let size = self.sizes[i];
-            let code = size_code(size);
-            if self.count[code] == 0 {
-                continue;
-            }
+        for (size, code) in self.held() {
             let set = self.arr.set_of(addr >> size.shift());
             let key = page_key(addr, size);
             while let Some(way) = self.arr.find(set, key, |e| e.matches(tag)) {
                 self.arr.remove(set, way);
-                self.count[code] -= 1;
+                self.count_out(code);
                 n += 1;
             }
         }
@@ -264,13 +286,15 @@ impl<V: Copy> PagedArray<V> {
     /// dropped.
     pub fn retain(&mut self, mut keep: impl FnMut(u32, u32) -> bool) -> usize {
         let count = &mut self.count;
-        self.arr.retain(|k, e| {
+        let removed = self.arr.retain(|k, e| {
             let kept = keep(e.tag, e.tmask);
             if !kept {
                 count[(k & 3) as usize] -= 1;
             }
             kept
-        })
+        });
+        self.present = (0..4).fold(0, |p, c| p | (u8::from(self.count[c] > 0) << c));
+        removed
     }
 
     /// Drops everything.
@@ -279,6 +303,7 @@ impl<V: Copy> PagedArray<V> {
             self.arr.clear();
         }
         self.count = [0; 4];
+        self.present = 0;
     }
 
     /// Every entry as `(set, key, entry)`, each set most recently used first (for tests and
