@@ -44,7 +44,7 @@ impl Pwc {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&self, entry: Hpa) -> (usize, Option<usize>) {
         let key = entry.raw();
         let set = self.arr.set_of(key >> 3);
@@ -56,14 +56,15 @@ impl Pwc {
     #[inline]
     pub fn lookup(&mut self, entry: Hpa) -> bool {
         let (set, pos) = self.find(entry);
-        self.stats.count(pos.is_some());
         match pos {
             Some(p) => {
+                self.stats.hits += 1;
                 self.arr.touch(set, p);
                 self.missed = NONE;
                 true
             }
             None => {
+                self.stats.misses += 1;
                 self.missed = entry.raw();
                 false
             }

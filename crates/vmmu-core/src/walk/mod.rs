@@ -169,25 +169,28 @@ impl WalkHw {
     /// One page-entry reference at cell `{col,row}` to the entry at `entry`: PWC first when the
     /// design caches this cell, else (or on a miss) the memory hierarchy from the page-entry
     /// level. Returns its latency in cycles.
-    #[inline]
+    #[inline(always)]
     pub fn pe_ref(&mut self, entry: Hpa, col: usize, row: usize) -> u64 {
         self.stats.refs[col][row] += 1;
-        let mut cycles = 0u64;
-        let cached = self.pwc_on[col][row];
-        if cached {
-            cycles += self.pwc_latency as u64;
-            if self.pwc.lookup(entry) {
-                self.stats.served_pwc += 1;
-                self.stats.pwc_hits[col][row] += 1;
-                return cycles;
-            }
+        if !self.pwc_on[col][row] {
+            return self.pe_mem(entry);
         }
+        if self.pwc.lookup(entry) {
+            self.stats.served_pwc += 1;
+            self.stats.pwc_hits[col][row] += 1;
+            return self.pwc_latency as u64;
+        }
+        let lat = self.pe_mem(entry);
+        self.pwc.fill(entry);
+        self.pwc_latency as u64 + lat
+    }
+
+    /// The memory hierarchy's part of a page-entry reference: its latency in cycles.
+    #[inline]
+    fn pe_mem(&mut self, entry: Hpa) -> u64 {
         let (lvl, lat) = self.caches.access(entry, self.pe_from);
         self.stats.served_level[lvl] += 1;
-        if cached {
-            self.pwc.fill(entry);
-        }
-        cycles + lat as u64
+        lat as u64
     }
 
     /// An accessed/dirty-bit write to the entry at `entry`: counted apart from walk
