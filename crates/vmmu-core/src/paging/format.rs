@@ -21,45 +21,45 @@ pub struct Geometry {
     pub root_bits: u8,
     /// Implemented virtual-address bits (32, 48 or 57).
     pub va_bits: u8,
+    /// Per level (index `level`, 1..=`levels`): the right shift that leaves an address's index
+    /// bits of that level at the entry's byte offset, and the mask of those bits there (so a
+    /// walk's [`entry_offset`](Self::entry_offset) is a shift and a mask).
+    off_shift: [u8; 8],
+    off_mask: [u16; 8],
 }
 
 impl Geometry {
     /// The geometry of `format`.
     pub const fn of(format: PagingFormat) -> Geometry {
-        match format {
-            PagingFormat::X86_32 => Geometry {
-                format,
-                levels: 2,
-                entry_bytes: 4,
-                index_bits: 10,
-                root_bits: 10,
-                va_bits: 32,
-            },
-            PagingFormat::Pae => Geometry {
-                format,
-                levels: 3,
-                entry_bytes: 8,
-                index_bits: 9,
-                root_bits: 2,
-                va_bits: 32,
-            },
-            PagingFormat::Long4 => Geometry {
-                format,
-                levels: 4,
-                entry_bytes: 8,
-                index_bits: 9,
-                root_bits: 9,
-                va_bits: 48,
-            },
-            PagingFormat::Long5 => Geometry {
-                format,
-                levels: 5,
-                entry_bytes: 8,
-                index_bits: 9,
-                root_bits: 9,
-                va_bits: 57,
-            },
+        let (levels, entry_bytes, index_bits, root_bits, va_bits) = match format {
+            PagingFormat::X86_32 => (2, 4, 10, 10, 32),
+            PagingFormat::Pae => (3, 8, 9, 2, 32),
+            PagingFormat::Long4 => (4, 8, 9, 9, 48),
+            PagingFormat::Long5 => (5, 8, 9, 9, 57),
+        };
+        let mut g = Geometry {
+            format,
+            levels,
+            entry_bytes,
+            index_bits,
+            root_bits,
+            va_bits,
+            off_shift: [0; 8],
+            off_mask: [0; 8],
+        };
+        let byte_bits = (entry_bytes as u32).trailing_zeros();
+        let mut level = 1;
+        while level <= levels {
+            let bits = if level == levels {
+                root_bits
+            } else {
+                index_bits
+            };
+            g.off_shift[level as usize] = (g.level_shift(level) - byte_bits) as u8;
+            g.off_mask[level as usize] = (((1u32 << bits) - 1) << byte_bits) as u16;
+            level += 1;
         }
+        g
     }
 
     /// The nested-table geometry for `levels` (4 or 5).
@@ -91,7 +91,8 @@ impl Geometry {
     /// The byte offset of `addr`'s entry in the table of `level`.
     #[inline]
     pub const fn entry_offset(&self, addr: u64, level: u8) -> u64 {
-        self.index(addr, level) * self.entry_bytes as u64
+        let l = (level & 7) as usize;
+        (addr >> self.off_shift[l]) & self.off_mask[l] as u64
     }
 
     /// The page size a leaf at `level` maps, if a leaf may sit there.
@@ -189,7 +190,7 @@ impl Geometry {
     }
 
     /// Reads the page entry at `addr` (4 bytes in 32-bit paging, else 8).
-    #[inline]
+    #[inline(always)]
     pub fn read_entry<A: PhysAddr>(&self, mem: &PhysMem<A>, addr: A) -> Pte {
         if self.entry_bytes == 4 {
             Pte(mem.read_u32(addr) as u64)
@@ -251,6 +252,24 @@ mod tests {
         assert_eq!(b.index(0xffc0_0000, 2), 1023);
         assert_eq!(b.entry_offset(0x0040_1000, 1), 4);
         assert_eq!(b.leaf_size(2), Some(PageSize::Size4M));
+    }
+
+    #[test]
+    fn entry_offsets_are_index_times_entry_size_at_every_level() {
+        let fmts = [
+            PagingFormat::X86_32,
+            PagingFormat::Pae,
+            PagingFormat::Long4,
+            PagingFormat::Long5,
+        ];
+        for g in fmts.map(Geometry::of) {
+            for va in [0, 0x1234_5678_9abc, u64::MAX, 0xffff_8000_0020_1000] {
+                for level in 1..=g.levels {
+                    let want = g.index(va, level) * g.entry_bytes as u64;
+                    assert_eq!(g.entry_offset(va, level), want, "{:?} L{level}", g.format);
+                }
+            }
+        }
     }
 
     #[test]
