@@ -300,11 +300,7 @@ impl Mmu {
                 )
             }
             Tables::Nested { mem, pt, hmem, npt } => {
-                let nested = NestedWalker {
-                    hmem,
-                    npt,
-                    vpid: self.vpid,
-                };
+                let nested = NestedWalker::new(hw, hmem, npt, self.vpid);
                 let mut src = GuestTables {
                     mem,
                     geo: pt.geo,

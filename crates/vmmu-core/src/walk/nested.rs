@@ -15,14 +15,86 @@ use crate::paging::descent::{descend, Descent, Levels};
 use crate::paging::{Geometry, PageTable, Pte};
 use std::convert::Infallible;
 
-/// The nested dimension over the tables `npt` in host memory `hmem`, for VM `vpid`.
+/// The nested dimension over the tables `npt` in host memory `hmem`, for VM `vpid`, with the
+/// design's choices for it decided once per walk.
 pub struct NestedWalker<'a> {
     /// Host physical memory holding the nested tables.
-    pub hmem: &'a PhysMem<Hpa>,
+    hmem: &'a PhysMem<Hpa>,
     /// The nested page table (its root is the nCR3 / EPTP).
-    pub npt: PageTable<Gpa, Hpa>,
+    npt: PageTable<Gpa, Hpa>,
     /// The VM's VPID / ASID (tags NTLB and PSC entries).
-    pub vpid: u16,
+    vpid: u16,
+    /// The NTLB is consulted for the guest rows.
+    ntlb_rows: bool,
+    /// The NTLB is consulted for the `gPA` row.
+    ntlb_gpa: bool,
+    /// The nested paging-structure caches are consulted.
+    use_psc: bool,
+}
+
+impl<'a> NestedWalker<'a> {
+    /// The nested dimension of a walk with `hw`'s design.
+    #[inline]
+    pub fn new(hw: &WalkHw, hmem: &'a PhysMem<Hpa>, npt: PageTable<Gpa, Hpa>, vpid: u16) -> Self {
+        let ntlb = hw.uses_ntlb();
+        NestedWalker {
+            hmem,
+            npt,
+            vpid,
+            ntlb_rows: ntlb,
+            ntlb_gpa: ntlb && hw.ntlb_gpa_row,
+            use_psc: hw.uses_psc(),
+        }
+    }
+
+    /// The nested walk of `gpa` after the NTLB did not answer (`use_ntlb`: it was consulted,
+    /// and the walk fills it). Out of line, so that an NTLB hit, inlined into the guest
+    /// dimension's descent, does not pay for this descent's registers.
+    #[inline(never)]
+    fn walk_tables(
+        &mut self,
+        hw: &mut WalkHw,
+        gpa: Gpa,
+        row: usize,
+        use_ntlb: bool,
+        cycles: &mut u64,
+    ) -> Option<(Hpa, PageSize)> {
+        let geo = self.npt.geo;
+        let g = gpa.raw();
+        let (mut table, mut level) = (self.npt.root.raw(), geo.levels);
+        let use_psc = self.use_psc;
+        let tag = self.vpid as u32;
+        if use_psc {
+            *cycles += hw.psc_latency as u64;
+            if let Some((l, base)) = hw.psc_nested.lookup(g, tag, geo.levels) {
+                table = base;
+                level = l - 1;
+            }
+        }
+        let mut lv = NestedLevels {
+            hw,
+            hmem: self.hmem,
+            geo,
+            cycles: 0,
+            row,
+            gpa: g,
+            tag,
+            use_psc,
+        };
+        let out = match descend(&geo, &mut lv, table, level, g) {
+            Descent::Leaf(leaf) => {
+                let page = Hpa(leaf.page(&geo));
+                if use_ntlb {
+                    lv.hw.ntlb.fill(gpa, self.vpid, page, leaf.size);
+                }
+                Some((page.add(gpa.page_offset(leaf.size)), leaf.size))
+            }
+            Descent::NotPresent { .. } => None,
+            Descent::Stopped(never) => match never {},
+        };
+        *cycles += lv.cycles;
+        out
+    }
 }
 
 /// The hardware side of a nested descent: each entry a reference at `{nLlevel,row}`, each
@@ -31,7 +103,8 @@ struct NestedLevels<'a> {
     hw: &'a mut WalkHw,
     hmem: &'a PhysMem<Hpa>,
     geo: Geometry,
-    cycles: &'a mut u64,
+    /// The descent's cycles so far.
+    cycles: u64,
     row: usize,
     gpa: u64,
     tag: u32,
@@ -44,7 +117,7 @@ impl Levels for NestedLevels<'_> {
     #[inline]
     fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Infallible> {
         let entry = Hpa(table + off);
-        *self.cycles += self.hw.pe_ref(entry, level as usize, self.row);
+        self.cycles += self.hw.pe_ref(entry, level as usize, self.row);
         Ok(self.geo.read_entry(self.hmem, entry))
     }
 
@@ -58,7 +131,7 @@ impl Levels for NestedLevels<'_> {
 }
 
 impl NestedDim for NestedWalker<'_> {
-    #[inline]
+    #[inline(always)]
     fn translate(
         &mut self,
         hw: &mut WalkHw,
@@ -66,45 +139,17 @@ impl NestedDim for NestedWalker<'_> {
         row: usize,
         cycles: &mut u64,
     ) -> Option<(Hpa, PageSize)> {
-        let use_ntlb = hw.uses_ntlb() && (row != super::step::ROW_GPA || hw.ntlb_gpa_row);
+        let use_ntlb = if row == super::step::ROW_GPA {
+            self.ntlb_gpa
+        } else {
+            self.ntlb_rows
+        };
         if use_ntlb {
             *cycles += hw.ntlb_latency as u64;
             if let Some(hit) = hw.ntlb.lookup(gpa, self.vpid) {
                 return Some(hit);
             }
         }
-        let geo = self.npt.geo;
-        let g = gpa.raw();
-        let (mut table, mut level) = (self.npt.root.raw(), geo.levels);
-        let use_psc = hw.uses_psc();
-        let tag = self.vpid as u32;
-        if use_psc {
-            *cycles += hw.psc_latency as u64;
-            if let Some((l, base)) = hw.psc_nested.lookup(g, tag, geo.levels) {
-                table = base;
-                level = l - 1;
-            }
-        }
-        let mut lv = NestedLevels {
-            hw,
-            hmem: self.hmem,
-            geo,
-            cycles,
-            row,
-            gpa: g,
-            tag,
-            use_psc,
-        };
-        match descend(&geo, &mut lv, table, level, g) {
-            Descent::Leaf(leaf) => {
-                let page = Hpa(leaf.page(&geo));
-                if use_ntlb {
-                    lv.hw.ntlb.fill(gpa, self.vpid, page, leaf.size);
-                }
-                Some((page.add(gpa.page_offset(leaf.size)), leaf.size))
-            }
-            Descent::NotPresent { .. } => None,
-            Descent::Stopped(never) => match never {},
-        }
+        self.walk_tables(hw, gpa, row, use_ntlb, cycles)
     }
 }
