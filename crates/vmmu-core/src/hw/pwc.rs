@@ -53,7 +53,7 @@ impl Pwc {
 
     /// Looks up the page entry at `entry`; a hit becomes most recently used. Counts one hit or
     /// miss.
-    #[inline]
+    #[inline(always)]
     pub fn lookup(&mut self, entry: Hpa) -> bool {
         let (set, pos) = self.find(entry);
         match pos {
@@ -73,7 +73,7 @@ impl Pwc {
 
     /// Caches the page entry at `entry` as most recently used (evicting the LRU entry of its
     /// set when full).
-    #[inline]
+    #[inline(always)]
     pub fn fill(&mut self, entry: Hpa) {
         if std::mem::replace(&mut self.missed, NONE) == entry.raw() {
             let set = self.arr.set_of(entry.raw() >> 3);
