@@ -32,7 +32,7 @@
 //!
 //! Indexing: the recency lists, the slots written by [`SetAssoc::insert`] and the keys a
 //! fingerprint points to are read and written without bounds checks ([`at`], [`at_mut`]):
-//! checking each of the dozen indices of an insertion was a third of the instructions of a
+//! checked, the dozen indices of an insertion cost a third of the instructions of a
 //! cache level's miss (docs/performance.md, "The LRU arrays"). They stay in bounds by
 //! construction: a public method that takes a set or a way asserts it is below `sets` or
 //! `ways` once, every vector holds a whole block per set (`ways` slots, `ways + 2` list nodes,
