@@ -31,7 +31,7 @@
 //! Nothing allocates after [`SetAssoc::new`].
 //!
 //! Indexing: the recency lists, the slots written by [`SetAssoc::insert`] and the keys a
-//! fingerprint points to are read and written without bounds checks ([`at`], [`at_mut`]):
+//! fingerprint points to are read and written without bounds checks (`at!`, `at_mut!`):
 //! checked, the dozen indices of an insertion cost a third of the instructions of a
 //! cache level's miss (docs/performance.md, "The LRU arrays"). They stay in bounds by
 //! construction: a public method that takes a set or a way asserts it is below `sets` or
@@ -52,7 +52,7 @@ macro_rules! at {
     }};
 }
 
-/// Element `i` of a storage vector, for writing, without a bounds check (see [`at`]).
+/// Element `i` of a storage vector, for writing, without a bounds check (see `at!`).
 macro_rules! at_mut {
     ($v:expr, $i:expr) => {{
         let i = $i;

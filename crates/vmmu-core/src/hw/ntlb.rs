@@ -36,16 +36,9 @@ impl Ntlb {
     /// becomes most recently used. Counts one hit or miss.
     #[inline]
     pub fn lookup(&mut self, gpa: Gpa, vpid: u16) -> Option<(Hpa, PageSize)> {
-        match self.arr.lookup(gpa.raw(), vpid as u32) {
-            Some((size, page)) => {
-                self.stats.hits += 1;
-                Some((page.add(gpa.page_offset(size)), size))
-            }
-            None => {
-                self.stats.misses += 1;
-                None
-            }
-        }
+        let r = self.arr.lookup(gpa.raw(), vpid as u32);
+        self.stats.count(r.is_some());
+        r.map(|(size, page)| (page.add(gpa.page_offset(size)), size))
     }
 
     /// Caches the translation of the nested page of `size` holding `gpa`; `page` is its

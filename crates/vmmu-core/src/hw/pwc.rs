@@ -56,15 +56,14 @@ impl Pwc {
     #[inline(always)]
     pub fn lookup(&mut self, entry: Hpa) -> bool {
         let (set, pos) = self.find(entry);
+        self.stats.count(pos.is_some());
         match pos {
             Some(p) => {
-                self.stats.hits += 1;
                 self.arr.touch(set, p);
                 self.missed = NONE;
                 true
             }
             None => {
-                self.stats.misses += 1;
                 self.missed = entry.raw();
                 false
             }
