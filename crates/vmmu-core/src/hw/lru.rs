@@ -8,9 +8,14 @@
 //! key and a predicate on the value (for tags kept in the value). Callers keep at most one entry
 //! per set that a given (key, predicate) lookup can find.
 //!
-//! Each set keeps its entries on a circular doubly linked list in recency order, with a
-//! sentinel node, so a hit, an eviction and a removal are O(1), branch-free, and the LRU order
-//! is exact and explicit. How a lookup finds its way depends on the shape:
+//! Each set keeps all its ways, used or not, on one circular doubly linked list in recency
+//! order, from the most recently used way (the set's *head*) to the least recently used one
+//! (the head's predecessor), with the empty ways oldest. An insertion therefore always takes
+//! the head's predecessor — an empty way while there is one, else the LRU victim — and makes
+//! it the head by moving the head one step back around the circle: no link changes. A hit
+//! relinks one way in front of the head; a removal relinks its way behind the others (oldest),
+//! so an emptied way is reused first. Every operation is O(1) and the LRU order is exact and
+//! explicit. How a lookup finds its way depends on the shape:
 //! - fully-associative arrays of more than [`SCAN_WAYS`] ways (a 64-entry TLB, a 24-entry PWC)
 //!   keep an open-addressing hash index from key to way (linear probing, at most an eighth
 //!   full, backward-shift deletion): one or two probes;
@@ -35,9 +40,9 @@
 //! checked, the dozen indices of an insertion cost a third of the instructions of a
 //! cache level's miss (docs/performance.md, "The LRU arrays"). They stay in bounds by
 //! construction: a public method that takes a set or a way asserts it is below `sets` or
-//! `ways` once, every vector holds a whole block per set (`ways` slots, `ways + 2` list nodes,
-//! `fp_stride` fingerprints), and every link stored in a set's nodes names a node of the same
-//! block (a way, the sentinel `ways` or, in the free list only, `NIL`, which is never followed).
+//! `ways` once, every vector holds a whole block per set (`ways` slots, `ways + 1` list nodes,
+//! `fp_stride` fingerprints), and every link stored in a set's nodes, the head included, names
+//! a way of the same set.
 //! The hash index's buckets are the top `log2(len)` bits of a product, or the next bucket
 //! masked by `len - 1`, and its entries are stored slots plus one. Debug builds check every
 //! such index.
@@ -72,8 +77,6 @@ const LANES: usize = 8;
 /// The key of an unused slot; no structure uses it as a real key (page numbers, entry
 /// addresses and line numbers all stay below 2^62).
 const EMPTY: u64 = u64::MAX;
-/// End of the free list.
-const NIL: u16 = u16::MAX;
 
 /// The fingerprint of `key`: the top 16 bits of a Fibonacci product (every key bit reaches
 /// them, so keys of one set, which share their low bits, still differ), with bit 0 set so that
@@ -102,11 +105,10 @@ pub struct SetAssoc<V> {
     index: Vec<u32>,
     /// `64 - log2(index.len())`: the hash is the top bits of a Fibonacci product.
     ishift: u32,
-    /// Per set, `ways + 2` nodes of way numbers: the ways, then the sentinel of the circular
-    /// recency list (its `next` is the MRU way, its `prev` the LRU way), then the head of the
-    /// free list (chained through `next`, ended by `NIL`). The sentinel makes unlinking and
-    /// relinking branch-free. (Two arrays, not one of pairs: a pair read after a half write
-    /// stalls store forwarding.)
+    /// Per set, `ways + 1` nodes of way numbers: the ways' links on the circular recency list
+    /// (`next` towards older ways, `prev` towards newer), then, in `next`, the set's head (its
+    /// most recently used way; `prev` of the head is the least recently used or an empty way).
+    /// (Two arrays, not one of pairs: a pair read after a half write stalls store forwarding.)
     prev: Vec<u16>,
     next: Vec<u16>,
     lens: Vec<u16>,
@@ -118,11 +120,11 @@ impl<V: Copy> SetAssoc<V> {
     /// direct mapped). `filler` initializes unused value slots (never observed).
     ///
     /// # Panics
-    /// If `ways` is 0, does not divide `entries`, or exceeds 65533 (configs are validated
+    /// If `ways` is 0, does not divide `entries`, or exceeds 65535 (configs are validated
     /// before this).
     pub fn new(entries: usize, ways: usize, filler: V) -> Self {
         assert!(
-            ways > 0 && ways < NIL as usize - 2 && entries.is_multiple_of(ways),
+            ways > 0 && ways <= u16::MAX as usize && entries.is_multiple_of(ways),
             "SetAssoc: {ways} ways must divide {entries} entries"
         );
         let sets = (entries / ways).max(1);
@@ -152,8 +154,8 @@ impl<V: Copy> SetAssoc<V> {
             fp_stride,
             index,
             ishift,
-            prev: vec![0; sets * (ways + 2)],
-            next: vec![0; sets * (ways + 2)],
+            prev: vec![0; sets * (ways + 1)],
+            next: vec![0; sets * (ways + 1)],
             lens: vec![0; sets],
             total: 0,
         };
@@ -313,44 +315,37 @@ impl<V: Copy> SetAssoc<V> {
     /// Node base of `set` in `prev` and `next`.
     #[inline(always)]
     fn lbase(&self, set: usize) -> usize {
-        set * (self.ways + 2)
+        set * (self.ways + 1)
     }
 
+    /// Moves `way`, not the head, to just in front of the head `head`, whose predecessor is
+    /// `last`. Branch-free: if `way` is `last` itself, unlinking it makes its predecessor the
+    /// head's, and relinking puts it back where it was.
     #[inline(always)]
-    fn unlink(&mut self, lb: usize, way: usize) {
+    fn relink(&mut self, lb: usize, way: usize, last: u16, head: u16) {
+        // All loads before any store: a load that the CPU runs ahead of an older store to the
+        // same node (whose address depends on a loaded link) costs a pipeline flush.
         let (p, n) = (at!(self.prev, lb + way), at!(self.next, lb + way));
+        let last = if n == head { p } else { last };
         *at_mut!(self.next, lb + p as usize) = n;
         *at_mut!(self.prev, lb + n as usize) = p;
-    }
-
-    #[inline(always)]
-    fn push_front(&mut self, lb: usize, way: usize) {
-        let s = lb + self.ways;
-        let first = at!(self.next, s);
-        *at_mut!(self.prev, lb + way) = self.ways as u16;
-        *at_mut!(self.next, lb + way) = first;
-        *at_mut!(self.prev, lb + first as usize) = way as u16;
-        *at_mut!(self.next, s) = way as u16;
+        *at_mut!(self.next, lb + last as usize) = way as u16;
+        *at_mut!(self.prev, lb + way) = last;
+        *at_mut!(self.next, lb + way) = head;
+        *at_mut!(self.prev, lb + head as usize) = way as u16;
     }
 
     /// Makes the entry at `way` of `set` the most recently used; returns its value.
     #[inline(always)]
     pub fn touch(&mut self, set: usize, way: usize) -> &mut V {
         assert!(set < self.sets && way < self.ways, "way {way} of set {set}");
-        // All loads before any store: a load that the CPU runs ahead of an older store to the
-        // same node (whose address depends on a loaded link) costs a pipeline flush.
         let lb = self.lbase(set);
-        let s = lb + self.ways;
-        let first = at!(self.next, s);
-        if first as usize != way {
-            // `way` is not first, so unlinking it leaves `first` first.
-            let (p, n) = (at!(self.prev, lb + way), at!(self.next, lb + way));
-            *at_mut!(self.next, lb + p as usize) = n;
-            *at_mut!(self.prev, lb + n as usize) = p;
-            *at_mut!(self.prev, lb + way) = self.ways as u16;
-            *at_mut!(self.next, lb + way) = first;
-            *at_mut!(self.prev, lb + first as usize) = way as u16;
-            *at_mut!(self.next, s) = way as u16;
+        let h = lb + self.ways;
+        let head = at!(self.next, h);
+        if head as usize != way {
+            let last = at!(self.prev, lb + head as usize);
+            self.relink(lb, way, last, head);
+            *at_mut!(self.next, h) = way as u16;
         }
         at_mut!(self.vals, set * self.ways + way)
     }
@@ -364,23 +359,20 @@ impl<V: Copy> SetAssoc<V> {
         assert!(set < self.sets, "set {set} of {}", self.sets);
         let base = set * self.ways;
         let lb = self.lbase(set);
-        let free = lb + self.ways + 1;
-        // The free list's head is a way or `NIL`; the sentinel's `prev` is a way when the free
-        // list is empty (the set is full).
-        let (way, evicted) = if at!(self.next, free) != NIL {
-            let w = at!(self.next, free) as usize;
-            *at_mut!(self.next, free) = at!(self.next, lb + w);
+        let h = lb + self.ways;
+        // The head's predecessor is an empty way while the set has one (empty ways are the
+        // oldest), else the least recently used entry.
+        let way = at!(self.prev, lb + at!(self.next, h) as usize) as usize;
+        let old = at!(self.keys, base + way);
+        let evicted = if old == EMPTY {
             *at_mut!(self.lens, set) += 1;
             self.total += 1;
-            (w, None)
+            None
         } else {
-            let w = at!(self.prev, lb + self.ways) as usize;
-            let old = (at!(self.keys, base + w), at!(self.vals, base + w));
             if !self.index.is_empty() {
-                self.index_remove(base + w);
+                self.index_remove(base + way);
             }
-            self.unlink(lb, w);
-            (w, Some(old))
+            Some((old, at!(self.vals, base + way)))
         };
         *at_mut!(self.keys, base + way) = key;
         *at_mut!(self.vals, base + way) = val;
@@ -390,11 +382,12 @@ impl<V: Copy> SetAssoc<V> {
         if !self.index.is_empty() {
             self.index_insert(base + way);
         }
-        self.push_front(lb, way);
+        *at_mut!(self.next, h) = way as u16;
         evicted
     }
 
-    /// Removes the entry at `way` of `set` (the others keep their order); returns it.
+    /// Removes the entry at `way` of `set` (the others keep their order); returns it. Its way
+    /// becomes the oldest, so the next insertion into the set takes it.
     pub fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
         assert!(set < self.sets && way < self.ways, "way {way} of set {set}");
         let base = set * self.ways;
@@ -404,14 +397,19 @@ impl<V: Copy> SetAssoc<V> {
         if !self.index.is_empty() {
             self.index_remove(base + way);
         }
-        self.unlink(lb, way);
         self.keys[base + way] = EMPTY;
         if self.fp_stride != 0 {
             self.fps[set * self.fp_stride + way] = 0;
         }
-        let free = lb + self.ways + 1;
-        self.next[lb + way] = self.next[free];
-        self.next[free] = way as u16;
+        let h = lb + self.ways;
+        let head = self.next[h];
+        if head as usize == way {
+            // The head becomes the oldest by moving the head forward one step.
+            self.next[h] = self.next[lb + way];
+        } else {
+            let last = self.prev[lb + head as usize];
+            self.relink(lb, way, last, head);
+        }
         self.lens[set] -= 1;
         self.total -= 1;
         out
@@ -444,15 +442,14 @@ impl<V: Copy> SetAssoc<V> {
         self.index.fill(0);
         let ways = self.ways;
         for set in 0..self.sets {
-            let lb = set * (ways + 2);
+            // Way 0 oldest, then 1, ...: insertions take the ways in that order. The head is the
+            // way whose predecessor is way 0.
+            let lb = set * (ways + 1);
             for w in 0..ways {
-                self.prev[lb + w] = NIL;
-                self.next[lb + w] = if w + 1 < ways { w as u16 + 1 } else { NIL };
+                self.prev[lb + w] = ((w + 1) % ways) as u16;
+                self.next[lb + w] = ((w + ways - 1) % ways) as u16;
             }
-            self.prev[lb + ways] = ways as u16;
-            self.next[lb + ways] = ways as u16;
-            self.prev[lb + ways + 1] = NIL;
-            self.next[lb + ways + 1] = 0;
+            self.next[lb + ways] = (ways - 1) as u16;
             self.lens[set] = 0;
         }
         self.total = 0;
@@ -463,13 +460,11 @@ impl<V: Copy> SetAssoc<V> {
         let base = set * self.ways;
         let lb = self.lbase(set);
         let mut w = self.next[lb + self.ways] as usize;
-        std::iter::from_fn(move || {
-            if w == self.ways {
-                return None;
-            }
+        // The set's entries are its newest `lens[set]` ways; the empty ones follow.
+        (0..self.lens[set]).map(move |_| {
             let i = base + w;
             w = self.next[lb + w] as usize;
-            Some((self.keys[i], &self.vals[i]))
+            (self.keys[i], &self.vals[i])
         })
     }
 }
