@@ -13,6 +13,7 @@
 //! thread): on a shared machine they are noisy, so the load average at start and end is
 //! written with them.
 
+mod floor;
 mod report;
 mod rows;
 

@@ -5,6 +5,7 @@
 //! time only the reference phase: the set-up events before the first reference (process
 //! creation, a populated mmap) are simulated first, untimed, and reported apart as `setup_s`.
 
+use crate::floor::Floor;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use vmmu_core::config;
@@ -67,6 +68,9 @@ pub enum Kind {
         spec: &'static str,
         overrides: &'static [(&'static str, &'static str)],
     },
+    /// Runs the floor model (floor.rs) on a workload after vmmu's set-up of it, natively;
+    /// counts references of the reference phase.
+    Floor { spec: &'static str },
     /// Simulates a workload whole; counts events.
     Events {
         spec: &'static str,
@@ -185,6 +189,15 @@ pub const ROWS: &[Row] = &[
         unit: Unit::MRefsPerSec,
         target: Target::Fixed(200.0),
         kind: Kind::Decode,
+    },
+    Row {
+        name: "random-64m-native-floor",
+        label: "the same model, lean structures: a floor, not vmmu",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Floor {
+            spec: "random:footprint=64M,refs=10M,prefault=1",
+        },
     },
     Row {
         name: "replay-native",
@@ -411,6 +424,7 @@ fn parse_count(v: &str) -> u64 {
 pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
     match row.kind {
         Kind::Refs { spec, overrides } => sim_refs(&env.spec(spec), overrides),
+        Kind::Floor { spec } => floor_refs(&env.spec(spec)),
         Kind::Events { spec, overrides } => sim_events(spec, overrides),
         Kind::Decode => decode(env),
         Kind::Record => record(env).map(|(m, _)| m),
@@ -490,24 +504,28 @@ fn refs_of(sim: &Simulator) -> u64 {
     sim.counters.memory_refs + sim.counters.fetches
 }
 
+/// Simulates the set-up events of `src` (those before its first reference); returns the first
+/// reference, taken from `src`, if any.
+pub fn setup(sim: &mut Simulator, src: &mut dyn EventSource) -> Result<Option<Event>> {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if src.next_batch(&mut buf, 1)? == 0 {
+            return Ok(None);
+        }
+        if matches!(buf[0], Event::Ref(_)) {
+            return Ok(Some(buf[0]));
+        }
+        sim.step(&buf[0])?;
+    }
+}
+
 /// Simulates `spec`: set-up events untimed, then the reference phase timed.
 fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     let t0 = Instant::now();
     let mut src = workload::open(spec)?;
     let mut sim = simulator(overrides)?;
-    let mut buf = Vec::new();
-    let mut first = None;
-    loop {
-        buf.clear();
-        if src.next_batch(&mut buf, 1)? == 0 {
-            break;
-        }
-        if matches!(buf[0], Event::Ref(_)) {
-            first = Some(buf[0]);
-            break;
-        }
-        sim.step(&buf[0])?;
-    }
+    let first = setup(&mut sim, src.as_mut())?;
     let setup = t0.elapsed().as_secs_f64();
     let refs0 = refs_of(&sim);
     let cpu0 = cpu_seconds();
@@ -518,6 +536,33 @@ fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     sim.run(src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
     let n = refs_of(&sim) - refs0;
+    Ok(Measured {
+        value: n as f64 / secs / 1e6,
+        count: n,
+        secs,
+        target: None,
+        extra: vec![("setup_s", setup), ("per_cpu_s", per_cpu_s(n, cpu0))],
+    })
+}
+
+/// Runs the floor model on `spec` natively: vmmu simulates the set-up events, untimed, the
+/// floor copies its tables, then the floor's reference phase is timed.
+fn floor_refs(spec: &str) -> Result<Measured> {
+    let t0 = Instant::now();
+    let mut src = workload::open(spec)?;
+    let mut sim = simulator(&[("mode", "native")])?;
+    let first = setup(&mut sim, src.as_mut())?;
+    let mut floor = Floor::from_sim(&sim)?;
+    let setup = t0.elapsed().as_secs_f64();
+    let refs0 = floor.counts().memory_refs;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    if let Some(e) = first {
+        floor.step_batch(&[e])?;
+    }
+    floor.run(src.as_mut())?;
+    let secs = t.elapsed().as_secs_f64();
+    let n = floor.counts().memory_refs - refs0;
     Ok(Measured {
         value: n as f64 / secs / 1e6,
         count: n,

@@ -1,0 +1,628 @@
+//! A floor for the `random-64m-native` row: the same model as vmmu's native paging on the
+//! `bhargava08` machine, written as leanly as it can be, to measure what an implementation
+//! with nothing but the model's essential work costs on this host (docs/performance.md, "A
+//! floor for the native random row, measured"). It is not vmmu and shares none of its
+//! structures' code: it is a separate, deliberately narrow implementation of one
+//! configuration, checked against vmmu's counts by this module's test.
+//!
+//! What it models, each rule the one vmmu applies (crates/vmmu-core/src/sim/mod.rs, mmu.rs,
+//! walk/, paging/descent.rs, hw/*.rs):
+//! - per reference: the L1 DTLB (64 entries, fully associative), on a miss the L2 TLB's 4 KiB
+//!   array (512 entries, 4-way, set = page number mod 128; its 2 MiB array never holds an
+//!   entry here and is not modelled); an L2 hit is copied into the L1 DTLB and costs the L2
+//!   TLB latency (5 cycles); a store that finds a clean entry re-walks (the D-assist);
+//! - the walk of the 4-level guest tables: each level's entry referenced once, levels 4–2
+//!   through the page-walk cache (24 entries, fully associative, keyed by the entry's
+//!   physical address; design 2d+nt with `cache_g_l1 = false`, so level 1 never uses it), a
+//!   PWC miss (and level 1 always) served by the caches from L2 and then filled into the PWC;
+//!   the PWC costs 2 cycles per lookup, a cache level its latency; the accessed bit set where
+//!   clear at every level and the dirty bit at the leaf for a store, each such write one more
+//!   cache access to the entry (counted as an A/D update, not as a walk reference); the
+//!   translation filled into the L2 TLB and then the L1 DTLB (replacing an entry of the same
+//!   page, else evicting the least recently used);
+//! - the data reference through the caches from L1: L1 64 KiB 2-way, L2 512 KiB 16-way, L3
+//!   2 MiB 32-way, 64-byte lines, set = line number mod sets; a level that misses is filled;
+//!   no inclusion; its latency beyond an L1 hit is data cycles;
+//! - exact LRU everywhere.
+//!
+//! How it is lean: every set is an array of tags kept in recency order, most recent first (a
+//! hit moves its tag to the front, a miss shifts the set by one and drops the last, the least
+//! recently used); a lookup compares every way branch-free into a bit mask; tags are `u32`
+//! (page numbers, line numbers, entry numbers: [`Floor::from_sim`] checks they fit); storage is
+//! fixed-size arrays allocated once; the guest tables are copied out of vmmu after the set-up
+//! phase into flat 512-entry arrays, each non-leaf entry with the index of its next table
+//! beside it, so the walk reads no hash map; no statistics beyond the counters compared.
+//!
+//! What it does not handle, and refuses rather than gets wrong: anything but native paging on
+//! this machine, set-up that already used the TLBs or caches, large pages, read-only mappings,
+//! instruction fetches, events other than references after the set-up, and references outside
+//! the mapped region (vmmu would fault).
+
+use vmmu_core::config::{self, Mode};
+use vmmu_core::event::{Event, EventSource, BATCH_EVENTS};
+use vmmu_core::paging::{Geometry, Pte};
+use vmmu_core::sim::Simulator;
+use vmmu_core::{Error, Gpa, Result};
+
+/// An empty way (no page, line or entry number reaches it: [`Floor::from_sim`] checks).
+const EMPTY: u32 = u32::MAX;
+
+/// The way of `tags` holding `t`, if any: every way compared, branch-free, into a bit mask.
+#[inline(always)]
+fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
+    let mut m = 0u64;
+    for (i, &x) in tags.iter().enumerate() {
+        m |= ((x == t) as u64) << i;
+    }
+    (m != 0).then(|| m.trailing_zeros() as usize)
+}
+
+/// Moves way `p` of a recency-ordered set to the front (most recently used).
+#[inline(always)]
+fn promote<const W: usize>(a: &mut [u32; W], p: usize) {
+    let x = a[p];
+    a.copy_within(0..p, 1);
+    a[0] = x;
+}
+
+/// Puts `x` at the front of a recency-ordered set, dropping its last (least recently used) way.
+#[inline(always)]
+fn push<const W: usize>(a: &mut [u32; W], x: u32) {
+    a.copy_within(0..W - 1, 1);
+    a[0] = x;
+}
+
+/// One cache level: `S` sets (a power of two) of `W` line numbers in recency order.
+struct Cache<const W: usize, const S: usize> {
+    sets: Box<[[u32; W]; S]>,
+    hits: u64,
+    misses: u64,
+}
+
+impl<const W: usize, const S: usize> Cache<W, S> {
+    fn new() -> Self {
+        Cache {
+            sets: vec![[EMPTY; W]; S]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("S sets")),
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Looks `line` up; a hit becomes most recently used, a miss is filled (evicting the least
+    /// recently used line of its set). Returns whether it hit.
+    #[inline(always)]
+    fn access(&mut self, line: u32) -> bool {
+        let set = &mut self.sets[line as usize & (S - 1)];
+        match find(set, line) {
+            Some(p) => {
+                promote(set, p);
+                self.hits += 1;
+                true
+            }
+            None => {
+                push(set, line);
+                self.misses += 1;
+                false
+            }
+        }
+    }
+}
+
+/// One TLB array: `S` sets (a power of two) of `W` entries in recency order, each a 4 KiB page
+/// number and its value (the frame number shifted left by one, the dirty bit in bit 0).
+struct Tlb<const W: usize, const S: usize> {
+    tags: Box<[[u32; W]; S]>,
+    vals: Box<[[u32; W]; S]>,
+    hits: u64,
+    misses: u64,
+}
+
+impl<const W: usize, const S: usize> Tlb<W, S> {
+    fn new() -> Self {
+        let arr = || {
+            vec![[EMPTY; W]; S]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("S sets"))
+        };
+        Tlb {
+            tags: arr(),
+            vals: arr(),
+            hits: 0,
+            misses: 0,
+        }
+    }
+
+    /// Looks page `vpn` up, counted; a hit becomes most recently used and returns its value.
+    #[inline(always)]
+    fn lookup(&mut self, vpn: u32) -> Option<u32> {
+        let s = vpn as usize & (S - 1);
+        match find(&self.tags[s], vpn) {
+            Some(p) => {
+                self.hits += 1;
+                let v = self.vals[s][p];
+                promote(&mut self.tags[s], p);
+                promote(&mut self.vals[s], p);
+                Some(v)
+            }
+            None => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Inserts page `vpn` as most recently used, known absent (a lookup has just missed it).
+    #[inline(always)]
+    fn insert(&mut self, vpn: u32, val: u32) {
+        let s = vpn as usize & (S - 1);
+        push(&mut self.tags[s], vpn);
+        push(&mut self.vals[s], val);
+    }
+
+    /// Fills page `vpn` as most recently used, replacing its entry if it has one.
+    #[inline(always)]
+    fn fill(&mut self, vpn: u32, val: u32) {
+        let s = vpn as usize & (S - 1);
+        match find(&self.tags[s], vpn) {
+            Some(p) => {
+                promote(&mut self.tags[s], p);
+                promote(&mut self.vals[s], p);
+                self.vals[s][0] = val;
+            }
+            None => self.insert(vpn, val),
+        }
+    }
+}
+
+/// The page-walk cache: `W` entry numbers (physical address / 8) in recency order.
+struct Pwc<const W: usize> {
+    tags: [u32; W],
+    hits: u64,
+    misses: u64,
+}
+
+/// The counters the floor keeps, each the same figure vmmu counts
+/// ([`FloorCounts::of_sim`] reads vmmu's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloorCounts {
+    /// Instructions retired (the references' `instrs`).
+    pub instructions: u64,
+    /// Data references.
+    pub memory_refs: u64,
+    /// L1 DTLB hits and misses.
+    pub l1d: [u64; 2],
+    /// L2 TLB hits and misses.
+    pub l2tlb: [u64; 2],
+    /// Page walks (D-assists included).
+    pub walks: u64,
+    /// Stores that re-walked to set D.
+    pub d_assists: u64,
+    /// Accessed/dirty-bit writes by the walker.
+    pub ad_updates: u64,
+    /// Walk references by level (index 1..=4).
+    pub walk_refs: [u64; 5],
+    /// Walk references served by the PWC, by level.
+    pub pwc_served: [u64; 5],
+    /// PWC lookups: hits and misses.
+    pub pwc: [u64; 2],
+    /// Walk references served by the caches L1, L2, L3 and DRAM (index 3).
+    pub served_level: [u64; 4],
+    /// Hits and misses of cache levels L1, L2, L3 (walk references, A/D updates and data).
+    pub caches: [[u64; 2]; 3],
+    /// Cycles of L2 TLB hits, walks and A/D updates.
+    pub translation_cycles: u64,
+    /// Cycles of data references beyond an L1 hit.
+    pub data_cycles: u64,
+}
+
+impl FloorCounts {
+    /// vmmu's values of the same counters.
+    pub fn of_sim(sim: &Simulator) -> FloorCounts {
+        use vmmu_core::hw::tlb::{COUNT_L1D, COUNT_L2};
+        let tlb = sim.mmu.tlb.counts();
+        let hw = &sim.mmu.hw;
+        let caches = hw.caches.counts();
+        let pwc = hw.pwc.stats();
+        let mut c = FloorCounts {
+            instructions: sim.counters.instructions,
+            memory_refs: sim.counters.memory_refs,
+            l1d: [tlb[COUNT_L1D].hits, tlb[COUNT_L1D].misses],
+            l2tlb: [tlb[COUNT_L2].hits, tlb[COUNT_L2].misses],
+            walks: hw.stats.walks,
+            d_assists: sim.mmu.stats.d_assists,
+            ad_updates: hw.stats.ad_updates,
+            pwc: [pwc.hits, pwc.misses],
+            translation_cycles: sim.mmu.stats.translation_cycles,
+            data_cycles: sim.mmu.stats.data_cycles,
+            ..FloorCounts::default()
+        };
+        for level in 1..=4 {
+            c.walk_refs[level] = hw.stats.refs[0][level];
+            c.pwc_served[level] = hw.stats.pwc_hits[0][level];
+        }
+        c.served_level.copy_from_slice(&hw.stats.served_level[..4]);
+        for (c, h) in c.caches.iter_mut().zip(&caches) {
+            *c = [h.hits, h.misses];
+        }
+        c
+    }
+}
+
+/// A reference the floor does not model (vmmu would fault, or the event is not a reference).
+#[derive(Debug)]
+struct Outside(&'static str, u64);
+
+/// Entries per table (4-level long mode).
+const ENTRIES: usize = 512;
+
+/// The floor model: TLBs, PWC, caches and a copy of the guest's tables.
+pub struct Floor {
+    l1d: Tlb<64, 1>,
+    l2tlb: Tlb<4, 128>,
+    pwc: Pwc<24>,
+    l1: Cache<2, 512>,
+    l2: Cache<16, 512>,
+    l3: Cache<32, 1024>,
+    /// The tables' entries, by table index.
+    ent: Vec<[u64; ENTRIES]>,
+    /// Per non-leaf entry: the index of the table it points to.
+    next: Vec<[u32; ENTRIES]>,
+    /// Per table: its physical address.
+    base: Vec<u64>,
+    /// The counters, from vmmu's values at the end of the set-up.
+    pub counts: FloorCounts,
+}
+
+/// Page-walk-cache latency, cycles (bhargava08 `pwc.latency`).
+const PWC_LAT: u64 = 2;
+/// L2 TLB hit latency, cycles (`tlb.l2_latency`).
+const L2TLB_LAT: u64 = 5;
+/// Cache latencies L1, L2, L3 and DRAM, cycles.
+const LAT: [u64; 4] = [3, 11, 40, 120];
+
+impl Floor {
+    /// The floor for `sim` at the end of its set-up phase: checks that `sim` is native paging
+    /// on the unmodified `bhargava08` machine with one vCPU and no warm-up, check or sizing,
+    /// that the set-up used no TLB, PWC or cache, and that its guest tables are 4-level with
+    /// 4 KiB writable pages only; copies the current process's tables.
+    pub fn from_sim(sim: &Simulator) -> Result<Floor> {
+        let refuse = |why: &str| Err(Error::config("floor", why.to_string()));
+        let cfg = &sim.cfg;
+        let want = config::build("bhargava08", &[])?;
+        if cfg.machine != want.machine
+            || cfg.mode != Mode::Native
+            || cfg.guest.vcpus != 1
+            || cfg.check
+            || cfg.warmup.refs + cfg.warmup.instructions != 0
+            || cfg.sizing.is_some()
+            || !cfg.hypervisor.switch.at.is_empty()
+        {
+            return refuse("the floor models native paging on bhargava08 alone");
+        }
+        let c = FloorCounts::of_sim(sim);
+        let hw_used = c.l1d != [0, 0]
+            || c.l2tlb != [0, 0]
+            || c.walks != 0
+            || c.pwc != [0, 0]
+            || c.caches.iter().any(|l| *l != [0, 0]);
+        if hw_used {
+            return refuse("the set-up used the TLBs or caches; the floor starts cold");
+        }
+        let geo = Geometry::of(cfg.guest.format);
+        if geo.levels != 4 || geo.entry_bytes != 8 {
+            return refuse("the floor walks 4-level tables");
+        }
+        let Some(pt) = sim.os.current_pid().and_then(|p| sim.os.tables(p)) else {
+            return refuse("no process after the set-up");
+        };
+        let mut f = Floor {
+            l1d: Tlb::new(),
+            l2tlb: Tlb::new(),
+            pwc: Pwc {
+                tags: [EMPTY; 24],
+                hits: 0,
+                misses: 0,
+            },
+            l1: Cache::new(),
+            l2: Cache::new(),
+            l3: Cache::new(),
+            ent: Vec::new(),
+            next: Vec::new(),
+            base: Vec::new(),
+            counts: c,
+        };
+        f.copy_table(sim, &geo, pt.root.0, 4)?;
+        Ok(f)
+    }
+
+    /// Copies the table at `table` of `level` and those below it; returns its index.
+    fn copy_table(
+        &mut self,
+        sim: &Simulator,
+        geo: &Geometry,
+        table: u64,
+        level: u8,
+    ) -> Result<u32> {
+        let refuse = |why: &str| Err(Error::config("floor", why.to_string()));
+        // Entry numbers (address / 8) are the PWC's u32 tags, line numbers the caches'.
+        if (table + 4096) >> 3 >= EMPTY as u64 {
+            return refuse("a table beyond the floor's 32 GiB of entry numbers");
+        }
+        let idx = self.ent.len();
+        self.ent.push([0; ENTRIES]);
+        self.next.push([0; ENTRIES]);
+        self.base.push(table);
+        for i in 0..ENTRIES {
+            let e = geo.read_entry(&sim.os.mem, Gpa(table + 8 * i as u64));
+            self.ent[idx][i] = e.0;
+            if !e.present() {
+                continue;
+            }
+            if !e.writable() {
+                return refuse("a read-only mapping: the floor models writable pages alone");
+            }
+            if level > 1 {
+                if e.large() {
+                    return refuse("a large page: the floor models 4 KiB pages alone");
+                }
+                let t = self.copy_table(sim, geo, e.frame(geo.frame_mask()), level - 1)?;
+                self.next[idx][i] = t;
+            } else if e.frame(geo.frame_mask()) >> 12 >= (EMPTY >> 1) as u64 {
+                return refuse("a frame beyond the floor's u31 frame numbers");
+            }
+        }
+        Ok(idx as u32)
+    }
+
+    /// A page-entry or A/D reference to `entry` through the caches from L2 (page entries are
+    /// not cached in L1): the index of the level that served it (3: DRAM).
+    #[inline(always)]
+    fn pe_mem(&mut self, entry: u64) -> usize {
+        let line = (entry >> 6) as u32;
+        if self.l2.access(line) {
+            1
+        } else if self.l3.access(line) {
+            2
+        } else {
+            3
+        }
+    }
+
+    /// One walk reference to the entry at `entry` of `level`: through the PWC for levels 4–2.
+    /// Returns its cycles.
+    #[inline(always)]
+    fn pe_ref(&mut self, entry: u64, level: usize) -> u64 {
+        let c = &mut self.counts;
+        c.walk_refs[level] += 1;
+        if level == 1 {
+            let l = self.pe_mem(entry);
+            self.counts.served_level[l] += 1;
+            return LAT[l];
+        }
+        let key = (entry >> 3) as u32;
+        match find(&self.pwc.tags, key) {
+            Some(p) => {
+                promote(&mut self.pwc.tags, p);
+                self.pwc.hits += 1;
+                self.counts.pwc_served[level] += 1;
+                PWC_LAT
+            }
+            None => {
+                self.pwc.misses += 1;
+                let l = self.pe_mem(entry);
+                self.counts.served_level[l] += 1;
+                push(&mut self.pwc.tags, key);
+                PWC_LAT + LAT[l]
+            }
+        }
+    }
+
+    /// The walk for `va`: returns the TLB value (frame << 1 | dirty) and adds its cycles.
+    #[inline(always)]
+    fn walk(&mut self, va: u64, write: bool) -> std::result::Result<u32, Outside> {
+        self.counts.walks += 1;
+        let mut cyc = 0u64;
+        let mut t = 0usize;
+        for level in (1..=4usize).rev() {
+            let i = (va >> (3 + 9 * level)) as usize & (ENTRIES - 1);
+            let entry = self.base[t] + 8 * i as u64;
+            cyc += self.pe_ref(entry, level);
+            let e = self.ent[t][i];
+            if e & Pte::P == 0 {
+                return Err(Outside("a reference to an unmapped page", va));
+            }
+            let mut bits = if e & Pte::A == 0 { Pte::A } else { 0 };
+            if level == 1 && write && e & Pte::D == 0 {
+                bits |= Pte::D;
+            }
+            if bits != 0 {
+                self.ent[t][i] = e | bits;
+                self.counts.ad_updates += 1;
+                cyc += LAT[self.pe_mem(entry)];
+            }
+            if level == 1 {
+                self.counts.translation_cycles += cyc;
+                let frame = (e & 0x000f_ffff_ffff_f000) >> 12;
+                let dirty = (e & Pte::D != 0) || write;
+                return Ok(((frame as u32) << 1) | dirty as u32);
+            }
+            t = self.next[t][i] as usize;
+        }
+        unreachable!("level 1 returns")
+    }
+
+    /// One data reference (a load, or a store when `write`) to `va`, retiring `instrs`.
+    #[inline(always)]
+    fn reference(&mut self, va: u64, write: bool, instrs: u32) -> std::result::Result<(), Outside> {
+        self.counts.instructions += instrs as u64;
+        self.counts.memory_refs += 1;
+        // Page numbers are u32 tags (below EMPTY).
+        if va >> 44 != 0 {
+            return Err(Outside("an address beyond the floor's 16 TiB", va));
+        }
+        let vpn = (va >> 12) as u32;
+        let val = match self.l1d.lookup(vpn) {
+            Some(v) => Some(v),
+            None => match self.l2tlb.lookup(vpn) {
+                Some(v) => {
+                    self.l1d.insert(vpn, v);
+                    self.counts.translation_cycles += L2TLB_LAT;
+                    Some(v)
+                }
+                None => None,
+            },
+        };
+        let val = match val {
+            Some(v) if !write || v & 1 != 0 => v,
+            Some(_) => {
+                // A store through a clean entry: the D-assist walks and refills.
+                self.counts.d_assists += 1;
+                let v = self.walk(va, write)?;
+                self.l2tlb.fill(vpn, v);
+                self.l1d.fill(vpn, v);
+                v
+            }
+            None => {
+                let v = self.walk(va, write)?;
+                self.l2tlb.insert(vpn, v);
+                self.l1d.insert(vpn, v);
+                v
+            }
+        };
+        let line = ((((val >> 1) as u64) << 12 | (va & 0xfff)) >> 6) as u32;
+        let lat = if self.l1.access(line) {
+            LAT[0]
+        } else if self.l2.access(line) {
+            LAT[1]
+        } else if self.l3.access(line) {
+            LAT[2]
+        } else {
+            LAT[3]
+        };
+        self.counts.data_cycles += lat - LAT[0];
+        Ok(())
+    }
+
+    /// Simulates `events`, references only.
+    pub fn step_batch(&mut self, events: &[Event]) -> Result<()> {
+        for e in events {
+            let Event::Ref(r) = e else {
+                return Err(Error::config("floor", "an event other than a reference"));
+            };
+            if r.kind.is_fetch() {
+                return Err(Error::config("floor", "an instruction fetch"));
+            }
+            if let Err(Outside(why, va)) = self.reference(r.va.raw(), r.kind.is_write(), r.instrs) {
+                return Err(Error::config("floor", format!("{why}: {va:#x}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Simulates `src` to its end, in batches as vmmu's run loop asks for them.
+    pub fn run(&mut self, src: &mut dyn EventSource) -> Result<()> {
+        let mut buf = Vec::with_capacity(BATCH_EVENTS);
+        loop {
+            buf.clear();
+            if src.next_batch(&mut buf, BATCH_EVENTS)? == 0 {
+                return Ok(());
+            }
+            self.step_batch(&buf)?;
+        }
+    }
+
+    /// The counters, with the structures' own gathered in.
+    pub fn counts(&self) -> FloorCounts {
+        let mut c = self.counts;
+        c.l1d = [self.l1d.hits, self.l1d.misses];
+        c.l2tlb = [self.l2tlb.hits, self.l2tlb.misses];
+        c.pwc = [self.pwc.hits, self.pwc.misses];
+        c.caches = [
+            [self.l1.hits, self.l1.misses],
+            [self.l2.hits, self.l2.misses],
+            [self.l3.hits, self.l3.misses],
+        ];
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vmmu_core::event::VecSource;
+    use vmmu_core::workload;
+
+    /// Clears the A and D bits of every present entry of the table at `table` of `level` and
+    /// below, in vmmu's guest memory.
+    fn clear_ad(sim: &mut Simulator, geo: &Geometry, table: u64, level: u8) {
+        for i in 0..ENTRIES as u64 {
+            let a = Gpa(table + 8 * i);
+            let e = geo.read_entry(&sim.os.mem, a);
+            if e.present() {
+                geo.write_entry(&mut sim.os.mem, a, Pte(e.0 & !(Pte::A | Pte::D)));
+                if level > 1 {
+                    clear_ad(sim, geo, e.frame(geo.frame_mask()), level - 1);
+                }
+            }
+        }
+    }
+
+    /// vmmu's counts and the floor's over the reference phase of `spec`, natively; with
+    /// `clean`, every A and D bit of the tables cleared after the set-up (for both).
+    fn both(spec: &str, clean: bool) -> (FloorCounts, FloorCounts) {
+        let mut src = workload::open(spec).unwrap();
+        let cfg = config::build("bhargava08", &[("mode".into(), "native".into())]).unwrap();
+        let mut sim = Simulator::new(&cfg).unwrap();
+        let first = crate::rows::setup(&mut sim, src.as_mut()).unwrap();
+        if clean {
+            let pt = sim.os.tables(sim.os.current_pid().unwrap()).unwrap();
+            clear_ad(&mut sim, &pt.geo, pt.root.0, 4);
+        }
+        let mut floor = Floor::from_sim(&sim).unwrap();
+        let mut events: Vec<Event> = first.into_iter().collect();
+        while src.next_batch(&mut events, BATCH_EVENTS).unwrap() > 0 {}
+        sim.run(&mut VecSource::new(spec, events.clone()), &mut |_| true)
+            .unwrap();
+        floor.step_batch(&events).unwrap();
+        (FloorCounts::of_sim(&sim), floor.counts())
+    }
+
+    /// The bench row's stream, 200 K references.
+    const SPEC: &str = "random:footprint=64M,refs=200K,prefault=1";
+
+    #[test]
+    fn the_floor_counts_exactly_what_vmmu_counts() {
+        let (vmmu, floor) = both(SPEC, false);
+        assert_eq!(vmmu, floor);
+        // Every path the row takes was taken: L1 and L2 TLB hits, PWC hits at each cached
+        // level and misses, the upper levels' A bits, every cache level and DRAM. (The
+        // prefaulted leaves are made accessed and dirty: no D-assist here.)
+        assert_eq!(floor.memory_refs, 200_000);
+        assert!(floor.l1d[0] > 0 && floor.l2tlb[0] > 0 && floor.ad_updates > 0);
+        assert!((2..=4).all(|l| floor.pwc_served[l] > 0) && floor.pwc[1] > 0);
+        assert!(floor.served_level[1..].iter().all(|&n| n > 0));
+        assert!(floor.caches.iter().all(|l| l[0] > 0 && l[1] > 0));
+    }
+
+    #[test]
+    fn the_floor_keeps_a_and_d_bits_as_vmmu_does() {
+        // The same stream over tables whose A and D bits are clear: every first walk of a page
+        // sets A (and D for a store), and a store through an entry a load filled re-walks.
+        let (vmmu, floor) = both(SPEC, true);
+        assert_eq!(vmmu, floor);
+        assert!(floor.d_assists > 100 && floor.ad_updates > 16_384);
+    }
+
+    #[test]
+    fn the_floor_refuses_what_it_does_not_model() {
+        let cfg = config::build("bhargava08", &[("mode".into(), "nested".into())]).unwrap();
+        let mut sim = Simulator::new(&cfg).unwrap();
+        let mut src = workload::open("random:footprint=1M,refs=1K,prefault=1").unwrap();
+        crate::rows::setup(&mut sim, src.as_mut()).unwrap();
+        assert!(Floor::from_sim(&sim).is_err());
+    }
+}
