@@ -47,14 +47,16 @@ use vmmu_core::{Error, Gpa, Result};
 /// An empty way (no page, line or entry number reaches it: [`Floor::from_sim`] checks).
 const EMPTY: u32 = u32::MAX;
 
-/// The way of `tags` holding `t`, if any: every way compared, branch-free, into a bit mask.
+/// The way of `tags` holding `t`, if any. Whether any way holds it is decided first by
+/// comparing every way, branch-free (the compiler makes it vector compares and one OR
+/// reduction): most lookups of a random stream miss, and a miss needs nothing else; a hit then
+/// finds its way with a scan.
 #[inline(always)]
 fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
-    let mut m = 0u64;
-    for (i, &x) in tags.iter().enumerate() {
-        m |= ((x == t) as u64) << i;
+    if !tags.iter().fold(false, |a, &x| a | (x == t)) {
+        return None;
     }
-    (m != 0).then(|| m.trailing_zeros() as usize)
+    tags.iter().position(|&x| x == t)
 }
 
 /// Moves way `p` of a recency-ordered set to the front (most recently used).
