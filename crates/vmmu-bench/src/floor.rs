@@ -25,9 +25,9 @@
 //!   no inclusion; its latency beyond an L1 hit is data cycles;
 //! - exact LRU everywhere.
 //!
-//! How it is lean: every set is an array of tags kept in recency order, most recent first (a
-//! hit moves its tag to the front, a miss shifts the set by one and drops the last, the least
-//! recently used); a lookup compares every way branch-free into a bit mask; tags are `u32`
+//! How it is lean: every set is an array of tags with its recency order as a circular linked
+//! list of ways beside it ([`Set`]: a miss moves the head one step back, a hit relinks one
+//! way); a lookup decides hit or miss with one branch-free compare of every way; tags are `u32`
 //! (page numbers, line numbers, entry numbers: [`Floor::from_sim`] checks they fit); storage is
 //! fixed-size arrays allocated once; the guest tables are copied out of vmmu after the set-up
 //! phase into flat 512-entry arrays, each non-leaf entry with the index of its next table
@@ -59,24 +59,75 @@ fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
     tags.iter().position(|&x| x == t)
 }
 
-/// Moves way `p` of a recency-ordered set to the front (most recently used).
-#[inline(always)]
-fn promote<const W: usize>(a: &mut [u32; W], p: usize) {
-    let x = a[p];
-    a.copy_within(0..p, 1);
-    a[0] = x;
+/// One set of `W` ways: their tags by way, and their recency order as a circular doubly linked
+/// list of ways (`head` the most recently used, `prev[head]` the least). A miss replaces the
+/// least recently used way and makes it the head — one step back around the circle, no links
+/// changed; a hit relinks its way in front of the head. Empty ways start as the oldest and are
+/// taken first, so the order is exact LRU. Nothing moves in memory: the tags and values stay in
+/// their ways.
+#[derive(Clone, Copy)]
+struct Set<const W: usize> {
+    tags: [u32; W],
+    next: [u8; W],
+    prev: [u8; W],
+    head: u8,
 }
 
-/// Puts `x` at the front of a recency-ordered set, dropping its last (least recently used) way.
-#[inline(always)]
-fn push<const W: usize>(a: &mut [u32; W], x: u32) {
-    a.copy_within(0..W - 1, 1);
-    a[0] = x;
+impl<const W: usize> Set<W> {
+    /// An empty set.
+    fn new() -> Self {
+        let mut s = Set {
+            tags: [EMPTY; W],
+            next: [0; W],
+            prev: [0; W],
+            head: 0,
+        };
+        for w in 0..W {
+            s.next[w] = ((w + 1) % W) as u8;
+            s.prev[w] = ((w + W - 1) % W) as u8;
+        }
+        s
+    }
+
+    /// Makes way `w` the most recently used.
+    #[inline(always)]
+    fn touch(&mut self, w: usize) {
+        let h = self.head as usize;
+        if w == h {
+            return;
+        }
+        let (p, n) = (self.prev[w], self.next[w]);
+        self.next[p as usize] = n;
+        self.prev[n as usize] = p;
+        let t = self.prev[h];
+        self.next[w] = h as u8;
+        self.prev[w] = t;
+        self.next[t as usize] = w as u8;
+        self.prev[h] = w as u8;
+        self.head = w as u8;
+    }
+
+    /// Puts `tag` in the least recently used way, now the most recently used; returns the way.
+    #[inline(always)]
+    fn replace(&mut self, tag: u32) -> usize {
+        let w = self.prev[self.head as usize] as usize;
+        self.tags[w] = tag;
+        self.head = w as u8;
+        w
+    }
 }
 
-/// One cache level: `S` sets (a power of two) of `W` line numbers in recency order.
+/// `S` sets of `W` ways, allocated once.
+fn sets<const W: usize, const S: usize>() -> Box<[Set<W>; S]> {
+    vec![Set::new(); S]
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("S sets"))
+}
+
+/// One cache level: `S` sets (a power of two) of `W` line numbers.
 struct Cache<const W: usize, const S: usize> {
-    sets: Box<[[u32; W]; S]>,
+    sets: Box<[Set<W>; S]>,
     hits: u64,
     misses: u64,
 }
@@ -84,10 +135,7 @@ struct Cache<const W: usize, const S: usize> {
 impl<const W: usize, const S: usize> Cache<W, S> {
     fn new() -> Self {
         Cache {
-            sets: vec![[EMPTY; W]; S]
-                .into_boxed_slice()
-                .try_into()
-                .unwrap_or_else(|_| unreachable!("S sets")),
+            sets: sets(),
             hits: 0,
             misses: 0,
         }
@@ -98,14 +146,14 @@ impl<const W: usize, const S: usize> Cache<W, S> {
     #[inline(always)]
     fn access(&mut self, line: u32) -> bool {
         let set = &mut self.sets[line as usize & (S - 1)];
-        match find(set, line) {
-            Some(p) => {
-                promote(set, p);
+        match find(&set.tags, line) {
+            Some(w) => {
+                set.touch(w);
                 self.hits += 1;
                 true
             }
             None => {
-                push(set, line);
+                set.replace(line);
                 self.misses += 1;
                 false
             }
@@ -113,10 +161,10 @@ impl<const W: usize, const S: usize> Cache<W, S> {
     }
 }
 
-/// One TLB array: `S` sets (a power of two) of `W` entries in recency order, each a 4 KiB page
-/// number and its value (the frame number shifted left by one, the dirty bit in bit 0).
+/// One TLB array: `S` sets (a power of two) of `W` entries, each a 4 KiB page number and its
+/// value (the frame number shifted left by one, the dirty bit in bit 0).
 struct Tlb<const W: usize, const S: usize> {
-    tags: Box<[[u32; W]; S]>,
+    sets: Box<[Set<W>; S]>,
     vals: Box<[[u32; W]; S]>,
     hits: u64,
     misses: u64,
@@ -124,15 +172,12 @@ struct Tlb<const W: usize, const S: usize> {
 
 impl<const W: usize, const S: usize> Tlb<W, S> {
     fn new() -> Self {
-        let arr = || {
-            vec![[EMPTY; W]; S]
+        Tlb {
+            sets: sets(),
+            vals: vec![[0; W]; S]
                 .into_boxed_slice()
                 .try_into()
-                .unwrap_or_else(|_| unreachable!("S sets"))
-        };
-        Tlb {
-            tags: arr(),
-            vals: arr(),
+                .unwrap_or_else(|_| unreachable!("S sets")),
             hits: 0,
             misses: 0,
         }
@@ -142,13 +187,11 @@ impl<const W: usize, const S: usize> Tlb<W, S> {
     #[inline(always)]
     fn lookup(&mut self, vpn: u32) -> Option<u32> {
         let s = vpn as usize & (S - 1);
-        match find(&self.tags[s], vpn) {
-            Some(p) => {
+        match find(&self.sets[s].tags, vpn) {
+            Some(w) => {
                 self.hits += 1;
-                let v = self.vals[s][p];
-                promote(&mut self.tags[s], p);
-                promote(&mut self.vals[s], p);
-                Some(v)
+                self.sets[s].touch(w);
+                Some(self.vals[s][w])
             }
             None => {
                 self.misses += 1;
@@ -161,28 +204,27 @@ impl<const W: usize, const S: usize> Tlb<W, S> {
     #[inline(always)]
     fn insert(&mut self, vpn: u32, val: u32) {
         let s = vpn as usize & (S - 1);
-        push(&mut self.tags[s], vpn);
-        push(&mut self.vals[s], val);
+        let w = self.sets[s].replace(vpn);
+        self.vals[s][w] = val;
     }
 
     /// Fills page `vpn` as most recently used, replacing its entry if it has one.
     #[inline(always)]
     fn fill(&mut self, vpn: u32, val: u32) {
         let s = vpn as usize & (S - 1);
-        match find(&self.tags[s], vpn) {
-            Some(p) => {
-                promote(&mut self.tags[s], p);
-                promote(&mut self.vals[s], p);
-                self.vals[s][0] = val;
+        match find(&self.sets[s].tags, vpn) {
+            Some(w) => {
+                self.sets[s].touch(w);
+                self.vals[s][w] = val;
             }
             None => self.insert(vpn, val),
         }
     }
 }
 
-/// The page-walk cache: `W` entry numbers (physical address / 8) in recency order.
+/// The page-walk cache: one set of `W` entry numbers (physical address / 8).
 struct Pwc<const W: usize> {
-    tags: [u32; W],
+    set: Set<W>,
     hits: u64,
     misses: u64,
 }
@@ -325,7 +367,7 @@ impl Floor {
             l1d: Tlb::new(),
             l2tlb: Tlb::new(),
             pwc: Pwc {
-                tags: [EMPTY; 24],
+                set: Set::new(),
                 hits: 0,
                 misses: 0,
             },
@@ -406,9 +448,9 @@ impl Floor {
             return LAT[l];
         }
         let key = (entry >> 3) as u32;
-        match find(&self.pwc.tags, key) {
-            Some(p) => {
-                promote(&mut self.pwc.tags, p);
+        match find(&self.pwc.set.tags, key) {
+            Some(w) => {
+                self.pwc.set.touch(w);
                 self.pwc.hits += 1;
                 self.counts.pwc_served[level] += 1;
                 PWC_LAT
@@ -417,7 +459,7 @@ impl Floor {
                 self.pwc.misses += 1;
                 let l = self.pe_mem(entry);
                 self.counts.served_level[l] += 1;
-                push(&mut self.pwc.tags, key);
+                self.pwc.set.replace(key);
                 PWC_LAT + LAT[l]
             }
         }
