@@ -47,25 +47,32 @@ use vmmu_core::{Error, Gpa, Result};
 /// An empty way (no page, line or entry number reaches it: [`Floor::from_sim`] checks).
 const EMPTY: u32 = u32::MAX;
 
-/// The way of `tags` holding `t`, if any: four ways at a time compared with one SSE2 compare
-/// into a bit mask, the way the mask's lowest bit, so a hit needs no second scan.
+/// The way of `tags` holding `t`, if any: SSE2 compares of four ways each, sixteen ways'
+/// results packed into one 16-bit mask, the way the mask's lowest bit, so a hit needs no
+/// second scan.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
 fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
-    use std::arch::x86_64::{_mm_castsi128_ps, _mm_cmpeq_epi32, _mm_loadu_si128};
-    use std::arch::x86_64::{_mm_movemask_ps, _mm_set1_epi32};
+    use std::arch::x86_64::*;
     let mut m = 0u64;
     let mut i = 0;
     // SAFETY: the intrinsics need SSE2, which this function is compiled only with (the cfg
-    // above; x86-64 always has it); the unaligned load reads ways `i..i + 4`, inside `tags`
-    // by the loop's condition. Safe code compiles this to a scan, or to a reduction that
-    // says whether but not where; the mask pays (docs/performance.md, "A floor for the
+    // above; x86-64 always has it); each unaligned load reads four ways from `i`, inside
+    // `tags` by its loop's condition. Safe code compiles this to a scan, or to a reduction
+    // that says whether but not where; the mask pays (docs/performance.md, "A floor for the
     // native random row, measured").
     unsafe {
         let k = _mm_set1_epi32(t as i32);
+        let p = tags.as_ptr();
+        let eq = |j: usize| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(j).cast()), k);
+        while i + 16 <= W {
+            let lo = _mm_packs_epi32(eq(i), eq(i + 4));
+            let hi = _mm_packs_epi32(eq(i + 8), eq(i + 12));
+            m |= (_mm_movemask_epi8(_mm_packs_epi16(lo, hi)) as u64) << i;
+            i += 16;
+        }
         while i + 4 <= W {
-            let v = _mm_loadu_si128(tags.as_ptr().add(i).cast());
-            m |= (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, k))) as u64) << i;
+            m |= (_mm_movemask_ps(_mm_castsi128_ps(eq(i))) as u64) << i;
             i += 4;
         }
     }
