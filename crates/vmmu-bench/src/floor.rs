@@ -342,14 +342,20 @@ pub struct Floor {
     l1: Cache<2, 512>,
     l2: Cache<16, 512>,
     l3: Cache<32, 1024>,
-    /// The tables' entries, by table index.
-    ent: Vec<[u64; ENTRIES]>,
-    /// Per non-leaf entry: the index of the table it points to.
-    next: Vec<[u32; ENTRIES]>,
-    /// Per table: its physical address.
-    base: Vec<u64>,
+    /// The guest's tables, the root first.
+    tables: Vec<Table>,
     /// The counters, from vmmu's values at the end of the set-up.
     pub counts: FloorCounts,
+}
+
+/// One guest table as the floor walks it.
+struct Table {
+    /// Its physical address.
+    base: u64,
+    /// Its entries (the walk sets their A and D bits).
+    ent: [u64; ENTRIES],
+    /// Per present non-leaf entry: the index of the table it points to.
+    next: [u32; ENTRIES],
 }
 
 /// Page-walk-cache latency, cycles (bhargava08 `pwc.latency`).
@@ -405,9 +411,7 @@ impl Floor {
             l1: Cache::new(),
             l2: Cache::new(),
             l3: Cache::new(),
-            ent: Vec::new(),
-            next: Vec::new(),
-            base: Vec::new(),
+            tables: Vec::new(),
             counts: c,
         };
         f.copy_table(sim, &geo, pt.root.0, 4)?;
@@ -427,13 +431,15 @@ impl Floor {
         if (table + 4096) >> 3 >= EMPTY as u64 {
             return refuse("a table beyond the floor's 32 GiB of entry numbers");
         }
-        let idx = self.ent.len();
-        self.ent.push([0; ENTRIES]);
-        self.next.push([0; ENTRIES]);
-        self.base.push(table);
+        let idx = self.tables.len();
+        self.tables.push(Table {
+            base: table,
+            ent: [0; ENTRIES],
+            next: [0; ENTRIES],
+        });
         for i in 0..ENTRIES {
             let e = geo.read_entry(&sim.os.mem, Gpa(table + 8 * i as u64));
-            self.ent[idx][i] = e.0;
+            self.tables[idx].ent[i] = e.0;
             if !e.present() {
                 continue;
             }
@@ -445,7 +451,7 @@ impl Floor {
                     return refuse("a large page: the floor models 4 KiB pages alone");
                 }
                 let t = self.copy_table(sim, geo, e.frame(geo.frame_mask()), level - 1)?;
-                self.next[idx][i] = t;
+                self.tables[idx].next[i] = t;
             } else if e.frame(geo.frame_mask()) >> 12 >= (EMPTY >> 1) as u64 {
                 return refuse("a frame beyond the floor's u31 frame numbers");
             }
@@ -467,33 +473,45 @@ impl Floor {
         }
     }
 
-    /// One walk reference to the entry at `entry` of `level`: through the PWC for levels 4–2.
-    /// Returns its cycles.
+    /// The walk's step at level `L` (4, 3 or 2) in table `t`: the entry referenced through
+    /// the PWC (on a miss, through the caches, then filled into the PWC), its A bit set where
+    /// clear (one more cache access). Returns the next table's index.
     #[inline(always)]
-    fn pe_ref(&mut self, entry: u64, level: usize) -> u64 {
-        let c = &mut self.counts;
-        c.walk_refs[level] += 1;
-        if level == 1 {
-            let l = self.pe_mem(entry);
-            self.counts.served_level[l] += 1;
-            return LAT[l];
-        }
+    fn upper<const L: usize>(
+        &mut self,
+        t: usize,
+        va: u64,
+        cyc: &mut u64,
+    ) -> std::result::Result<usize, Outside> {
+        let i = (va >> (3 + 9 * L)) as usize & (ENTRIES - 1);
+        let entry = self.tables[t].base + 8 * i as u64;
+        self.counts.walk_refs[L] += 1;
         let key = (entry >> 3) as u32;
         match find(&self.pwc.set.tags, key) {
             Some(w) => {
                 self.pwc.set.touch(w);
                 self.pwc.hits += 1;
-                self.counts.pwc_served[level] += 1;
-                PWC_LAT
+                self.counts.pwc_served[L] += 1;
+                *cyc += PWC_LAT;
             }
             None => {
                 self.pwc.misses += 1;
                 let l = self.pe_mem(entry);
                 self.counts.served_level[l] += 1;
                 self.pwc.set.replace(key);
-                PWC_LAT + LAT[l]
+                *cyc += PWC_LAT + LAT[l];
             }
         }
+        let e = self.tables[t].ent[i];
+        if e & Pte::P == 0 {
+            return Err(Outside("a reference to an unmapped page", va));
+        }
+        if e & Pte::A == 0 {
+            self.tables[t].ent[i] = e | Pte::A;
+            self.counts.ad_updates += 1;
+            *cyc += LAT[self.pe_mem(entry)];
+        }
+        Ok(self.tables[t].next[i] as usize)
     }
 
     /// The walk for `va`: returns the TLB value (frame << 1 | dirty) and adds its cycles.
@@ -501,33 +519,33 @@ impl Floor {
     fn walk(&mut self, va: u64, write: bool) -> std::result::Result<u32, Outside> {
         self.counts.walks += 1;
         let mut cyc = 0u64;
-        let mut t = 0usize;
-        for level in (1..=4usize).rev() {
-            let i = (va >> (3 + 9 * level)) as usize & (ENTRIES - 1);
-            let entry = self.base[t] + 8 * i as u64;
-            cyc += self.pe_ref(entry, level);
-            let e = self.ent[t][i];
-            if e & Pte::P == 0 {
-                return Err(Outside("a reference to an unmapped page", va));
-            }
-            let mut bits = if e & Pte::A == 0 { Pte::A } else { 0 };
-            if level == 1 && write && e & Pte::D == 0 {
-                bits |= Pte::D;
-            }
-            if bits != 0 {
-                self.ent[t][i] = e | bits;
-                self.counts.ad_updates += 1;
-                cyc += LAT[self.pe_mem(entry)];
-            }
-            if level == 1 {
-                self.counts.translation_cycles += cyc;
-                let frame = (e & 0x000f_ffff_ffff_f000) >> 12;
-                let dirty = (e & Pte::D != 0) || write;
-                return Ok(((frame as u32) << 1) | dirty as u32);
-            }
-            t = self.next[t][i] as usize;
+        let t = self.upper::<4>(0, va, &mut cyc)?;
+        let t = self.upper::<3>(t, va, &mut cyc)?;
+        let t = self.upper::<2>(t, va, &mut cyc)?;
+        // The leaf (level 1): not cached in the PWC (`cache_g_l1 = false`).
+        let i = (va >> 12) as usize & (ENTRIES - 1);
+        let entry = self.tables[t].base + 8 * i as u64;
+        self.counts.walk_refs[1] += 1;
+        let l = self.pe_mem(entry);
+        self.counts.served_level[l] += 1;
+        cyc += LAT[l];
+        let e = self.tables[t].ent[i];
+        if e & Pte::P == 0 {
+            return Err(Outside("a reference to an unmapped page", va));
         }
-        unreachable!("level 1 returns")
+        let mut bits = if e & Pte::A == 0 { Pte::A } else { 0 };
+        if write && e & Pte::D == 0 {
+            bits |= Pte::D;
+        }
+        if bits != 0 {
+            self.tables[t].ent[i] = e | bits;
+            self.counts.ad_updates += 1;
+            cyc += LAT[self.pe_mem(entry)];
+        }
+        self.counts.translation_cycles += cyc;
+        let frame = (e & 0x000f_ffff_ffff_f000) >> 12;
+        let dirty = (e & Pte::D != 0) || write;
+        Ok(((frame as u32) << 1) | dirty as u32)
     }
 
     /// One data reference (a load, or a store when `write`) to `va`, retiring `instrs`.
