@@ -3,7 +3,7 @@
 //! with nothing but the model's essential work costs on this host (docs/performance.md, "A
 //! floor for the native random row, measured"). It is not vmmu and shares none of its
 //! structures' code: it is a separate, deliberately narrow implementation of one
-//! configuration, checked against vmmu's counts by this module's test.
+//! configuration, checked against vmmu's counts by this module's tests.
 //!
 //! What it models, each rule the one vmmu applies (crates/vmmu-core/src/sim/mod.rs, mmu.rs,
 //! walk/, paging/descent.rs, hw/*.rs):
@@ -27,7 +27,8 @@
 //!
 //! How it is lean: every set is an array of tags with its recency order as a circular linked
 //! list of ways beside it ([`Set`]: a miss moves the head one step back, a hit relinks one
-//! way); a lookup decides hit or miss with one branch-free compare of every way; tags are `u32`
+//! way); a lookup compares four ways at a time with SSE2 into a bit mask (the module's one
+//! `unsafe` block, in [`find`]), so a hit needs no second scan; tags are `u32`
 //! (page numbers, line numbers, entry numbers: [`Floor::from_sim`] checks they fit); storage is
 //! fixed-size arrays allocated once; the guest tables are copied out of vmmu after the set-up
 //! phase into flat 512-entry arrays, each non-leaf entry with the index of its next table
@@ -344,8 +345,9 @@ pub struct Floor {
     l3: Cache<32, 1024>,
     /// The guest's tables, the root first.
     tables: Vec<Table>,
-    /// The counters, from vmmu's values at the end of the set-up.
-    pub counts: FloorCounts,
+    /// The counters other than the structures' own hits and misses (gathered by
+    /// [`counts`](Self::counts)), starting from vmmu's values at the end of the set-up.
+    counts: FloorCounts,
 }
 
 /// One guest table as the floor walks it.
