@@ -748,7 +748,6 @@ fn replay(env: &Env, mode: &str) -> Result<Measured> {
     })
 }
 
-/// Peak resident memory of this process in MiB (`VmHWM`).
 /// CPU seconds (user + system, every thread) of this process so far, at the kernel's 100 Hz
 /// accounting resolution.
 pub fn cpu_seconds() -> f64 {
@@ -784,6 +783,7 @@ fn per_cpu_s(count: u64, cpu0: f64) -> f64 {
     }
 }
 
+/// Peak resident memory of this process in MiB (`VmHWM`).
 pub fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
