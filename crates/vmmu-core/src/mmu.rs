@@ -214,6 +214,16 @@ impl Mmu {
         }
     }
 
+    /// Whether [`remembered`](Self::remembered) could answer a reference to `va` with
+    /// `access`: its page is the remembered L1 hit of its side with `tag`. False means a run
+    /// of remembered hits starting there would be empty, so a caller can skip building one.
+    #[inline(always)]
+    pub fn may_remember(&self, va: Gva, access: Access, tag: Tag) -> bool {
+        self.tlb
+            .remembered(side(access), tag)
+            .is_some_and(|(vpn, _)| vpn == va.raw() >> 12)
+    }
+
     /// What the MMU answers now without searching (see [`Remembered`]), for address space
     /// `tag`: loads of the data side's remembered page, stores when its entry is writable and
     /// dirty, fetches of the instruction side's page when its entry is executable — with the

@@ -385,7 +385,20 @@ impl Simulator {
     /// bits above the page offset only.
     #[inline(always)]
     fn remembered_hits(&mut self, events: &[Event]) -> usize {
-        if self.cfg.check || self.os.current_pid().is_none() || self.boundary_due() {
+        // The cheapest test first: on a stream of TLB misses, the first reference's page is
+        // not the remembered one.
+        let Some(Event::Ref(first)) = events.first() else {
+            return 0;
+        };
+        let access = Access {
+            write: first.kind.is_write(),
+            fetch: first.kind.is_fetch(),
+        };
+        if !self.mmu.may_remember(first.va, access, self.tag)
+            || self.cfg.check
+            || self.os.current_pid().is_none()
+            || self.boundary_due()
+        {
             return 0;
         }
         let c = &self.counters;
