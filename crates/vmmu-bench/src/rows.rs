@@ -535,14 +535,19 @@ fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     }
     sim.run(src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
-    let n = refs_of(&sim) - refs0;
-    Ok(Measured {
+    Ok(reference_phase(refs_of(&sim) - refs0, secs, setup, cpu0))
+}
+
+/// The figure of a timed reference phase: `n` references in `secs` of wall clock, from CPU
+/// time `cpu0`, after `setup` seconds of untimed set-up.
+fn reference_phase(n: u64, secs: f64, setup: f64, cpu0: f64) -> Measured {
+    Measured {
         value: n as f64 / secs / 1e6,
         count: n,
         secs,
         target: None,
         extra: vec![("setup_s", setup), ("per_cpu_s", per_cpu_s(n, cpu0))],
-    })
+    }
 }
 
 /// Runs the floor model on `spec` natively: vmmu simulates the set-up events, untimed, the
@@ -563,13 +568,7 @@ fn floor_refs(spec: &str) -> Result<Measured> {
     floor.run(src.as_mut())?;
     let secs = t.elapsed().as_secs_f64();
     let n = floor.counts().memory_refs - refs0;
-    Ok(Measured {
-        value: n as f64 / secs / 1e6,
-        count: n,
-        secs,
-        target: None,
-        extra: vec![("setup_s", setup), ("per_cpu_s", per_cpu_s(n, cpu0))],
-    })
+    Ok(reference_phase(n, secs, setup, cpu0))
 }
 
 /// Simulates `spec` whole, counting events.
