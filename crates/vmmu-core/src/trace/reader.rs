@@ -10,12 +10,12 @@
 //! The header is read by [`VtraceReader::open`]; the chunks by two threads started at the
 //! first [`next_batch`](EventSource::next_batch), a pipeline beside the consumer (the
 //! simulator): the *loader* reads each chunk, decompresses it and checks it; the *decoder*
-//! turns its records into batches of events. Bounded queues join them (two raw chunks, four
-//! batches), and buffers travel back for reuse, so memory stays the same whatever the trace's
-//! length and nothing is allocated per chunk once the pipeline is full. A batch that fits the
-//! caller's request is handed over by swapping buffers, not copied. Events, errors and the
-//! end arrive in file order, so the consumer sees exactly what a reader on its own thread
-//! would: the events before a damaged chunk, then the error naming it.
+//! turns its records into batches of events. Bounded queues join them (two raw chunks,
+//! sixteen batches), and buffers travel back for reuse, so memory stays the same whatever the
+//! trace's length and nothing is allocated per chunk once the pipeline is full. A batch that
+//! fits the caller's request is handed over by swapping buffers, not copied. Events, errors
+//! and the end arrive in file order, so the consumer sees exactly what a reader on its own
+//! thread would: the events before a damaged chunk, then the error naming it.
 
 use super::codec::{Counts, Decoder, PAD};
 use super::format::{
@@ -59,8 +59,13 @@ enum State {
 const BATCH: usize = crate::event::BATCH_EVENTS;
 /// Raw chunks queued between loader and decoder.
 const RAW_QUEUE: usize = 2;
-/// Event batches queued between decoder and consumer.
-const EVENT_QUEUE: usize = 4;
+/// Event batches queued between decoder and consumer: enough for the consumer to go on while
+/// the loader holds a shared core for one chunk's decompression. A chunk of the writer's 2 MiB
+/// holds about 840 K references of a recorded program (2.5 raw bytes each), which zstd
+/// decompresses in about 2.7 ms; the simulator takes about 10 ns per reference of such a
+/// trace, so it uses up about 16 batches of 16 Ki events in that time (docs/performance.md,
+/// "The trace reader's threads").
+const EVENT_QUEUE: usize = 16;
 
 /// What the decoder hands the consumer, in file order.
 enum Msg {
