@@ -319,7 +319,7 @@ impl<V: Copy> SetAssoc<V> {
     }
 
     /// Moves `way`, not the head, to just in front of the head `head`, whose predecessor is
-    /// `last`. Branch-free: if `way` is `last` itself, unlinking it makes its predecessor the
+    /// `last`. No special case: if `way` is `last` itself, unlinking it makes its predecessor the
     /// head's, and relinking puts it back where it was.
     #[inline(always)]
     fn relink(&mut self, lb: usize, way: usize, last: u16, head: u16) {
