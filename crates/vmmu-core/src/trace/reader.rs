@@ -272,6 +272,7 @@ impl VtraceReader {
             raw_back: raw_back_tx,
             out: ev_tx,
             back: ev_back_rx,
+            spare: Vec::with_capacity(EVENT_QUEUE + 2),
             decoder: Decoder::new(),
             counts: Counts::default(),
             events: 0,
@@ -423,6 +424,9 @@ struct DecodeStage {
     out: SyncSender<Msg>,
     /// Event buffers the consumer is done with.
     back: Receiver<Vec<Event>>,
+    /// Returned buffers not yet reused, the most recently returned last: reusing it first
+    /// keeps the buffers written in the host's caches few when the queue runs nearly empty.
+    spare: Vec<Vec<Event>>,
     decoder: Decoder,
     counts: Counts,
     /// Events and chunks decoded so far.
@@ -474,7 +478,8 @@ impl DecodeStage {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            let mut batch = self.back.try_recv().unwrap_or_default();
+            self.spare.extend(self.back.try_iter());
+            let mut batch = self.spare.pop().unwrap_or_default();
             batch.clear();
             let n = left.min(BATCH);
             let res = self
