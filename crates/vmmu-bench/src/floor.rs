@@ -348,6 +348,13 @@ pub struct Floor {
     /// The counters other than the structures' own hits and misses (gathered by
     /// [`counts`](Self::counts)), starting from vmmu's values at the end of the set-up.
     counts: FloorCounts,
+    /// Latencies in cycles, from the machine's config: the PWC's, an L2 TLB hit's, and the
+    /// cache levels' L1, L2, L3 and DRAM's.
+    pwc_lat: u64,
+    l2tlb_lat: u64,
+    lat: [u64; 4],
+    /// The frame bits of a page entry (the tables' format).
+    frame_mask: u64,
 }
 
 /// One guest table as the floor walks it.
@@ -359,13 +366,6 @@ struct Table {
     /// Per present non-leaf entry: the index of the table it points to.
     next: [u32; ENTRIES],
 }
-
-/// Page-walk-cache latency, cycles (bhargava08 `pwc.latency`).
-const PWC_LAT: u64 = 2;
-/// L2 TLB hit latency, cycles (`tlb.l2_latency`).
-const L2TLB_LAT: u64 = 5;
-/// Cache latencies L1, L2, L3 and DRAM, cycles.
-const LAT: [u64; 4] = [3, 11, 40, 120];
 
 impl Floor {
     /// The floor for `sim` at the end of its set-up phase: checks that `sim` is native paging
@@ -415,7 +415,16 @@ impl Floor {
             l3: Cache::new(),
             tables: Vec::new(),
             counts: c,
+            pwc_lat: cfg.machine.pwc.latency as u64,
+            l2tlb_lat: cfg.machine.tlb.l2_latency as u64,
+            lat: [0; 4],
+            frame_mask: geo.frame_mask(),
         };
+        let caches = &cfg.machine.caches;
+        for (lat, level) in f.lat.iter_mut().zip(&caches.levels) {
+            *lat = level.latency as u64;
+        }
+        f.lat[3] = caches.dram_latency as u64;
         f.copy_table(sim, &geo, pt.root.0, 4)?;
         Ok(f)
     }
@@ -494,14 +503,14 @@ impl Floor {
                 self.pwc.set.touch(w);
                 self.pwc.hits += 1;
                 self.counts.pwc_served[L] += 1;
-                *cyc += PWC_LAT;
+                *cyc += self.pwc_lat;
             }
             None => {
                 self.pwc.misses += 1;
                 let l = self.pe_mem(entry);
                 self.counts.served_level[l] += 1;
                 self.pwc.set.replace(key);
-                *cyc += PWC_LAT + LAT[l];
+                *cyc += self.pwc_lat + self.lat[l];
             }
         }
         let e = self.tables[t].ent[i];
@@ -511,7 +520,8 @@ impl Floor {
         if e & Pte::A == 0 {
             self.tables[t].ent[i] = e | Pte::A;
             self.counts.ad_updates += 1;
-            *cyc += LAT[self.pe_mem(entry)];
+            let l = self.pe_mem(entry);
+            *cyc += self.lat[l];
         }
         Ok(self.tables[t].next[i] as usize)
     }
@@ -530,7 +540,7 @@ impl Floor {
         self.counts.walk_refs[1] += 1;
         let l = self.pe_mem(entry);
         self.counts.served_level[l] += 1;
-        cyc += LAT[l];
+        cyc += self.lat[l];
         let e = self.tables[t].ent[i];
         if e & Pte::P == 0 {
             return Err(Outside("a reference to an unmapped page", va));
@@ -542,10 +552,11 @@ impl Floor {
         if bits != 0 {
             self.tables[t].ent[i] = e | bits;
             self.counts.ad_updates += 1;
-            cyc += LAT[self.pe_mem(entry)];
+            let l = self.pe_mem(entry);
+            cyc += self.lat[l];
         }
         self.counts.translation_cycles += cyc;
-        let frame = (e & 0x000f_ffff_ffff_f000) >> 12;
+        let frame = Pte(e).frame(self.frame_mask) >> 12;
         let dirty = (e & Pte::D != 0) || write;
         Ok(((frame as u32) << 1) | dirty as u32)
     }
@@ -565,7 +576,7 @@ impl Floor {
             None => match self.l2tlb.lookup(vpn) {
                 Some(v) => {
                     self.l1d.insert(vpn, v);
-                    self.counts.translation_cycles += L2TLB_LAT;
+                    self.counts.translation_cycles += self.l2tlb_lat;
                     Some(v)
                 }
                 None => None,
@@ -590,15 +601,15 @@ impl Floor {
         };
         let line = ((((val >> 1) as u64) << 12 | (va & 0xfff)) >> 6) as u32;
         let lat = if self.l1.access(line) {
-            LAT[0]
+            self.lat[0]
         } else if self.l2.access(line) {
-            LAT[1]
+            self.lat[1]
         } else if self.l3.access(line) {
-            LAT[2]
+            self.lat[2]
         } else {
-            LAT[3]
+            self.lat[3]
         };
-        self.counts.data_cycles += lat - LAT[0];
+        self.counts.data_cycles += lat - self.lat[0];
         Ok(())
     }
 
