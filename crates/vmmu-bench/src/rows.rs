@@ -78,6 +78,9 @@ pub enum Kind {
     },
     /// Decodes a `.vtrace` of `stride:footprint=1G,stride=64` into batches, simulating nothing.
     Decode,
+    /// Decodes the recorded `gzip` trace (recording it first, untimed, if this bench run has
+    /// not) into batches, simulating nothing.
+    DecodeRecorded,
     /// Records `gzip` of 512 KiB with Valgrind, end to end.
     Record,
     /// Replays the recorded `gzip` trace in `mode`.
@@ -189,6 +192,13 @@ pub const ROWS: &[Row] = &[
         unit: Unit::MRefsPerSec,
         target: Target::Fixed(200.0),
         kind: Kind::Decode,
+    },
+    Row {
+        name: "decode-gzip",
+        label: "vtrace decoding alone (recorded gzip)",
+        unit: Unit::MRefsPerSec,
+        target: Target::Fixed(200.0),
+        kind: Kind::DecodeRecorded,
     },
     Row {
         name: "random-64m-native-floor",
@@ -427,6 +437,7 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
         Kind::Floor { spec } => floor_refs(&env.spec(spec)),
         Kind::Events { spec, overrides } => sim_events(spec, overrides),
         Kind::Decode => decode(env),
+        Kind::DecodeRecorded => decode_recorded(env),
         Kind::Record => record(env).map(|(m, _)| m),
         Kind::Replay { mode } => replay(env, mode),
         Kind::ReplayMemory { refs } => replay_memory(env, refs),
@@ -611,17 +622,18 @@ fn write_trace(spec: &str, path: &Path) -> Result<()> {
 }
 
 /// Reads the trace at `path` to its end in batches; returns the events read.
+/// Reads the trace at `path` to its end; returns its references (events of other kinds are
+/// decoded and not counted).
 fn drain(path: &Path) -> Result<u64> {
     let mut r = trace::open(path.to_str().expect("utf-8 path"))?;
     let mut buf = Vec::with_capacity(65536);
     let mut n = 0u64;
     loop {
         buf.clear();
-        let k = r.next_batch(&mut buf, 65536)?;
-        if k == 0 {
+        if r.next_batch(&mut buf, 65536)? == 0 {
             return Ok(n);
         }
-        n += k as u64;
+        n += buf.iter().filter(|e| matches!(e, Event::Ref(_))).count() as u64;
     }
 }
 
@@ -629,10 +641,24 @@ fn decode(env: &Env) -> Result<Measured> {
     let refs = env.scaled(50_000_000);
     let path = env.dir.join(format!("stride-{refs}.vtrace"));
     write_trace(&format!("stride:footprint=1G,refs={refs},stride=64"), &path)?;
-    let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+    decode_file(&path)
+}
+
+fn decode_recorded(env: &Env) -> Result<Measured> {
+    let path = env.dir.join("gzip.vtrace");
+    if !path.exists() {
+        record(env)?;
+    }
+    decode_file(&path)
+}
+
+/// Decoding alone of the trace at `path`: references per second of wall clock and per CPU
+/// second of every thread.
+fn decode_file(path: &Path) -> Result<Measured> {
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
     let cpu0 = cpu_seconds();
     let t = Instant::now();
-    let n = drain(&path)?;
+    let n = drain(path)?;
     let secs = t.elapsed().as_secs_f64();
     Ok(Measured {
         value: n as f64 / secs / 1e6,
