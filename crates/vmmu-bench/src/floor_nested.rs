@@ -340,12 +340,22 @@ impl NestedFloor {
         let gpn = (gpa >> 12) as u32;
         match self.ntlb.lookup(gpn) {
             Some(h) => Ok((h as u64) << 12),
-            None => {
-                let h = self.nested_walk::<R>(gpa, cyc)?;
-                self.ntlb.insert(gpn, (h >> 12) as u32);
-                Ok(h)
-            }
+            None => self.locate_miss::<R>(gpa, cyc),
         }
+    }
+
+    /// [`locate`](Self::locate) after the NTLB missed: the nested walk of the table at `gpa`,
+    /// filled into the NTLB. Out of line: it is the rare path (an NTLB hit is the common one),
+    /// and inlined it would crowd the hot path's registers.
+    #[inline(never)]
+    fn locate_miss<const R: usize>(
+        &mut self,
+        gpa: u64,
+        cyc: &mut u64,
+    ) -> std::result::Result<u64, Outside> {
+        let h = self.nested_walk::<R>(gpa, cyc)?;
+        self.ntlb.insert((gpa >> 12) as u32, (h >> 12) as u32);
+        Ok(h)
     }
 
     /// The guest walk's step at level `L` (4, 3 or 2) in guest table `t`: the table located,
