@@ -31,7 +31,8 @@
 //! entry; the PWC's tag of a page entry is its table's number and its index (`table << 9 |
 //! index`, guest tables numbered first, then nested ones), one-to-one with the entry's host
 //! address because [`NestedFloor::from_sim`] checks that no two copied tables share a host
-//! frame; the walk is straight-line code, one step per level of each dimension.
+//! frame; the walk is straight-line code, one step per level of each dimension, and the
+//! nested walk of an NTLB miss, the rare path, is out of line.
 //!
 //! What it does not handle, and refuses rather than gets wrong: anything but nested paging
 //! `2d+nt` on this machine with 4-level guest and nested tables, eager backing, one vCPU and
@@ -359,8 +360,8 @@ impl NestedFloor {
     }
 
     /// The guest walk's step at level `L` (4, 3 or 2) in guest table `t`: the table located,
-    /// its entry referenced at `{G,gLL}`, its A bit set where clear (one more cache access).
-    /// Returns the next guest table's index.
+    /// its entry referenced in column `G` of row `L`, its A bit set where clear (one more
+    /// cache access). Returns the next guest table's index.
     #[inline(always)]
     fn upper<const L: usize>(
         &mut self,
