@@ -34,6 +34,9 @@
 //! phase into flat 512-entry arrays, each non-leaf entry with the index of its next table
 //! beside it, so the walk reads no hash map; no statistics beyond the counters compared.
 //!
+//! The nested floor (floor_nested.rs) is built of the same sets, TLB and cache arrays, PWC and
+//! table copies, made visible to it here.
+//!
 //! What it does not handle, and refuses rather than gets wrong: anything but native paging on
 //! this machine, set-up that already used the TLBs or caches, large pages, read-only mappings,
 //! instruction fetches, events other than references after the set-up, and references outside
@@ -41,19 +44,21 @@
 
 use vmmu_core::config::{self, Mode};
 use vmmu_core::event::{Event, EventSource, BATCH_EVENTS};
+use vmmu_core::mem::{PhysAddr, PhysMem};
 use vmmu_core::paging::{Geometry, Pte};
 use vmmu_core::sim::Simulator;
-use vmmu_core::{Error, Gpa, Result};
+use vmmu_core::{Error, Result};
 
-/// An empty way (no page, line or entry number reaches it: [`Floor::from_sim`] checks).
-const EMPTY: u32 = u32::MAX;
+/// An empty way (no page, line or entry number reaches it: [`Floor::from_sim`] and
+/// [`NestedFloor::from_sim`](crate::floor_nested::NestedFloor::from_sim) check).
+pub(crate) const EMPTY: u32 = u32::MAX;
 
 /// The way of `tags` holding `t`, if any: SSE2 compares of four ways each, sixteen ways'
 /// results packed into one 16-bit mask, the way the mask's lowest bit, so a hit needs no
 /// second scan.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
+pub(crate) fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
     use std::arch::x86_64::*;
     let mut m = 0u64;
     let mut i = 0;
@@ -87,7 +92,7 @@ fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
 /// The way of `tags` holding `t`, if any (a scan, where SSE2 is not known to be there).
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
+pub(crate) fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
     tags.iter().position(|&x| x == t)
 }
 
@@ -98,8 +103,8 @@ fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
 /// taken first, so the order is exact LRU. Nothing moves in memory: the tags and values stay in
 /// their ways.
 #[derive(Clone, Copy)]
-struct Set<const W: usize> {
-    tags: [u32; W],
+pub(crate) struct Set<const W: usize> {
+    pub(crate) tags: [u32; W],
     next: [u8; W],
     prev: [u8; W],
     head: u8,
@@ -107,7 +112,7 @@ struct Set<const W: usize> {
 
 impl<const W: usize> Set<W> {
     /// An empty set.
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let mut s = Set {
             tags: [EMPTY; W],
             next: [0; W],
@@ -123,7 +128,7 @@ impl<const W: usize> Set<W> {
 
     /// Makes way `w` the most recently used.
     #[inline(always)]
-    fn touch(&mut self, w: usize) {
+    pub(crate) fn touch(&mut self, w: usize) {
         let h = self.head as usize;
         if w == h {
             return;
@@ -141,7 +146,7 @@ impl<const W: usize> Set<W> {
 
     /// Puts `tag` in the least recently used way, now the most recently used; returns the way.
     #[inline(always)]
-    fn replace(&mut self, tag: u32) -> usize {
+    pub(crate) fn replace(&mut self, tag: u32) -> usize {
         let w = self.prev[self.head as usize] as usize;
         self.tags[w] = tag;
         self.head = w as u8;
@@ -158,14 +163,14 @@ fn sets<const W: usize, const S: usize>() -> Box<[Set<W>; S]> {
 }
 
 /// One cache level: `S` sets (a power of two) of `W` line numbers.
-struct Cache<const W: usize, const S: usize> {
+pub(crate) struct Cache<const W: usize, const S: usize> {
     sets: Box<[Set<W>; S]>,
-    hits: u64,
-    misses: u64,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
 }
 
 impl<const W: usize, const S: usize> Cache<W, S> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Cache {
             sets: sets(),
             hits: 0,
@@ -176,7 +181,7 @@ impl<const W: usize, const S: usize> Cache<W, S> {
     /// Looks `line` up; a hit becomes most recently used, a miss is filled (evicting the least
     /// recently used line of its set). Returns whether it hit.
     #[inline(always)]
-    fn access(&mut self, line: u32) -> bool {
+    pub(crate) fn access(&mut self, line: u32) -> bool {
         let set = &mut self.sets[line as usize & (S - 1)];
         match find(&set.tags, line) {
             Some(w) => {
@@ -194,16 +199,17 @@ impl<const W: usize, const S: usize> Cache<W, S> {
 }
 
 /// One TLB array: `S` sets (a power of two) of `W` entries, each a 4 KiB page number and its
-/// value (the frame number shifted left by one, the dirty bit in bit 0).
-struct Tlb<const W: usize, const S: usize> {
+/// value (in a TLB the frame number shifted left by one, the dirty bit in bit 0; in the nested
+/// floor's NTLB a guest-physical page number and its host frame number).
+pub(crate) struct Tlb<const W: usize, const S: usize> {
     sets: Box<[Set<W>; S]>,
     vals: Box<[[u32; W]; S]>,
-    hits: u64,
-    misses: u64,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
 }
 
 impl<const W: usize, const S: usize> Tlb<W, S> {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Tlb {
             sets: sets(),
             vals: vec![[0; W]; S]
@@ -217,7 +223,7 @@ impl<const W: usize, const S: usize> Tlb<W, S> {
 
     /// Looks page `vpn` up, counted; a hit becomes most recently used and returns its value.
     #[inline(always)]
-    fn lookup(&mut self, vpn: u32) -> Option<u32> {
+    pub(crate) fn lookup(&mut self, vpn: u32) -> Option<u32> {
         let s = vpn as usize & (S - 1);
         match find(&self.sets[s].tags, vpn) {
             Some(w) => {
@@ -234,7 +240,7 @@ impl<const W: usize, const S: usize> Tlb<W, S> {
 
     /// Inserts page `vpn` as most recently used, known absent (a lookup has just missed it).
     #[inline(always)]
-    fn insert(&mut self, vpn: u32, val: u32) {
+    pub(crate) fn insert(&mut self, vpn: u32, val: u32) {
         let s = vpn as usize & (S - 1);
         let w = self.sets[s].replace(vpn);
         self.vals[s][w] = val;
@@ -242,7 +248,7 @@ impl<const W: usize, const S: usize> Tlb<W, S> {
 
     /// Fills page `vpn` as most recently used, replacing its entry if it has one.
     #[inline(always)]
-    fn fill(&mut self, vpn: u32, val: u32) {
+    pub(crate) fn fill(&mut self, vpn: u32, val: u32) {
         let s = vpn as usize & (S - 1);
         match find(&self.sets[s].tags, vpn) {
             Some(w) => {
@@ -255,10 +261,10 @@ impl<const W: usize, const S: usize> Tlb<W, S> {
 }
 
 /// The page-walk cache: one set of `W` entry numbers (physical address / 8).
-struct Pwc<const W: usize> {
-    set: Set<W>,
-    hits: u64,
-    misses: u64,
+pub(crate) struct Pwc<const W: usize> {
+    pub(crate) set: Set<W>,
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
 }
 
 /// The counters the floor keeps, each the same figure vmmu counts
@@ -330,10 +336,10 @@ impl FloorCounts {
 
 /// A reference the floor does not model (vmmu would fault, or the event is not a reference).
 #[derive(Debug)]
-struct Outside(&'static str, u64);
+pub(crate) struct Outside(pub(crate) &'static str, pub(crate) u64);
 
 /// Entries per table (4-level long mode).
-const ENTRIES: usize = 512;
+pub(crate) const ENTRIES: usize = 512;
 
 /// The floor model: TLBs, PWC, caches and a copy of the guest's tables.
 pub struct Floor {
@@ -358,13 +364,56 @@ pub struct Floor {
 }
 
 /// One guest table as the floor walks it.
-struct Table {
-    /// Its physical address.
-    base: u64,
+pub(crate) struct Table {
+    /// Its physical address (in the tables' own space).
+    pub(crate) base: u64,
     /// Its entries (the walk sets their A and D bits).
-    ent: [u64; ENTRIES],
+    pub(crate) ent: [u64; ENTRIES],
     /// Per present non-leaf entry: the index of the table it points to.
-    next: [u32; ENTRIES],
+    pub(crate) next: [u32; ENTRIES],
+}
+
+/// Copies the 4-level table at `table` of `level` in `mem`, and those below it, into `tables`
+/// (a table before the tables it points to); returns its index. Refuses what the floors do not
+/// model: large pages, read-only entries, and leaf frame numbers beyond `u31` (a TLB value
+/// holds the frame number shifted left by one).
+pub(crate) fn copy_tables<A: PhysAddr>(
+    mem: &PhysMem<A>,
+    geo: &Geometry,
+    table: u64,
+    level: u8,
+    tables: &mut Vec<Table>,
+) -> Result<u32> {
+    let refuse = |why: &str| Err(Error::config("floor", why.to_string()));
+    let idx = tables.len();
+    if idx >= (EMPTY >> 9) as usize {
+        return refuse("more tables than the floor numbers");
+    }
+    tables.push(Table {
+        base: table,
+        ent: [0; ENTRIES],
+        next: [0; ENTRIES],
+    });
+    for i in 0..ENTRIES {
+        let e = geo.read_entry(mem, A::from_raw(table + 8 * i as u64));
+        tables[idx].ent[i] = e.0;
+        if !e.present() {
+            continue;
+        }
+        if !e.writable() {
+            return refuse("a read-only mapping: the floor models writable pages alone");
+        }
+        if level > 1 {
+            if e.large() {
+                return refuse("a large page: the floor models 4 KiB pages alone");
+            }
+            let t = copy_tables(mem, geo, e.frame(geo.frame_mask()), level - 1, tables)?;
+            tables[idx].next[i] = t;
+        } else if e.frame(geo.frame_mask()) >> 12 >= (EMPTY >> 1) as u64 {
+            return refuse("a frame beyond the floor's u31 frame numbers");
+        }
+    }
+    Ok(idx as u32)
 }
 
 impl Floor {
@@ -425,49 +474,15 @@ impl Floor {
             *lat = level.latency as u64;
         }
         f.lat[3] = caches.dram_latency as u64;
-        f.copy_table(sim, &geo, pt.root.0, 4)?;
-        Ok(f)
-    }
-
-    /// Copies the table at `table` of `level` and those below it; returns its index.
-    fn copy_table(
-        &mut self,
-        sim: &Simulator,
-        geo: &Geometry,
-        table: u64,
-        level: u8,
-    ) -> Result<u32> {
-        let refuse = |why: &str| Err(Error::config("floor", why.to_string()));
+        copy_tables(&sim.os.mem, &geo, pt.root.0, 4, &mut f.tables)?;
         // Entry numbers (address / 8) are the PWC's u32 tags, line numbers the caches'.
-        if (table + 4096) >> 3 >= EMPTY as u64 {
+        if f.tables
+            .iter()
+            .any(|t| (t.base + 4096) >> 3 >= EMPTY as u64)
+        {
             return refuse("a table beyond the floor's 32 GiB of entry numbers");
         }
-        let idx = self.tables.len();
-        self.tables.push(Table {
-            base: table,
-            ent: [0; ENTRIES],
-            next: [0; ENTRIES],
-        });
-        for i in 0..ENTRIES {
-            let e = geo.read_entry(&sim.os.mem, Gpa(table + 8 * i as u64));
-            self.tables[idx].ent[i] = e.0;
-            if !e.present() {
-                continue;
-            }
-            if !e.writable() {
-                return refuse("a read-only mapping: the floor models writable pages alone");
-            }
-            if level > 1 {
-                if e.large() {
-                    return refuse("a large page: the floor models 4 KiB pages alone");
-                }
-                let t = self.copy_table(sim, geo, e.frame(geo.frame_mask()), level - 1)?;
-                self.tables[idx].next[i] = t;
-            } else if e.frame(geo.frame_mask()) >> 12 >= (EMPTY >> 1) as u64 {
-                return refuse("a frame beyond the floor's u31 frame numbers");
-            }
-        }
-        Ok(idx as u32)
+        Ok(f)
     }
 
     /// A page-entry or A/D reference to `entry` through the caches from L2 (page entries are
@@ -661,6 +676,7 @@ mod tests {
     use super::*;
     use vmmu_core::event::VecSource;
     use vmmu_core::workload;
+    use vmmu_core::Gpa;
 
     /// Clears the A and D bits of every present entry of the table at `table` of `level` and
     /// below, in vmmu's guest memory.

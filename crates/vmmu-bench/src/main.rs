@@ -14,6 +14,7 @@
 //! written with them.
 
 mod floor;
+mod floor_nested;
 mod report;
 mod rows;
 

@@ -6,6 +6,7 @@
 //! creation, a populated mmap) are simulated first, untimed, and reported apart as `setup_s`.
 
 use crate::floor::Floor;
+use crate::floor_nested::NestedFloor;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use vmmu_core::config;
@@ -71,6 +72,9 @@ pub enum Kind {
     /// Runs the floor model (floor.rs) on a workload after vmmu's set-up of it, natively;
     /// counts references of the reference phase.
     Floor { spec: &'static str },
+    /// Runs the nested floor model (floor_nested.rs) on a workload after vmmu's set-up of it
+    /// under nested paging 2d+nt; counts references of the reference phase.
+    FloorNested { spec: &'static str },
     /// Simulates a workload whole; counts events.
     Events {
         spec: &'static str,
@@ -206,6 +210,15 @@ pub const ROWS: &[Row] = &[
         unit: Unit::MRefsPerSec,
         target: Target::None,
         kind: Kind::Floor {
+            spec: "random:footprint=64M,refs=10M,prefault=1",
+        },
+    },
+    Row {
+        name: "random-64m-nested-floor",
+        label: "the same model, nested 2d+nt, lean structures: a floor, not vmmu",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::FloorNested {
             spec: "random:footprint=64M,refs=10M,prefault=1",
         },
     },
@@ -435,6 +448,7 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
     match row.kind {
         Kind::Refs { spec, overrides } => sim_refs(&env.spec(spec), overrides),
         Kind::Floor { spec } => floor_refs(&env.spec(spec)),
+        Kind::FloorNested { spec } => floor_nested_refs(&env.spec(spec)),
         Kind::Events { spec, overrides } => sim_events(spec, overrides),
         Kind::Decode => decode(env),
         Kind::DecodeRecorded => decode_recorded(env),
@@ -569,6 +583,28 @@ fn floor_refs(spec: &str) -> Result<Measured> {
     let mut sim = simulator(&[("mode", "native")])?;
     let first = setup(&mut sim, src.as_mut())?;
     let mut floor = Floor::from_sim(&sim)?;
+    let setup = t0.elapsed().as_secs_f64();
+    let refs0 = floor.counts().memory_refs;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    if let Some(e) = first {
+        floor.step_batch(&[e])?;
+    }
+    floor.run(src.as_mut())?;
+    let secs = t.elapsed().as_secs_f64();
+    let n = floor.counts().memory_refs - refs0;
+    Ok(reference_phase(n, secs, setup, cpu0))
+}
+
+/// Runs the nested floor model on `spec`: vmmu simulates the set-up events under nested
+/// paging 2d+nt, untimed, the floor copies its guest and nested tables, then the floor's
+/// reference phase is timed.
+fn floor_nested_refs(spec: &str) -> Result<Measured> {
+    let t0 = Instant::now();
+    let mut src = workload::open(spec)?;
+    let mut sim = simulator(NESTED_2D_NT)?;
+    let first = setup(&mut sim, src.as_mut())?;
+    let mut floor = NestedFloor::from_sim(&sim)?;
     let setup = t0.elapsed().as_secs_f64();
     let refs0 = floor.counts().memory_refs;
     let cpu0 = cpu_seconds();
