@@ -271,18 +271,10 @@ pub(crate) struct Pwc<const W: usize> {
 /// ([`FloorCounts::of_sim`] reads vmmu's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FloorCounts {
-    /// Instructions retired (the references' `instrs`).
-    pub instructions: u64,
-    /// Data references.
-    pub memory_refs: u64,
-    /// L1 DTLB hits and misses.
-    pub l1d: [u64; 2],
-    /// L2 TLB hits and misses.
-    pub l2tlb: [u64; 2],
+    /// The counters of the references around the walk.
+    pub front: FrontCounts,
     /// Page walks (D-assists included).
     pub walks: u64,
-    /// Stores that re-walked to set D.
-    pub d_assists: u64,
     /// Accessed/dirty-bit writes by the walker.
     pub ad_updates: u64,
     /// Walk references by level (index 1..=4).
@@ -293,33 +285,18 @@ pub struct FloorCounts {
     pub pwc: [u64; 2],
     /// Walk references served by the caches L1, L2, L3 and DRAM (index 3).
     pub served_level: [u64; 4],
-    /// Hits and misses of cache levels L1, L2, L3 (walk references, A/D updates and data).
-    pub caches: [[u64; 2]; 3],
-    /// Cycles of L2 TLB hits, walks and A/D updates.
-    pub translation_cycles: u64,
-    /// Cycles of data references beyond an L1 hit.
-    pub data_cycles: u64,
 }
 
 impl FloorCounts {
     /// vmmu's values of the same counters.
     pub fn of_sim(sim: &Simulator) -> FloorCounts {
-        use vmmu_core::hw::tlb::{COUNT_L1D, COUNT_L2};
-        let tlb = sim.mmu.tlb.counts();
         let hw = &sim.mmu.hw;
-        let caches = hw.caches.counts();
         let pwc = hw.pwc.stats();
         let mut c = FloorCounts {
-            instructions: sim.counters.instructions,
-            memory_refs: sim.counters.memory_refs,
-            l1d: [tlb[COUNT_L1D].hits, tlb[COUNT_L1D].misses],
-            l2tlb: [tlb[COUNT_L2].hits, tlb[COUNT_L2].misses],
+            front: FrontCounts::of_sim(sim),
             walks: hw.stats.walks,
-            d_assists: sim.mmu.stats.d_assists,
             ad_updates: hw.stats.ad_updates,
             pwc: [pwc.hits, pwc.misses],
-            translation_cycles: sim.mmu.stats.translation_cycles,
-            data_cycles: sim.mmu.stats.data_cycles,
             ..FloorCounts::default()
         };
         for level in 1..=4 {
@@ -327,10 +304,260 @@ impl FloorCounts {
             c.pwc_served[level] = hw.stats.pwc_hits[0][level];
         }
         c.served_level.copy_from_slice(&hw.stats.served_level[..4]);
-        for (c, h) in c.caches.iter_mut().zip(&caches) {
+        c
+    }
+}
+
+/// The counters of the references around the walk, the same in both floors, each the same
+/// figure vmmu counts ([`FrontCounts::of_sim`] reads vmmu's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrontCounts {
+    /// Instructions retired (the references' `instrs`).
+    pub instructions: u64,
+    /// Data references.
+    pub memory_refs: u64,
+    /// L1 DTLB hits and misses.
+    pub l1d: [u64; 2],
+    /// L2 TLB hits and misses.
+    pub l2tlb: [u64; 2],
+    /// Stores that re-walked to set D.
+    pub d_assists: u64,
+    /// Hits and misses of cache levels L1, L2, L3 (walk references, A/D updates and data).
+    pub caches: [[u64; 2]; 3],
+    /// Cycles of L2 TLB hits, walks (their PWC and NTLB lookups included) and A/D updates.
+    pub translation_cycles: u64,
+    /// Cycles of data references beyond an L1 hit.
+    pub data_cycles: u64,
+}
+
+impl FrontCounts {
+    /// vmmu's values of the same counters.
+    pub fn of_sim(sim: &Simulator) -> FrontCounts {
+        use vmmu_core::hw::tlb::{COUNT_L1D, COUNT_L2};
+        let tlb = sim.mmu.tlb.counts();
+        let mut c = FrontCounts {
+            instructions: sim.counters.instructions,
+            memory_refs: sim.counters.memory_refs,
+            l1d: [tlb[COUNT_L1D].hits, tlb[COUNT_L1D].misses],
+            l2tlb: [tlb[COUNT_L2].hits, tlb[COUNT_L2].misses],
+            d_assists: sim.mmu.stats.d_assists,
+            translation_cycles: sim.mmu.stats.translation_cycles,
+            data_cycles: sim.mmu.stats.data_cycles,
+            ..FrontCounts::default()
+        };
+        for (c, h) in c.caches.iter_mut().zip(&sim.mmu.hw.caches.counts()) {
             *c = [h.hits, h.misses];
         }
         c
+    }
+
+    /// Whether a TLB or a cache level has been used (a floor starts cold).
+    pub fn used(&self) -> bool {
+        self.l1d != [0, 0] || self.l2tlb != [0, 0] || self.caches.iter().any(|l| *l != [0, 0])
+    }
+}
+
+/// What both floors keep around the walk: the L1 DTLB, the L2 TLB's 4 KiB array, the cache
+/// levels, their latencies and the reference's counters.
+pub(crate) struct Front {
+    l1d: Tlb<64, 1>,
+    l2tlb: Tlb<4, 128>,
+    l1: Cache<2, 512>,
+    l2: Cache<16, 512>,
+    l3: Cache<32, 1024>,
+    /// The counters other than the structures' own hits and misses (gathered by
+    /// [`counts`](Self::counts)), starting from vmmu's values at the end of the set-up.
+    pub(crate) counts: FrontCounts,
+    /// Latencies in cycles, from the machine's config: an L2 TLB hit's, and the cache
+    /// levels' L1, L2, L3 and DRAM's.
+    l2tlb_lat: u64,
+    pub(crate) lat: [u64; 4],
+}
+
+impl Front {
+    /// Empty TLBs and caches with `sim`'s latencies, the counters from `sim`'s.
+    pub(crate) fn new(sim: &Simulator) -> Front {
+        let machine = &sim.cfg.machine;
+        let caches = &machine.caches;
+        let mut lat = [0; 4];
+        for (lat, level) in lat.iter_mut().zip(&caches.levels) {
+            *lat = level.latency as u64;
+        }
+        lat[3] = caches.dram_latency as u64;
+        Front {
+            l1d: Tlb::new(),
+            l2tlb: Tlb::new(),
+            l1: Cache::new(),
+            l2: Cache::new(),
+            l3: Cache::new(),
+            counts: FrontCounts::of_sim(sim),
+            l2tlb_lat: machine.tlb.l2_latency as u64,
+            lat,
+        }
+    }
+
+    /// A page-entry or A/D reference to the entry at host address `entry` through the caches
+    /// from L2 (page entries are not cached in L1): the index of the level that served it (3:
+    /// DRAM).
+    #[inline(always)]
+    pub(crate) fn pe_mem(&mut self, entry: u64) -> usize {
+        let line = (entry >> 6) as u32;
+        if self.l2.access(line) {
+            1
+        } else if self.l3.access(line) {
+            2
+        } else {
+            3
+        }
+    }
+
+    /// Entry `i` of the guest table `table` as a walk of `va` finds it: refused if not
+    /// present; its A bit set where clear, and its D bit too where `set_d` (a store at the
+    /// leaf), each such update one write to the entry at host address `entry` through the
+    /// caches from L2, its latency added to `cyc`, counted in `ad_updates`. Returns the entry
+    /// as read.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn visit(
+        &mut self,
+        table: &mut Table,
+        i: usize,
+        entry: u64,
+        va: u64,
+        set_d: bool,
+        ad_updates: &mut u64,
+        cyc: &mut u64,
+    ) -> std::result::Result<u64, Outside> {
+        let e = table.ent[i];
+        if e & Pte::P == 0 {
+            return Err(Outside("a reference to an unmapped page", va));
+        }
+        let mut bits = if e & Pte::A == 0 { Pte::A } else { 0 };
+        if set_d && e & Pte::D == 0 {
+            bits |= Pte::D;
+        }
+        if bits != 0 {
+            table.ent[i] = e | bits;
+            *ad_updates += 1;
+            let l = self.pe_mem(entry);
+            *cyc += self.lat[l];
+        }
+        Ok(e)
+    }
+
+    /// The counters, with the structures' own gathered in (for the tests, which compare them
+    /// with vmmu's).
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> FrontCounts {
+        let mut c = self.counts;
+        c.l1d = [self.l1d.hits, self.l1d.misses];
+        c.l2tlb = [self.l2tlb.hits, self.l2tlb.misses];
+        c.caches = [
+            [self.l1.hits, self.l1.misses],
+            [self.l2.hits, self.l2.misses],
+            [self.l3.hits, self.l3.misses],
+        ];
+        c
+    }
+}
+
+/// A floor: a walk behind the [`Front`] that both floors share. The reference, the batch and
+/// the run are written once, here.
+pub(crate) trait Model {
+    /// The TLBs, caches and reference counters.
+    fn front(&mut self) -> &mut Front;
+
+    /// The walk for `va` (a store when `write`): the TLB value (host frame << 1 | dirty); adds
+    /// its cycles.
+    fn walk(&mut self, va: u64, write: bool) -> std::result::Result<u32, Outside>;
+
+    /// One data reference (a load, or a store when `write`) to `va`, retiring `instrs`.
+    #[inline(always)]
+    fn reference(&mut self, va: u64, write: bool, instrs: u32) -> std::result::Result<(), Outside> {
+        let f = self.front();
+        f.counts.instructions += instrs as u64;
+        f.counts.memory_refs += 1;
+        // Page numbers are u32 tags (below EMPTY).
+        if va >> 44 != 0 {
+            return Err(Outside("an address beyond the floor's 16 TiB", va));
+        }
+        let vpn = (va >> 12) as u32;
+        let val = match f.l1d.lookup(vpn) {
+            Some(v) => Some(v),
+            None => match f.l2tlb.lookup(vpn) {
+                Some(v) => {
+                    f.l1d.insert(vpn, v);
+                    f.counts.translation_cycles += f.l2tlb_lat;
+                    Some(v)
+                }
+                None => None,
+            },
+        };
+        let val = match val {
+            Some(v) if !write || v & 1 != 0 => v,
+            Some(_) => {
+                // A store through a clean entry: the D-assist walks and refills.
+                f.counts.d_assists += 1;
+                let v = self.walk(va, write)?;
+                let f = self.front();
+                f.l2tlb.fill(vpn, v);
+                f.l1d.fill(vpn, v);
+                v
+            }
+            None => {
+                let v = self.walk(va, write)?;
+                let f = self.front();
+                f.l2tlb.insert(vpn, v);
+                f.l1d.insert(vpn, v);
+                v
+            }
+        };
+        let f = self.front();
+        let line = ((((val >> 1) as u64) << 12 | (va & 0xfff)) >> 6) as u32;
+        let lat = if f.l1.access(line) {
+            f.lat[0]
+        } else if f.l2.access(line) {
+            f.lat[1]
+        } else if f.l3.access(line) {
+            f.lat[2]
+        } else {
+            f.lat[3]
+        };
+        f.counts.data_cycles += lat - f.lat[0];
+        Ok(())
+    }
+
+    /// Simulates `events`, references only.
+    fn step_batch(&mut self, events: &[Event]) -> Result<()> {
+        for e in events {
+            let Event::Ref(r) = e else {
+                return Err(Error::config("floor", "an event other than a reference"));
+            };
+            if r.kind.is_fetch() {
+                return Err(Error::config("floor", "an instruction fetch"));
+            }
+            if let Err(Outside(why, va)) = self.reference(r.va.raw(), r.kind.is_write(), r.instrs) {
+                return Err(Error::config("floor", format!("{why}: {va:#x}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Simulates `src` to its end, in batches as vmmu's run loop asks for them.
+    fn run(&mut self, src: &mut dyn EventSource) -> Result<()> {
+        let mut buf = Vec::with_capacity(BATCH_EVENTS);
+        loop {
+            buf.clear();
+            if src.next_batch(&mut buf, BATCH_EVENTS)? == 0 {
+                return Ok(());
+            }
+            self.step_batch(&buf)?;
+        }
+    }
+
+    /// Data references so far.
+    fn memory_refs(&mut self) -> u64 {
+        self.front().counts.memory_refs
     }
 }
 
@@ -343,22 +570,16 @@ pub(crate) const ENTRIES: usize = 512;
 
 /// The floor model: TLBs, PWC, caches and a copy of the guest's tables.
 pub struct Floor {
-    l1d: Tlb<64, 1>,
-    l2tlb: Tlb<4, 128>,
+    front: Front,
     pwc: Pwc<24>,
-    l1: Cache<2, 512>,
-    l2: Cache<16, 512>,
-    l3: Cache<32, 1024>,
     /// The guest's tables, the root first.
     tables: Vec<Table>,
-    /// The counters other than the structures' own hits and misses (gathered by
-    /// [`counts`](Self::counts)), starting from vmmu's values at the end of the set-up.
+    /// The walk's counters other than the PWC's own hits and misses (gathered by
+    /// [`counts`](Self::counts), with the front's), starting from vmmu's values at the end of
+    /// the set-up.
     counts: FloorCounts,
-    /// Latencies in cycles, from the machine's config: the PWC's, an L2 TLB hit's, and the
-    /// cache levels' L1, L2, L3 and DRAM's.
+    /// The PWC's latency in cycles, from the machine's config.
     pwc_lat: u64,
-    l2tlb_lat: u64,
-    lat: [u64; 4],
     /// The frame bits of a page entry (the tables' format).
     frame_mask: u64,
 }
@@ -436,12 +657,7 @@ impl Floor {
             return refuse("the floor models native paging on bhargava08 alone");
         }
         let c = FloorCounts::of_sim(sim);
-        let hw_used = c.l1d != [0, 0]
-            || c.l2tlb != [0, 0]
-            || c.walks != 0
-            || c.pwc != [0, 0]
-            || c.caches.iter().any(|l| *l != [0, 0]);
-        if hw_used {
+        if c.front.used() || c.walks != 0 || c.pwc != [0, 0] {
             return refuse("the set-up used the TLBs or caches; the floor starts cold");
         }
         let geo = Geometry::of(cfg.guest.format);
@@ -452,28 +668,17 @@ impl Floor {
             return refuse("no process after the set-up");
         };
         let mut f = Floor {
-            l1d: Tlb::new(),
-            l2tlb: Tlb::new(),
+            front: Front::new(sim),
             pwc: Pwc {
                 set: Set::new(),
                 hits: 0,
                 misses: 0,
             },
-            l1: Cache::new(),
-            l2: Cache::new(),
-            l3: Cache::new(),
             tables: Vec::new(),
             counts: c,
             pwc_lat: cfg.machine.pwc.latency as u64,
-            l2tlb_lat: cfg.machine.tlb.l2_latency as u64,
-            lat: [0; 4],
             frame_mask: geo.frame_mask(),
         };
-        let caches = &cfg.machine.caches;
-        for (lat, level) in f.lat.iter_mut().zip(&caches.levels) {
-            *lat = level.latency as u64;
-        }
-        f.lat[3] = caches.dram_latency as u64;
         copy_tables(&sim.os.mem, &geo, pt.root.0, 4, &mut f.tables)?;
         // Entry numbers (address / 8) are the PWC's u32 tags, line numbers the caches'.
         if f.tables
@@ -483,20 +688,6 @@ impl Floor {
             return refuse("a table beyond the floor's 32 GiB of entry numbers");
         }
         Ok(f)
-    }
-
-    /// A page-entry or A/D reference to `entry` through the caches from L2 (page entries are
-    /// not cached in L1): the index of the level that served it (3: DRAM).
-    #[inline(always)]
-    fn pe_mem(&mut self, entry: u64) -> usize {
-        let line = (entry >> 6) as u32;
-        if self.l2.access(line) {
-            1
-        } else if self.l3.access(line) {
-            2
-        } else {
-            3
-        }
     }
 
     /// The walk's step at level `L` (4, 3 or 2) in table `t`: the entry referenced through
@@ -522,26 +713,34 @@ impl Floor {
             }
             None => {
                 self.pwc.misses += 1;
-                let l = self.pe_mem(entry);
+                let l = self.front.pe_mem(entry);
                 self.counts.served_level[l] += 1;
                 self.pwc.set.replace(key);
-                *cyc += self.pwc_lat + self.lat[l];
+                *cyc += self.pwc_lat + self.front.lat[l];
             }
         }
-        let e = self.tables[t].ent[i];
-        if e & Pte::P == 0 {
-            return Err(Outside("a reference to an unmapped page", va));
-        }
-        if e & Pte::A == 0 {
-            self.tables[t].ent[i] = e | Pte::A;
-            self.counts.ad_updates += 1;
-            let l = self.pe_mem(entry);
-            *cyc += self.lat[l];
-        }
-        Ok(self.tables[t].next[i] as usize)
+        let (table, ad) = (&mut self.tables[t], &mut self.counts.ad_updates);
+        self.front.visit(table, i, entry, va, false, ad, cyc)?;
+        Ok(table.next[i] as usize)
     }
 
-    /// The walk for `va`: returns the TLB value (frame << 1 | dirty) and adds its cycles.
+    /// The counters, with the structures' own gathered in (for the tests, which compare them
+    /// with vmmu's).
+    #[cfg(test)]
+    pub fn counts(&self) -> FloorCounts {
+        let mut c = self.counts;
+        c.front = self.front.counts();
+        c.pwc = [self.pwc.hits, self.pwc.misses];
+        c
+    }
+}
+
+impl Model for Floor {
+    #[inline(always)]
+    fn front(&mut self) -> &mut Front {
+        &mut self.front
+    }
+
     #[inline(always)]
     fn walk(&mut self, va: u64, write: bool) -> std::result::Result<u32, Outside> {
         self.counts.walks += 1;
@@ -553,133 +752,27 @@ impl Floor {
         let i = (va >> 12) as usize & (ENTRIES - 1);
         let entry = self.tables[t].base + 8 * i as u64;
         self.counts.walk_refs[1] += 1;
-        let l = self.pe_mem(entry);
+        let l = self.front.pe_mem(entry);
         self.counts.served_level[l] += 1;
-        cyc += self.lat[l];
-        let e = self.tables[t].ent[i];
-        if e & Pte::P == 0 {
-            return Err(Outside("a reference to an unmapped page", va));
-        }
-        let mut bits = if e & Pte::A == 0 { Pte::A } else { 0 };
-        if write && e & Pte::D == 0 {
-            bits |= Pte::D;
-        }
-        if bits != 0 {
-            self.tables[t].ent[i] = e | bits;
-            self.counts.ad_updates += 1;
-            let l = self.pe_mem(entry);
-            cyc += self.lat[l];
-        }
-        self.counts.translation_cycles += cyc;
+        cyc += self.front.lat[l];
+        let (table, ad) = (&mut self.tables[t], &mut self.counts.ad_updates);
+        let e = self.front.visit(table, i, entry, va, write, ad, &mut cyc)?;
+        self.front.counts.translation_cycles += cyc;
         let frame = Pte(e).frame(self.frame_mask) >> 12;
         let dirty = (e & Pte::D != 0) || write;
         Ok(((frame as u32) << 1) | dirty as u32)
     }
-
-    /// One data reference (a load, or a store when `write`) to `va`, retiring `instrs`.
-    #[inline(always)]
-    fn reference(&mut self, va: u64, write: bool, instrs: u32) -> std::result::Result<(), Outside> {
-        self.counts.instructions += instrs as u64;
-        self.counts.memory_refs += 1;
-        // Page numbers are u32 tags (below EMPTY).
-        if va >> 44 != 0 {
-            return Err(Outside("an address beyond the floor's 16 TiB", va));
-        }
-        let vpn = (va >> 12) as u32;
-        let val = match self.l1d.lookup(vpn) {
-            Some(v) => Some(v),
-            None => match self.l2tlb.lookup(vpn) {
-                Some(v) => {
-                    self.l1d.insert(vpn, v);
-                    self.counts.translation_cycles += self.l2tlb_lat;
-                    Some(v)
-                }
-                None => None,
-            },
-        };
-        let val = match val {
-            Some(v) if !write || v & 1 != 0 => v,
-            Some(_) => {
-                // A store through a clean entry: the D-assist walks and refills.
-                self.counts.d_assists += 1;
-                let v = self.walk(va, write)?;
-                self.l2tlb.fill(vpn, v);
-                self.l1d.fill(vpn, v);
-                v
-            }
-            None => {
-                let v = self.walk(va, write)?;
-                self.l2tlb.insert(vpn, v);
-                self.l1d.insert(vpn, v);
-                v
-            }
-        };
-        let line = ((((val >> 1) as u64) << 12 | (va & 0xfff)) >> 6) as u32;
-        let lat = if self.l1.access(line) {
-            self.lat[0]
-        } else if self.l2.access(line) {
-            self.lat[1]
-        } else if self.l3.access(line) {
-            self.lat[2]
-        } else {
-            self.lat[3]
-        };
-        self.counts.data_cycles += lat - self.lat[0];
-        Ok(())
-    }
-
-    /// Simulates `events`, references only.
-    pub fn step_batch(&mut self, events: &[Event]) -> Result<()> {
-        for e in events {
-            let Event::Ref(r) = e else {
-                return Err(Error::config("floor", "an event other than a reference"));
-            };
-            if r.kind.is_fetch() {
-                return Err(Error::config("floor", "an instruction fetch"));
-            }
-            if let Err(Outside(why, va)) = self.reference(r.va.raw(), r.kind.is_write(), r.instrs) {
-                return Err(Error::config("floor", format!("{why}: {va:#x}")));
-            }
-        }
-        Ok(())
-    }
-
-    /// Simulates `src` to its end, in batches as vmmu's run loop asks for them.
-    pub fn run(&mut self, src: &mut dyn EventSource) -> Result<()> {
-        let mut buf = Vec::with_capacity(BATCH_EVENTS);
-        loop {
-            buf.clear();
-            if src.next_batch(&mut buf, BATCH_EVENTS)? == 0 {
-                return Ok(());
-            }
-            self.step_batch(&buf)?;
-        }
-    }
-
-    /// The counters, with the structures' own gathered in.
-    pub fn counts(&self) -> FloorCounts {
-        let mut c = self.counts;
-        c.l1d = [self.l1d.hits, self.l1d.misses];
-        c.l2tlb = [self.l2tlb.hits, self.l2tlb.misses];
-        c.pwc = [self.pwc.hits, self.pwc.misses];
-        c.caches = [
-            [self.l1.hits, self.l1.misses],
-            [self.l2.hits, self.l2.misses],
-            [self.l3.hits, self.l3.misses],
-        ];
-        c
-    }
 }
 
+/// What both floors' tests share.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
     use vmmu_core::event::VecSource;
-    use vmmu_core::workload;
-    use vmmu_core::Gpa;
+    use vmmu_core::{workload, Gpa, SimConfig};
 
-    /// Clears the A and D bits of every present entry of the table at `table` of `level` and
-    /// below, in vmmu's guest memory.
+    /// Clears the A and D bits of every present entry of the guest table at `table` of
+    /// `level` and below, in vmmu's guest memory.
     fn clear_ad(sim: &mut Simulator, geo: &Geometry, table: u64, level: u8) {
         for i in 0..ENTRIES as u64 {
             let a = Gpa(table + 8 * i);
@@ -693,23 +786,42 @@ mod tests {
         }
     }
 
-    /// vmmu's counts and the floor's over the reference phase of `spec`, natively; with
-    /// `clean`, every A and D bit of the tables cleared after the set-up (for both).
-    fn both(spec: &str, clean: bool) -> (FloorCounts, FloorCounts) {
+    /// vmmu on `cfg` and the floor `build` makes of it after the set-up of `spec`, each run
+    /// over the reference phase; with `clean`, every A and D bit of the guest's tables cleared
+    /// after the set-up (for both).
+    pub(crate) fn both<M: Model>(
+        cfg: &SimConfig,
+        spec: &str,
+        clean: bool,
+        build: fn(&Simulator) -> Result<M>,
+    ) -> (Simulator, M) {
         let mut src = workload::open(spec).unwrap();
-        let cfg = config::build("bhargava08", &[("mode".into(), "native".into())]).unwrap();
-        let mut sim = Simulator::new(&cfg).unwrap();
+        let mut sim = Simulator::new(cfg).unwrap();
         let first = crate::rows::setup(&mut sim, src.as_mut()).unwrap();
         if clean {
             let pt = sim.os.tables(sim.os.current_pid().unwrap()).unwrap();
             clear_ad(&mut sim, &pt.geo, pt.root.0, 4);
         }
-        let mut floor = Floor::from_sim(&sim).unwrap();
+        let mut floor = build(&sim).unwrap();
         let mut events: Vec<Event> = first.into_iter().collect();
         while src.next_batch(&mut events, BATCH_EVENTS).unwrap() > 0 {}
         sim.run(&mut VecSource::new(spec, events.clone()), &mut |_| true)
             .unwrap();
         floor.step_batch(&events).unwrap();
+        (sim, floor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vmmu_core::workload;
+
+    /// vmmu's counts and the floor's over the reference phase of `spec`, natively; with
+    /// `clean`, every A and D bit of the tables cleared after the set-up (for both).
+    fn both(spec: &str, clean: bool) -> (FloorCounts, FloorCounts) {
+        let cfg = config::build("bhargava08", &[("mode".into(), "native".into())]).unwrap();
+        let (sim, floor) = testing::both(&cfg, spec, clean, Floor::from_sim);
         (FloorCounts::of_sim(&sim), floor.counts())
     }
 
@@ -723,11 +835,11 @@ mod tests {
         // Every path the row takes was taken: L1 and L2 TLB hits, PWC hits at each cached
         // level and misses, the upper levels' A bits, every cache level and DRAM. (The
         // prefaulted leaves are made accessed and dirty: no D-assist here.)
-        assert_eq!(floor.memory_refs, 200_000);
-        assert!(floor.l1d[0] > 0 && floor.l2tlb[0] > 0 && floor.ad_updates > 0);
+        assert_eq!(floor.front.memory_refs, 200_000);
+        assert!(floor.front.l1d[0] > 0 && floor.front.l2tlb[0] > 0 && floor.ad_updates > 0);
         assert!((2..=4).all(|l| floor.pwc_served[l] > 0) && floor.pwc[1] > 0);
         assert!(floor.served_level[1..].iter().all(|&n| n > 0));
-        assert!(floor.caches.iter().all(|l| l[0] > 0 && l[1] > 0));
+        assert!(floor.front.caches.iter().all(|l| l[0] > 0 && l[1] > 0));
     }
 
     #[test]
@@ -736,7 +848,7 @@ mod tests {
         // sets A (and D for a store), and a store through an entry a load filled re-walks.
         let (vmmu, floor) = both(SPEC, true);
         assert_eq!(vmmu, floor);
-        assert!(floor.d_assists > 100 && floor.ad_updates > 16_384);
+        assert!(floor.front.d_assists > 100 && floor.ad_updates > 16_384);
     }
 
     #[test]

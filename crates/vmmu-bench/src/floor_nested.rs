@@ -40,10 +40,11 @@
 //! dimension; read-only mappings; instruction fetches; events other than references after the
 //! set-up; and references whose walk would fault.
 
-use crate::floor::{copy_tables, find, Cache, Outside, Pwc, Set, Table, Tlb, EMPTY, ENTRIES};
+use crate::floor::{
+    copy_tables, find, Front, FrontCounts, Model, Outside, Pwc, Set, Table, Tlb, EMPTY, ENTRIES,
+};
 use std::collections::HashSet;
 use vmmu_core::config::{self, Backing, Mode};
-use vmmu_core::event::{Event, EventSource, BATCH_EVENTS};
 use vmmu_core::paging::{Geometry, Pte};
 use vmmu_core::sim::Simulator;
 use vmmu_core::walk::step::{Grid, COL_G, ROW_GPA};
@@ -53,20 +54,12 @@ use vmmu_core::{Error, Gpa, Result};
 /// ([`NestedCounts::of_sim`] reads vmmu's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NestedCounts {
-    /// Instructions retired (the references' `instrs`).
-    pub instructions: u64,
-    /// Data references.
-    pub memory_refs: u64,
-    /// L1 DTLB hits and misses.
-    pub l1d: [u64; 2],
-    /// L2 TLB hits and misses.
-    pub l2tlb: [u64; 2],
+    /// The counters of the references around the walk.
+    pub front: FrontCounts,
     /// Page walks (D-assists included).
     pub walks: u64,
     /// Walks that ended in a fault (none: the floor refuses what would fault).
     pub walk_faults: u64,
-    /// Stores that re-walked to set D.
-    pub d_assists: u64,
     /// Accessed/dirty-bit writes by the walker.
     pub ad_updates: u64,
     /// Walk references by `{column,row}` cell (column 0 `G`, `k` the nested level `nLk`; row
@@ -80,43 +73,25 @@ pub struct NestedCounts {
     pub ntlb: [u64; 2],
     /// Walk references served by the caches L1, L2, L3 and DRAM (index 3).
     pub served_level: [u64; 4],
-    /// Hits and misses of cache levels L1, L2, L3 (walk references, A/D updates and data).
-    pub caches: [[u64; 2]; 3],
-    /// Cycles of L2 TLB hits, walks (PWC and NTLB lookups included) and A/D updates.
-    pub translation_cycles: u64,
-    /// Cycles of data references beyond an L1 hit.
-    pub data_cycles: u64,
 }
 
 impl NestedCounts {
     /// vmmu's values of the same counters.
     pub fn of_sim(sim: &Simulator) -> NestedCounts {
-        use vmmu_core::hw::tlb::{COUNT_L1D, COUNT_L2};
-        let tlb = sim.mmu.tlb.counts();
         let hw = &sim.mmu.hw;
-        let caches = hw.caches.counts();
         let (pwc, ntlb) = (hw.pwc.stats(), hw.ntlb.stats());
         let mut c = NestedCounts {
-            instructions: sim.counters.instructions,
-            memory_refs: sim.counters.memory_refs,
-            l1d: [tlb[COUNT_L1D].hits, tlb[COUNT_L1D].misses],
-            l2tlb: [tlb[COUNT_L2].hits, tlb[COUNT_L2].misses],
+            front: FrontCounts::of_sim(sim),
             walks: hw.stats.walks,
             walk_faults: hw.stats.walk_faults,
-            d_assists: sim.mmu.stats.d_assists,
             ad_updates: hw.stats.ad_updates,
             walk_refs: hw.stats.refs,
             pwc_served: hw.stats.pwc_hits,
             pwc: [pwc.hits, pwc.misses],
             ntlb: [ntlb.hits, ntlb.misses],
-            translation_cycles: sim.mmu.stats.translation_cycles,
-            data_cycles: sim.mmu.stats.data_cycles,
             ..NestedCounts::default()
         };
         c.served_level.copy_from_slice(&hw.stats.served_level[..4]);
-        for (c, h) in c.caches.iter_mut().zip(&caches) {
-            *c = [h.hits, h.misses];
-        }
         c
     }
 }
@@ -124,29 +99,23 @@ impl NestedCounts {
 /// The nested floor model: TLBs, PWC, NTLB, caches and copies of the guest's and the nested
 /// tables.
 pub struct NestedFloor {
-    l1d: Tlb<64, 1>,
-    l2tlb: Tlb<4, 128>,
+    front: Front,
     pwc: Pwc<24>,
     /// The Nested TLB: guest-physical page number → host frame number.
     ntlb: Tlb<16, 1>,
-    l1: Cache<2, 512>,
-    l2: Cache<16, 512>,
-    l3: Cache<32, 1024>,
     /// The guest's tables, the root first (`base`: guest-physical).
     guest: Vec<Table>,
     /// The nested tables, the root first (`base`: host-physical).
     host: Vec<Table>,
     /// The PWC tag of nested table `n`'s entry `i` is `(host_tag + n) << 9 | i`.
     host_tag: usize,
-    /// The counters other than the structures' own (gathered by [`counts`](Self::counts)),
-    /// starting from vmmu's values at the end of the set-up.
+    /// The walk's counters other than the PWC's and NTLB's own hits and misses (gathered by
+    /// [`counts`](Self::counts), with the front's), starting from vmmu's values at the end of
+    /// the set-up.
     counts: NestedCounts,
-    /// Latencies in cycles, from the machine's config: the PWC's, the NTLB's, an L2 TLB
-    /// hit's, and the cache levels' L1, L2, L3 and DRAM's.
+    /// Latencies in cycles, from the machine's config: the PWC's and the NTLB's.
     pwc_lat: u64,
     ntlb_lat: u64,
-    l2tlb_lat: u64,
-    lat: [u64; 4],
     /// The frame bits of a guest and of a nested page entry.
     gmask: u64,
     hmask: u64,
@@ -186,13 +155,7 @@ impl NestedFloor {
             return refuse("memory beyond the floor's u32 line and page numbers");
         }
         let c = NestedCounts::of_sim(sim);
-        let hw_used = c.l1d != [0, 0]
-            || c.l2tlb != [0, 0]
-            || c.walks != 0
-            || c.pwc != [0, 0]
-            || c.ntlb != [0, 0]
-            || c.caches.iter().any(|l| *l != [0, 0]);
-        if hw_used {
+        if c.front.used() || c.walks != 0 || c.pwc != [0, 0] || c.ntlb != [0, 0] {
             return refuse("the set-up used the TLBs or caches; the floor starts cold");
         }
         let geo = Geometry::of(cfg.guest.format);
@@ -223,50 +186,23 @@ impl NestedFloor {
         if !nested.iter().all(|t| frames.insert(t.base)) {
             return refuse("a nested table sharing a host frame");
         }
-        let mut f = NestedFloor {
-            l1d: Tlb::new(),
-            l2tlb: Tlb::new(),
+        Ok(NestedFloor {
+            front: Front::new(sim),
             pwc: Pwc {
                 set: Set::new(),
                 hits: 0,
                 misses: 0,
             },
             ntlb: Tlb::new(),
-            l1: Cache::new(),
-            l2: Cache::new(),
-            l3: Cache::new(),
             host_tag: guest.len(),
             guest,
             host: nested,
             counts: c,
             pwc_lat: cfg.machine.pwc.latency as u64,
             ntlb_lat: cfg.machine.ntlb.latency as u64,
-            l2tlb_lat: cfg.machine.tlb.l2_latency as u64,
-            lat: [0; 4],
             gmask: geo.frame_mask(),
             hmask: hgeo.frame_mask(),
-        };
-        let caches = &cfg.machine.caches;
-        for (lat, level) in f.lat.iter_mut().zip(&caches.levels) {
-            *lat = level.latency as u64;
-        }
-        f.lat[3] = caches.dram_latency as u64;
-        Ok(f)
-    }
-
-    /// A page-entry or A/D reference to the entry at host address `entry` through the caches
-    /// from L2 (page entries are not cached in L1): the index of the level that served it (3:
-    /// DRAM).
-    #[inline(always)]
-    fn pe_mem(&mut self, entry: u64) -> usize {
-        let line = (entry >> 6) as u32;
-        if self.l2.access(line) {
-            1
-        } else if self.l3.access(line) {
-            2
-        } else {
-            3
-        }
+        })
     }
 
     /// A page-entry reference at cell `{C,R}` to the entry at host address `entry`, whose PWC
@@ -283,10 +219,10 @@ impl NestedFloor {
             }
             None => {
                 self.pwc.misses += 1;
-                let l = self.pe_mem(entry);
+                let l = self.front.pe_mem(entry);
                 self.counts.served_level[l] += 1;
                 self.pwc.set.replace(tag);
-                *cyc += self.pwc_lat + self.lat[l];
+                *cyc += self.pwc_lat + self.front.lat[l];
             }
         }
     }
@@ -373,21 +309,30 @@ impl NestedFloor {
         let i = (va >> (3 + 9 * L)) as usize & (ENTRIES - 1);
         let entry = h + 8 * i as u64;
         self.pwc_ref::<COL_G, L>(((t << 9) | i) as u32, entry, cyc);
-        let e = self.guest[t].ent[i];
-        if e & Pte::P == 0 {
-            return Err(Outside("a reference to an unmapped page", va));
-        }
-        if e & Pte::A == 0 {
-            self.guest[t].ent[i] = e | Pte::A;
-            self.counts.ad_updates += 1;
-            let l = self.pe_mem(entry);
-            *cyc += self.lat[l];
-        }
-        Ok(self.guest[t].next[i] as usize)
+        let (table, ad) = (&mut self.guest[t], &mut self.counts.ad_updates);
+        self.front.visit(table, i, entry, va, false, ad, cyc)?;
+        Ok(table.next[i] as usize)
     }
 
-    /// The 2D walk for `va`: returns the TLB value (host frame << 1 | dirty) and adds its
-    /// cycles.
+    /// The counters, with the structures' own gathered in (for the tests, which compare them
+    /// with vmmu's).
+    #[cfg(test)]
+    pub fn counts(&self) -> NestedCounts {
+        let mut c = self.counts;
+        c.front = self.front.counts();
+        c.pwc = [self.pwc.hits, self.pwc.misses];
+        c.ntlb = [self.ntlb.hits, self.ntlb.misses];
+        c
+    }
+}
+
+impl Model for NestedFloor {
+    #[inline(always)]
+    fn front(&mut self) -> &mut Front {
+        &mut self.front
+    }
+
+    /// The 2D walk.
     #[inline(always)]
     fn walk(&mut self, va: u64, write: bool) -> std::result::Result<u32, Outside> {
         self.counts.walks += 1;
@@ -400,175 +345,38 @@ impl NestedFloor {
         let i = (va >> 12) as usize & (ENTRIES - 1);
         let entry = h + 8 * i as u64;
         self.counts.walk_refs[COL_G][1] += 1;
-        let l = self.pe_mem(entry);
+        let l = self.front.pe_mem(entry);
         self.counts.served_level[l] += 1;
-        cyc += self.lat[l];
-        let e = self.guest[t].ent[i];
-        if e & Pte::P == 0 {
-            return Err(Outside("a reference to an unmapped page", va));
-        }
-        let mut bits = if e & Pte::A == 0 { Pte::A } else { 0 };
-        if write && e & Pte::D == 0 {
-            bits |= Pte::D;
-        }
-        if bits != 0 {
-            self.guest[t].ent[i] = e | bits;
-            self.counts.ad_updates += 1;
-            let l = self.pe_mem(entry);
-            cyc += self.lat[l];
-        }
+        cyc += self.front.lat[l];
+        let (table, ad) = (&mut self.guest[t], &mut self.counts.ad_updates);
+        let e = self.front.visit(table, i, entry, va, write, ad, &mut cyc)?;
         // The data's guest-physical page through the nested tables (row gPA, no NTLB).
         let page = self.nested_walk::<ROW_GPA>(Pte(e).frame(self.gmask), &mut cyc)?;
-        self.counts.translation_cycles += cyc;
+        self.front.counts.translation_cycles += cyc;
         let dirty = (e & Pte::D != 0) || write;
         Ok((((page >> 12) as u32) << 1) | dirty as u32)
-    }
-
-    /// One data reference (a load, or a store when `write`) to `va`, retiring `instrs`.
-    #[inline(always)]
-    fn reference(&mut self, va: u64, write: bool, instrs: u32) -> std::result::Result<(), Outside> {
-        self.counts.instructions += instrs as u64;
-        self.counts.memory_refs += 1;
-        // Page numbers are u32 tags (below EMPTY).
-        if va >> 44 != 0 {
-            return Err(Outside("an address beyond the floor's 16 TiB", va));
-        }
-        let vpn = (va >> 12) as u32;
-        let val = match self.l1d.lookup(vpn) {
-            Some(v) => Some(v),
-            None => match self.l2tlb.lookup(vpn) {
-                Some(v) => {
-                    self.l1d.insert(vpn, v);
-                    self.counts.translation_cycles += self.l2tlb_lat;
-                    Some(v)
-                }
-                None => None,
-            },
-        };
-        let val = match val {
-            Some(v) if !write || v & 1 != 0 => v,
-            Some(_) => {
-                // A store through a clean entry: the D-assist walks and refills.
-                self.counts.d_assists += 1;
-                let v = self.walk(va, write)?;
-                self.l2tlb.fill(vpn, v);
-                self.l1d.fill(vpn, v);
-                v
-            }
-            None => {
-                let v = self.walk(va, write)?;
-                self.l2tlb.insert(vpn, v);
-                self.l1d.insert(vpn, v);
-                v
-            }
-        };
-        let line = ((((val >> 1) as u64) << 12 | (va & 0xfff)) >> 6) as u32;
-        let lat = if self.l1.access(line) {
-            self.lat[0]
-        } else if self.l2.access(line) {
-            self.lat[1]
-        } else if self.l3.access(line) {
-            self.lat[2]
-        } else {
-            self.lat[3]
-        };
-        self.counts.data_cycles += lat - self.lat[0];
-        Ok(())
-    }
-
-    /// Simulates `events`, references only.
-    pub fn step_batch(&mut self, events: &[Event]) -> Result<()> {
-        for e in events {
-            let Event::Ref(r) = e else {
-                return Err(Error::config("floor", "an event other than a reference"));
-            };
-            if r.kind.is_fetch() {
-                return Err(Error::config("floor", "an instruction fetch"));
-            }
-            if let Err(Outside(why, va)) = self.reference(r.va.raw(), r.kind.is_write(), r.instrs) {
-                return Err(Error::config("floor", format!("{why}: {va:#x}")));
-            }
-        }
-        Ok(())
-    }
-
-    /// Simulates `src` to its end, in batches as vmmu's run loop asks for them.
-    pub fn run(&mut self, src: &mut dyn EventSource) -> Result<()> {
-        let mut buf = Vec::with_capacity(BATCH_EVENTS);
-        loop {
-            buf.clear();
-            if src.next_batch(&mut buf, BATCH_EVENTS)? == 0 {
-                return Ok(());
-            }
-            self.step_batch(&buf)?;
-        }
-    }
-
-    /// The counters, with the structures' own gathered in.
-    pub fn counts(&self) -> NestedCounts {
-        let mut c = self.counts;
-        c.l1d = [self.l1d.hits, self.l1d.misses];
-        c.l2tlb = [self.l2tlb.hits, self.l2tlb.misses];
-        c.pwc = [self.pwc.hits, self.pwc.misses];
-        c.ntlb = [self.ntlb.hits, self.ntlb.misses];
-        c.caches = [
-            [self.l1.hits, self.l1.misses],
-            [self.l2.hits, self.l2.misses],
-            [self.l3.hits, self.l3.misses],
-        ];
-        c
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vmmu_core::event::VecSource;
+    use crate::floor::testing;
     use vmmu_core::workload;
 
-    /// Clears the A and D bits of every present entry of the guest table at `table` of
-    /// `level` and below, in vmmu's guest memory.
-    fn clear_ad(sim: &mut Simulator, geo: &Geometry, table: u64, level: u8) {
-        for i in 0..ENTRIES as u64 {
-            let a = Gpa(table + 8 * i);
-            let e = geo.read_entry(&sim.os.mem, a);
-            if e.present() {
-                geo.write_entry(&mut sim.os.mem, a, Pte(e.0 & !(Pte::A | Pte::D)));
-                if level > 1 {
-                    clear_ad(sim, geo, e.frame(geo.frame_mask()), level - 1);
-                }
-            }
-        }
-    }
-
-    /// The configuration of the bench row: nested paging 2d+nt on bhargava08.
-    fn nested_cfg() -> vmmu_core::SimConfig {
-        config::build(
+    /// vmmu's counts and the floor's over the reference phase of `spec`, nested 2d+nt on
+    /// bhargava08 (the bench row's configuration); with `clean`, every A and D bit of the
+    /// guest's tables cleared after the set-up (for both).
+    fn both(spec: &str, clean: bool) -> (NestedCounts, NestedCounts) {
+        let cfg = config::build(
             "bhargava08",
             &[
                 ("mode".into(), "nested".into()),
                 ("machine.pwc.design".into(), "2d+nt".into()),
             ],
         )
-        .unwrap()
-    }
-
-    /// vmmu's counts and the floor's over the reference phase of `spec`, nested; with
-    /// `clean`, every A and D bit of the guest's tables cleared after the set-up (for both).
-    fn both(spec: &str, clean: bool) -> (NestedCounts, NestedCounts) {
-        let mut src = workload::open(spec).unwrap();
-        let mut sim = Simulator::new(&nested_cfg()).unwrap();
-        let first = crate::rows::setup(&mut sim, src.as_mut()).unwrap();
-        if clean {
-            let pt = sim.os.tables(sim.os.current_pid().unwrap()).unwrap();
-            clear_ad(&mut sim, &pt.geo, pt.root.0, 4);
-        }
-        let mut floor = NestedFloor::from_sim(&sim).unwrap();
-        let mut events: Vec<Event> = first.into_iter().collect();
-        while src.next_batch(&mut events, BATCH_EVENTS).unwrap() > 0 {}
-        sim.run(&mut VecSource::new(spec, events.clone()), &mut |_| true)
-            .unwrap();
-        floor.step_batch(&events).unwrap();
+        .unwrap();
+        let (sim, floor) = testing::both(&cfg, spec, clean, NestedFloor::from_sim);
         (NestedCounts::of_sim(&sim), floor.counts())
     }
 
@@ -582,8 +390,8 @@ mod tests {
         // Every path the row takes was taken: L1 and L2 TLB hits, NTLB hits and misses, PWC
         // hits in every cached cell of both dimensions, the guest's upper A bits, every cache
         // level and DRAM. (The prefaulted leaves are accessed and dirty: no D-assist here.)
-        assert_eq!(floor.memory_refs, 200_000);
-        assert!(floor.l1d[0] > 0 && floor.l2tlb[0] > 0 && floor.ad_updates > 0);
+        assert_eq!(floor.front.memory_refs, 200_000);
+        assert!(floor.front.l1d[0] > 0 && floor.front.l2tlb[0] > 0 && floor.ad_updates > 0);
         assert!(floor.ntlb[0] > 0 && floor.ntlb[1] > 0 && floor.pwc[1] > 0);
         assert!((2..=4).all(|l| floor.pwc_served[COL_G][l] > 0));
         // Nested walks at every guest row (the upper rows' once, then the NTLB answers) and
@@ -592,7 +400,7 @@ mod tests {
         assert!((1..=4).all(|n| (0..=4).all(|r| floor.walk_refs[n][r] > 0)));
         assert!((2..=4).all(|n| floor.pwc_served[n][ROW_GPA] > 0 && floor.pwc_served[n][1] > 0));
         assert!(floor.served_level[1..].iter().all(|&n| n > 0));
-        assert!(floor.caches.iter().all(|l| l[0] > 0 && l[1] > 0));
+        assert!(floor.front.caches.iter().all(|l| l[0] > 0 && l[1] > 0));
     }
 
     #[test]
@@ -602,7 +410,7 @@ mod tests {
         // re-walks.
         let (vmmu, floor) = both(SPEC, true);
         assert_eq!(vmmu, floor);
-        assert!(floor.d_assists > 100 && floor.ad_updates > 16_384);
+        assert!(floor.front.d_assists > 100 && floor.ad_updates > 16_384);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! time only the reference phase: the set-up events before the first reference (process
 //! creation, a populated mmap) are simulated first, untimed, and reported apart as `setup_s`.
 
-use crate::floor::Floor;
+use crate::floor::{Floor, Model};
 use crate::floor_nested::NestedFloor;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -69,12 +69,13 @@ pub enum Kind {
         spec: &'static str,
         overrides: &'static [(&'static str, &'static str)],
     },
-    /// Runs the floor model (floor.rs) on a workload after vmmu's set-up of it, natively;
-    /// counts references of the reference phase.
-    Floor { spec: &'static str },
-    /// Runs the nested floor model (floor_nested.rs) on a workload after vmmu's set-up of it
-    /// under nested paging 2d+nt; counts references of the reference phase.
-    FloorNested { spec: &'static str },
+    /// Runs a floor model on a workload after vmmu's set-up of it under `overrides`; counts
+    /// references of the reference phase.
+    Floor {
+        spec: &'static str,
+        overrides: &'static [(&'static str, &'static str)],
+        model: FloorModel,
+    },
     /// Simulates a workload whole; counts events.
     Events {
         spec: &'static str,
@@ -104,6 +105,15 @@ pub enum Kind {
     /// Simulation time of a `database` run on `vcpus` vCPUs over the same run on one
     /// (docs/model.md, "vCPUs"): the same references, so the ratio of time per reference.
     Vcpus { vcpus: u32 },
+}
+
+/// Which floor a [`Kind::Floor`] row runs.
+#[derive(Clone, Copy, Debug)]
+pub enum FloorModel {
+    /// Native paging (floor.rs).
+    Native,
+    /// Nested paging 2d+nt (floor_nested.rs).
+    Nested,
 }
 
 /// One figure of the bench.
@@ -211,6 +221,8 @@ pub const ROWS: &[Row] = &[
         target: Target::None,
         kind: Kind::Floor {
             spec: "random:footprint=64M,refs=10M,prefault=1",
+            overrides: &[("mode", "native")],
+            model: FloorModel::Native,
         },
     },
     Row {
@@ -218,8 +230,10 @@ pub const ROWS: &[Row] = &[
         label: "the same model, nested 2d+nt, lean structures: a floor, not vmmu",
         unit: Unit::MRefsPerSec,
         target: Target::None,
-        kind: Kind::FloorNested {
+        kind: Kind::Floor {
             spec: "random:footprint=64M,refs=10M,prefault=1",
+            overrides: NESTED_2D_NT,
+            model: FloorModel::Nested,
         },
     },
     Row {
@@ -447,8 +461,16 @@ fn parse_count(v: &str) -> u64 {
 pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
     match row.kind {
         Kind::Refs { spec, overrides } => sim_refs(&env.spec(spec), overrides),
-        Kind::Floor { spec } => floor_refs(&env.spec(spec)),
-        Kind::FloorNested { spec } => floor_nested_refs(&env.spec(spec)),
+        Kind::Floor {
+            spec,
+            overrides,
+            model: FloorModel::Native,
+        } => floor_refs(&env.spec(spec), overrides, Floor::from_sim),
+        Kind::Floor {
+            spec,
+            overrides,
+            model: FloorModel::Nested,
+        } => floor_refs(&env.spec(spec), overrides, NestedFloor::from_sim),
         Kind::Events { spec, overrides } => sim_events(spec, overrides),
         Kind::Decode => decode(env),
         Kind::DecodeRecorded => decode_recorded(env),
@@ -575,16 +597,20 @@ fn reference_phase(n: u64, secs: f64, setup: f64, cpu0: f64) -> Measured {
     }
 }
 
-/// Runs the floor model on `spec` natively: vmmu simulates the set-up events, untimed, the
-/// floor copies its tables, then the floor's reference phase is timed.
-fn floor_refs(spec: &str) -> Result<Measured> {
+/// Runs the floor `build` makes on `spec` under `overrides`: vmmu simulates the set-up
+/// events, untimed, the floor copies its tables, then the floor's reference phase is timed.
+fn floor_refs<M: Model>(
+    spec: &str,
+    overrides: &[(&str, &str)],
+    build: fn(&Simulator) -> Result<M>,
+) -> Result<Measured> {
     let t0 = Instant::now();
     let mut src = workload::open(spec)?;
-    let mut sim = simulator(&[("mode", "native")])?;
+    let mut sim = simulator(overrides)?;
     let first = setup(&mut sim, src.as_mut())?;
-    let mut floor = Floor::from_sim(&sim)?;
+    let mut floor = build(&sim)?;
     let setup = t0.elapsed().as_secs_f64();
-    let refs0 = floor.counts().memory_refs;
+    let refs0 = floor.memory_refs();
     let cpu0 = cpu_seconds();
     let t = Instant::now();
     if let Some(e) = first {
@@ -592,29 +618,7 @@ fn floor_refs(spec: &str) -> Result<Measured> {
     }
     floor.run(src.as_mut())?;
     let secs = t.elapsed().as_secs_f64();
-    let n = floor.counts().memory_refs - refs0;
-    Ok(reference_phase(n, secs, setup, cpu0))
-}
-
-/// Runs the nested floor model on `spec`: vmmu simulates the set-up events under nested
-/// paging 2d+nt, untimed, the floor copies its guest and nested tables, then the floor's
-/// reference phase is timed.
-fn floor_nested_refs(spec: &str) -> Result<Measured> {
-    let t0 = Instant::now();
-    let mut src = workload::open(spec)?;
-    let mut sim = simulator(NESTED_2D_NT)?;
-    let first = setup(&mut sim, src.as_mut())?;
-    let mut floor = NestedFloor::from_sim(&sim)?;
-    let setup = t0.elapsed().as_secs_f64();
-    let refs0 = floor.counts().memory_refs;
-    let cpu0 = cpu_seconds();
-    let t = Instant::now();
-    if let Some(e) = first {
-        floor.step_batch(&[e])?;
-    }
-    floor.run(src.as_mut())?;
-    let secs = t.elapsed().as_secs_f64();
-    let n = floor.counts().memory_refs - refs0;
+    let n = floor.memory_refs() - refs0;
     Ok(reference_phase(n, secs, setup, cpu0))
 }
 
