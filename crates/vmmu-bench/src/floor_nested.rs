@@ -365,19 +365,25 @@ mod tests {
     use vmmu_core::workload;
 
     /// vmmu's counts and the floor's over the reference phase of `spec`, nested 2d+nt on
-    /// bhargava08 (the bench row's configuration); with `clean`, every A and D bit of the
-    /// guest's tables cleared after the set-up (for both).
-    fn both(spec: &str, clean: bool) -> (NestedCounts, NestedCounts) {
-        let cfg = config::build(
-            "bhargava08",
-            &[
-                ("mode".into(), "nested".into()),
-                ("machine.pwc.design".into(), "2d+nt".into()),
-            ],
-        )
-        .unwrap();
+    /// bhargava08 (the bench rows' configuration), with `memory` of guest memory where given;
+    /// with `clean`, every A and D bit of the guest's tables cleared after the set-up (for
+    /// both).
+    fn both_in(spec: &str, memory: Option<&str>, clean: bool) -> (NestedCounts, NestedCounts) {
+        let mut ov = vec![
+            ("mode".to_string(), "nested".to_string()),
+            ("machine.pwc.design".to_string(), "2d+nt".to_string()),
+        ];
+        if let Some(m) = memory {
+            ov.push(("guest.memory".to_string(), format!("\"{m}\"")));
+        }
+        let cfg = config::build("bhargava08", &ov).unwrap();
         let (sim, floor) = testing::both(&cfg, spec, clean, NestedFloor::from_sim);
         (NestedCounts::of_sim(&sim), floor.counts())
+    }
+
+    /// [`both_in`] with the preset's guest memory.
+    fn both(spec: &str, clean: bool) -> (NestedCounts, NestedCounts) {
+        both_in(spec, None, clean)
     }
 
     /// The bench row's stream, 200 K references.
@@ -401,6 +407,16 @@ mod tests {
         assert!((2..=4).all(|n| floor.pwc_served[n][ROW_GPA] > 0 && floor.pwc_served[n][1] > 0));
         assert!(floor.served_level[1..].iter().all(|&n| n > 0));
         assert!(floor.front.caches.iter().all(|l| l[0] > 0 && l[1] > 0));
+    }
+
+    #[test]
+    fn the_nested_floor_counts_exactly_what_vmmu_counts_over_4_gib() {
+        // The 4 GiB row's configuration: tables far beyond the PWC's reach, most nested walks
+        // of guest tables missing the NTLB.
+        let (vmmu, floor) = both_in("random:footprint=4G,refs=20K,prefault=1", Some("8G"), false);
+        assert_eq!(vmmu, floor);
+        assert_eq!(floor.front.memory_refs, 20_000);
+        assert!(floor.ntlb[1] > 10_000 && floor.served_level[3] > 0);
     }
 
     #[test]
