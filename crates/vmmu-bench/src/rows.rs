@@ -139,8 +139,9 @@ const NESTED_4G: &[(&str, &str)] = &[
     ("guest.memory", "\"8G\""),
 ];
 
-/// Every figure, in the order printed. The first seven are the rows of the performance
-/// targets (docs/performance.md); the rest are kept to compare commits.
+/// Every figure, in the order printed: the rows of the speed targets first, with the
+/// floors and replays beside them, then those kept to compare commits (docs/performance.md,
+/// "The figures and their targets", says what each exercises).
 pub const ROWS: &[Row] = &[
     Row {
         name: "stream-16m-native",
