@@ -403,8 +403,14 @@ def test_kill_9_loses_no_completed_point_and_a_rerun_gives_the_uninterrupted_row
         assert a[key] == b[key], key
 
 
+# Points long enough (about half a second each) that the sweep is still running when the
+# interrupt arrives, even where a busy machine has the test read the first point's line a
+# second or two late (with 0.1 s points, all eight were done before it).
+CTRL_C_SPEC = KILL_SPEC.replace("refs=150K", "refs=750K")
+
+
 def test_ctrl_c_stops_the_sweep_keeping_every_completed_point(tmp_path):
-    spec = write(tmp_path, KILL_SPEC)
+    spec = write(tmp_path, CTRL_C_SPEC)
     db = tmp_path / "r.duckdb"
     proc = subprocess.Popen(
         [VMMU, "sweep", str(spec), "-o", str(db), "-j", "1"],
