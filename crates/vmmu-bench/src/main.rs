@@ -19,7 +19,7 @@ mod report;
 mod rows;
 
 use report::Figure;
-use rows::{Env, Target, ROWS};
+use rows::{Env, Kind, Target, ROWS};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -213,6 +213,9 @@ fn bench(args: &Args) -> ExitCode {
             detail,
         };
         report::print_line(&f);
+        if let Kind::Floor { of, .. } = row.kind {
+            report::print_floor(&f, figs.iter().find(|g| g.row.name == of));
+        }
         figs.push(f);
     }
     let _ = std::fs::remove_dir_all(&dir);

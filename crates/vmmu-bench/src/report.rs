@@ -1,7 +1,7 @@
 //! Printing figures beside their targets, `results/bench.json`, and the figure-by-figure
 //! comparison of two such files.
 
-use crate::rows::{Row, Unit, ROWS};
+use crate::rows::{Kind, Row, Unit, ROWS};
 use serde_json::{json, Value};
 
 /// The result of one figure over its runs.
@@ -108,12 +108,50 @@ pub fn print_line(f: &Figure) {
     );
 }
 
-/// `results/bench.json`: schema `vmmu.bench/1`.
+/// The line under a floor's figure (`floor`), when the row it floors (`row`) was measured in
+/// the same bench run: where the row's target stands against the floor — above it, no exact
+/// model as lean as the floor meets the target on this host — and where vmmu stands.
+pub fn print_floor(floor: &Figure, row: Option<&Figure>) {
+    let Some((r, f)) = row.and_then(|r| Some((r, floor_ratios(floor, r)?))) else {
+        return;
+    };
+    let target = match f.target_over_floor {
+        Some(t) if t > 1.0 => {
+            format!("the target is {t:.2}× this floor: beyond an exact model this lean here")
+        }
+        Some(t) => format!("the target is {t:.2} of this floor: within reach"),
+        None => "no target".to_string(),
+    };
+    println!(
+        "  └ floor of \"{}\": {target}; vmmu at {:.2} of it",
+        r.row.label, f.vmmu_over_floor
+    );
+}
+
+/// A floor's figure set against the row it floors.
+struct FloorRatios {
+    /// The row's target over the floor's value.
+    target_over_floor: Option<f64>,
+    /// The row's value (vmmu's) over the floor's.
+    vmmu_over_floor: f64,
+}
+
+fn floor_ratios(floor: &Figure, row: &Figure) -> Option<FloorRatios> {
+    let (fv, rv) = (floor.value?, row.value?);
+    (fv > 0.0).then(|| FloorRatios {
+        target_over_floor: row.target.map(|t| t / fv),
+        vmmu_over_floor: rv / fv,
+    })
+}
+
+/// `results/bench.json`: schema `vmmu.bench/1`; a floor's figure also carries the row it
+/// floors (`floor_of`) and, where that row was measured, `target_over_floor` and
+/// `vmmu_over_floor`.
 pub fn to_json(figs: &[Figure], context: Value) -> Value {
     let figures: Vec<Value> = figs
         .iter()
         .map(|f| {
-            json!({
+            let mut v = json!({
                 "name": f.row.name,
                 "label": f.row.label,
                 "unit": f.row.unit.symbol(),
@@ -126,7 +164,16 @@ pub fn to_json(figs: &[Figure], context: Value) -> Value {
                     _ => None,
                 },
                 "detail": f.detail,
-            })
+            });
+            if let Kind::Floor { of, .. } = f.row.kind {
+                v["floor_of"] = json!(of);
+                let row = figs.iter().find(|g| g.row.name == of);
+                if let Some(r) = row.and_then(|r| floor_ratios(f, r)) {
+                    v["target_over_floor"] = json!(r.target_over_floor);
+                    v["vmmu_over_floor"] = json!(r.vmmu_over_floor);
+                }
+            }
+            v
         })
         .collect();
     json!({ "schema": "vmmu.bench/1", "context": context, "figures": figures })
@@ -228,5 +275,37 @@ mod tests {
         assert!(target_ratio(Unit::MRefsPerSec, 120.0, 100.0) > 1.0);
         assert!(target_ratio(Unit::Seconds, 8.0, 10.0) > 1.0);
         assert!(target_ratio(Unit::MiB, 12.0, 10.0) < 1.0);
+    }
+
+    fn figure(name: &str, value: Option<f64>, target: Option<f64>) -> Figure {
+        Figure {
+            row: crate::rows::find(name).unwrap(),
+            runs: value.into_iter().collect(),
+            value,
+            target,
+            detail: Value::Null,
+        }
+    }
+
+    #[test]
+    fn a_floor_is_set_against_the_row_it_floors() {
+        let row = figure("random-64m-native", Some(3.0), Some(15.0));
+        let floor = figure("random-64m-native-floor", Some(12.0), None);
+        let r = floor_ratios(&floor, &row).unwrap();
+        assert_eq!((r.target_over_floor, r.vmmu_over_floor), (Some(1.25), 0.25));
+        let doc = to_json(&[row, floor], json!({}));
+        let f = &doc["figures"][1];
+        assert_eq!(f["floor_of"], "random-64m-native");
+        assert_eq!(f["target_over_floor"], 1.25);
+        assert_eq!(doc["figures"][0].get("floor_of"), None);
+        // A floor that failed, or a row not measured in this run: no ratios.
+        let failed = figure("random-64m-native-floor", None, None);
+        assert!(floor_ratios(&failed, &figure("random-64m-native", Some(3.0), None)).is_none());
+        let alone = to_json(
+            &[figure("random-64m-native-floor", Some(12.0), None)],
+            json!({}),
+        );
+        assert_eq!(alone["figures"][0]["floor_of"], "random-64m-native");
+        assert_eq!(alone["figures"][0].get("vmmu_over_floor"), None);
     }
 }

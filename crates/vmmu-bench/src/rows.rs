@@ -70,11 +70,13 @@ pub enum Kind {
         overrides: &'static [(&'static str, &'static str)],
     },
     /// Runs a floor model on a workload after vmmu's set-up of it under `overrides`; counts
-    /// references of the reference phase.
+    /// references of the reference phase. `of` names the row (vmmu's, same workload and
+    /// configuration) whose floor it is: the report sets that row's value and target beside it.
     Floor {
         spec: &'static str,
         overrides: &'static [(&'static str, &'static str)],
         model: FloorModel,
+        of: &'static str,
     },
     /// Simulates a workload whole; counts events.
     Events {
@@ -226,6 +228,7 @@ pub const ROWS: &[Row] = &[
             spec: "random:footprint=64M,refs=10M,prefault=1",
             overrides: &[("mode", "native")],
             model: FloorModel::Native,
+            of: "random-64m-native",
         },
     },
     Row {
@@ -237,6 +240,7 @@ pub const ROWS: &[Row] = &[
             spec: "random:footprint=64M,refs=10M,prefault=1",
             overrides: NESTED_2D_NT,
             model: FloorModel::Nested,
+            of: "random-64m-nested",
         },
     },
     Row {
@@ -248,6 +252,7 @@ pub const ROWS: &[Row] = &[
             spec: "random:footprint=4G,refs=2M,prefault=1",
             overrides: NESTED_4G,
             model: FloorModel::Nested,
+            of: "random-4g-nested",
         },
     },
     Row {
@@ -479,11 +484,13 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
             spec,
             overrides,
             model: FloorModel::Native,
+            ..
         } => floor_refs(&env.spec(spec), overrides, Floor::from_sim),
         Kind::Floor {
             spec,
             overrides,
             model: FloorModel::Nested,
+            ..
         } => floor_refs(&env.spec(spec), overrides, NestedFloor::from_sim),
         Kind::Events { spec, overrides } => sim_events(spec, overrides),
         Kind::Decode => decode(env),
@@ -957,5 +964,37 @@ mod tests {
                 assert!(find(name).is_some(), "{} refers to {name}", r.name);
             }
         }
+    }
+
+    #[test]
+    fn a_floor_comes_after_the_row_it_floors_and_runs_its_workload() {
+        let mut floors = 0;
+        for (i, r) in ROWS.iter().enumerate() {
+            let Kind::Floor {
+                spec,
+                overrides,
+                of,
+                ..
+            } = r.kind
+            else {
+                continue;
+            };
+            floors += 1;
+            let j = ROWS.iter().position(|o| o.name == of);
+            assert!(
+                j.is_some_and(|j| j < i),
+                "{} floors {of}, not printed before it",
+                r.name
+            );
+            let Kind::Refs {
+                spec: s,
+                overrides: o,
+            } = ROWS[j.unwrap()].kind
+            else {
+                panic!("{} floors {of}, which simulates no references", r.name);
+            };
+            assert_eq!((spec, overrides), (s, o), "{} and {of}", r.name);
+        }
+        assert_eq!(floors, 3);
     }
 }
