@@ -58,7 +58,7 @@ pub(crate) const EMPTY: u32 = u32::MAX;
 /// second scan.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[inline(always)]
-pub(crate) fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
+fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
     use std::arch::x86_64::*;
     let mut m = 0u64;
     let mut i = 0;
@@ -92,7 +92,7 @@ pub(crate) fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
 /// The way of `tags` holding `t`, if any (a scan, where SSE2 is not known to be there).
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 #[inline(always)]
-pub(crate) fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
+fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
     tags.iter().position(|&x| x == t)
 }
 
@@ -103,8 +103,8 @@ pub(crate) fn find<const W: usize>(tags: &[u32; W], t: u32) -> Option<usize> {
 /// taken first, so the order is exact LRU. Nothing moves in memory: the tags and values stay in
 /// their ways.
 #[derive(Clone, Copy)]
-pub(crate) struct Set<const W: usize> {
-    pub(crate) tags: [u32; W],
+struct Set<const W: usize> {
+    tags: [u32; W],
     next: [u8; W],
     prev: [u8; W],
     head: u8,
@@ -112,7 +112,7 @@ pub(crate) struct Set<const W: usize> {
 
 impl<const W: usize> Set<W> {
     /// An empty set.
-    pub(crate) fn new() -> Self {
+    fn new() -> Self {
         let mut s = Set {
             tags: [EMPTY; W],
             next: [0; W],
@@ -128,7 +128,7 @@ impl<const W: usize> Set<W> {
 
     /// Makes way `w` the most recently used.
     #[inline(always)]
-    pub(crate) fn touch(&mut self, w: usize) {
+    fn touch(&mut self, w: usize) {
         let h = self.head as usize;
         if w == h {
             return;
@@ -146,7 +146,7 @@ impl<const W: usize> Set<W> {
 
     /// Puts `tag` in the least recently used way, now the most recently used; returns the way.
     #[inline(always)]
-    pub(crate) fn replace(&mut self, tag: u32) -> usize {
+    fn replace(&mut self, tag: u32) -> usize {
         let w = self.prev[self.head as usize] as usize;
         self.tags[w] = tag;
         self.head = w as u8;
@@ -262,9 +262,52 @@ impl<const W: usize, const S: usize> Tlb<W, S> {
 
 /// The page-walk cache: one set of `W` entry numbers (physical address / 8).
 pub(crate) struct Pwc<const W: usize> {
-    pub(crate) set: Set<W>,
+    set: Set<W>,
     pub(crate) hits: u64,
     pub(crate) misses: u64,
+    /// Its latency in cycles, from the machine's config.
+    lat: u64,
+}
+
+impl<const W: usize> Pwc<W> {
+    /// An empty PWC of latency `lat`.
+    pub(crate) fn new(lat: u64) -> Self {
+        Pwc {
+            set: Set::new(),
+            hits: 0,
+            misses: 0,
+            lat,
+        }
+    }
+
+    /// A page-entry reference with PWC tag `tag` to the entry at host address `entry`: a hit
+    /// becomes most recently used; a miss is served by the caches from L2 and then filled.
+    /// Adds the cycles to `cyc`; returns the cache level that served a miss (3: DRAM), `None`
+    /// on a hit.
+    #[inline(always)]
+    pub(crate) fn reference(
+        &mut self,
+        tag: u32,
+        entry: u64,
+        front: &mut Front,
+        cyc: &mut u64,
+    ) -> Option<usize> {
+        match find(&self.set.tags, tag) {
+            Some(w) => {
+                self.set.touch(w);
+                self.hits += 1;
+                *cyc += self.lat;
+                None
+            }
+            None => {
+                self.misses += 1;
+                let l = front.pe_mem(entry);
+                self.set.replace(tag);
+                *cyc += self.lat + front.lat[l];
+                Some(l)
+            }
+        }
+    }
 }
 
 /// The counters the floor keeps, each the same figure vmmu counts
@@ -578,8 +621,6 @@ pub struct Floor {
     /// [`counts`](Self::counts), with the front's), starting from vmmu's values at the end of
     /// the set-up.
     counts: FloorCounts,
-    /// The PWC's latency in cycles, from the machine's config.
-    pwc_lat: u64,
     /// The frame bits of a page entry (the tables' format).
     frame_mask: u64,
 }
@@ -669,14 +710,9 @@ impl Floor {
         };
         let mut f = Floor {
             front: Front::new(sim),
-            pwc: Pwc {
-                set: Set::new(),
-                hits: 0,
-                misses: 0,
-            },
+            pwc: Pwc::new(cfg.machine.pwc.latency as u64),
             tables: Vec::new(),
             counts: c,
-            pwc_lat: cfg.machine.pwc.latency as u64,
             frame_mask: geo.frame_mask(),
         };
         copy_tables(&sim.os.mem, &geo, pt.root.0, 4, &mut f.tables)?;
@@ -703,21 +739,12 @@ impl Floor {
         let i = (va >> (3 + 9 * L)) as usize & (ENTRIES - 1);
         let entry = self.tables[t].base + 8 * i as u64;
         self.counts.walk_refs[L] += 1;
-        let key = (entry >> 3) as u32;
-        match find(&self.pwc.set.tags, key) {
-            Some(w) => {
-                self.pwc.set.touch(w);
-                self.pwc.hits += 1;
-                self.counts.pwc_served[L] += 1;
-                *cyc += self.pwc_lat;
-            }
-            None => {
-                self.pwc.misses += 1;
-                let l = self.front.pe_mem(entry);
-                self.counts.served_level[l] += 1;
-                self.pwc.set.replace(key);
-                *cyc += self.pwc_lat + self.front.lat[l];
-            }
+        match self
+            .pwc
+            .reference((entry >> 3) as u32, entry, &mut self.front, cyc)
+        {
+            None => self.counts.pwc_served[L] += 1,
+            Some(l) => self.counts.served_level[l] += 1,
         }
         let (table, ad) = (&mut self.tables[t], &mut self.counts.ad_updates);
         self.front.visit(table, i, entry, va, false, ad, cyc)?;

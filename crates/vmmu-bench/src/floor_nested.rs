@@ -41,7 +41,7 @@
 //! set-up; and references whose walk would fault.
 
 use crate::floor::{
-    copy_tables, find, Front, FrontCounts, Model, Outside, Pwc, Set, Table, Tlb, EMPTY, ENTRIES,
+    copy_tables, Front, FrontCounts, Model, Outside, Pwc, Table, Tlb, EMPTY, ENTRIES,
 };
 use std::collections::HashSet;
 use vmmu_core::config::{self, Backing, Mode};
@@ -113,8 +113,7 @@ pub struct NestedFloor {
     /// [`counts`](Self::counts), with the front's), starting from vmmu's values at the end of
     /// the set-up.
     counts: NestedCounts,
-    /// Latencies in cycles, from the machine's config: the PWC's and the NTLB's.
-    pwc_lat: u64,
+    /// The NTLB's latency in cycles, from the machine's config.
     ntlb_lat: u64,
     /// The frame bits of a guest and of a nested page entry.
     gmask: u64,
@@ -188,17 +187,12 @@ impl NestedFloor {
         }
         Ok(NestedFloor {
             front: Front::new(sim),
-            pwc: Pwc {
-                set: Set::new(),
-                hits: 0,
-                misses: 0,
-            },
+            pwc: Pwc::new(cfg.machine.pwc.latency as u64),
             ntlb: Tlb::new(),
             host_tag: guest.len(),
             guest,
             host: nested,
             counts: c,
-            pwc_lat: cfg.machine.pwc.latency as u64,
             ntlb_lat: cfg.machine.ntlb.latency as u64,
             gmask: geo.frame_mask(),
             hmask: hgeo.frame_mask(),
@@ -210,20 +204,9 @@ impl NestedFloor {
     #[inline(always)]
     fn pwc_ref<const C: usize, const R: usize>(&mut self, tag: u32, entry: u64, cyc: &mut u64) {
         self.counts.walk_refs[C][R] += 1;
-        match find(&self.pwc.set.tags, tag) {
-            Some(w) => {
-                self.pwc.set.touch(w);
-                self.pwc.hits += 1;
-                self.counts.pwc_served[C][R] += 1;
-                *cyc += self.pwc_lat;
-            }
-            None => {
-                self.pwc.misses += 1;
-                let l = self.front.pe_mem(entry);
-                self.counts.served_level[l] += 1;
-                self.pwc.set.replace(tag);
-                *cyc += self.pwc_lat + self.front.lat[l];
-            }
+        match self.pwc.reference(tag, entry, &mut self.front, cyc) {
+            None => self.counts.pwc_served[C][R] += 1,
+            Some(l) => self.counts.served_level[l] += 1,
         }
     }
 

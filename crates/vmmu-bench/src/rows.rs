@@ -706,10 +706,7 @@ fn decode(env: &Env) -> Result<Measured> {
 }
 
 fn decode_recorded(env: &Env) -> Result<Measured> {
-    let path = env.dir.join("gzip.vtrace");
-    if !path.exists() {
-        record(env)?;
-    }
+    let path = recorded(env)?;
     decode_file(&path)
 }
 
@@ -751,6 +748,17 @@ fn gzip_input(dir: &Path, scale: f64) -> Result<PathBuf> {
     }
     std::fs::write(&input, text).map_err(|e| vmmu_core::Error::io("bench input", e))?;
     Ok(input)
+}
+
+/// The recorded `gzip` trace of the bench directory, recorded first (untimed) if this bench
+/// run has not yet.
+fn recorded(env: &Env) -> Result<PathBuf> {
+    let path = env.dir.join("gzip.vtrace");
+    if path.exists() {
+        Ok(path)
+    } else {
+        record(env).map(|(_, p)| p)
+    }
 }
 
 /// Records `gzip` into `gzip.vtrace` of the bench directory; returns the figure and the path.
@@ -805,10 +813,7 @@ impl EventSource for Timed<'_> {
 /// The target is the simulator's own rate in the same run: references over the time not spent
 /// waiting for the reader.
 fn replay(env: &Env, mode: &str) -> Result<Measured> {
-    let path = env.dir.join("gzip.vtrace");
-    if !path.exists() {
-        record(env)?;
-    }
+    let path = recorded(env)?;
     let ov: &[(&str, &str)] = if mode == "nested" {
         NESTED_2D_NT
     } else {

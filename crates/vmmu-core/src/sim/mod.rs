@@ -390,10 +390,7 @@ impl Simulator {
         let Some(Event::Ref(first)) = events.first() else {
             return 0;
         };
-        let access = Access {
-            write: first.kind.is_write(),
-            fetch: first.kind.is_fetch(),
-        };
+        let access = Access::of(first.kind);
         if !self.mmu.may_remember(first.va, access, self.tag)
             || self.cfg.check
             || self.os.current_pid().is_none()
@@ -410,10 +407,7 @@ impl Simulator {
         let events = &events[..events.len().min(refs_room.try_into().unwrap_or(usize::MAX))];
         for e in events {
             let Event::Ref(r) = e else { break };
-            let access = Access {
-                write: r.kind.is_write(),
-                fetch: r.kind.is_fetch(),
-            };
+            let access = Access::of(r.kind);
             let Some(hpa) = hits.translate(r.va, access) else {
                 break;
             };
@@ -471,10 +465,7 @@ impl Simulator {
     fn reference(&mut self, r: &MemRef, idx: u64) -> Result<()> {
         let c = &mut self.counters;
         c.instructions += r.instrs as u64;
-        let access = Access {
-            write: r.kind.is_write(),
-            fetch: r.kind.is_fetch(),
-        };
+        let access = Access::of(r.kind);
         if access.fetch {
             c.fetches += 1;
         } else {

@@ -24,6 +24,7 @@ pub use tables::{GuestTables, ShadowTables, TableSource};
 
 use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::config::{MachineConfig, PwcDesign};
+use crate::event::AccessKind;
 use crate::hw::cache::{MemoryHierarchy, MAX_LEVELS};
 use crate::hw::ntlb::Ntlb;
 use crate::hw::psc::Psc;
@@ -84,6 +85,17 @@ pub struct Access {
     pub write: bool,
     /// An instruction fetch.
     pub fetch: bool,
+}
+
+impl Access {
+    /// The access a reference of `kind` makes.
+    #[inline(always)]
+    pub fn of(kind: AccessKind) -> Access {
+        Access {
+            write: kind.is_write(),
+            fetch: kind.is_fetch(),
+        }
+    }
 }
 
 /// The hardware a walk uses, with the active design's rules precomputed.
