@@ -10,8 +10,10 @@
 use proptest::prelude::*;
 use vmmu_core::config::{Bytes, CacheConfig, CacheLevelConfig, TlbArrayConfig, TlbConfig};
 use vmmu_core::hw::cache::MemoryHierarchy;
+use vmmu_core::hw::lru::SetAssoc;
 use vmmu_core::hw::ntlb::Ntlb;
 use vmmu_core::hw::pwc::Pwc;
+use vmmu_core::hw::store::{LruStore, Repr, Store};
 use vmmu_core::hw::tlb::{HitMiss, Tag, TlbHierarchy, TlbLevel, TlbSide, Translation};
 use vmmu_core::{Gpa, Gva, Hpa, PageSize};
 use PageSize::*;
@@ -575,8 +577,13 @@ impl RefLru {
     }
 }
 
+/// Small shapes of every sets × ways up to 5 × 6, and shapes of each wider representation
+/// (fingerprint lanes of 16, 32 and 64, the general array beyond).
 fn sets_and_ways() -> impl Strategy<Value = (u32, u32)> {
-    (1u32..6, 1u32..7).prop_map(|(sets, ways)| (sets * ways, ways))
+    prop_oneof![
+        4 => (1u32..6, 1u32..7).prop_map(|(sets, ways)| (sets * ways, ways)),
+        1 => prop_oneof![Just((24, 24)), Just((32, 16)), Just((36, 12)), Just((64, 64)), Just((96, 32)), Just((70, 70))],
+    ]
 }
 
 proptest! {
@@ -788,19 +795,25 @@ fn cyclic_sweep_thrashes_lru_until_it_fits() {
 // ---------------------------------------------------------------------------------------------
 // The LRU array every structure is built on, through its whole interface.
 
-/// Shapes on both sides of each of `SetAssoc`'s thresholds: direct mapped, key scan (at most
-/// `SCAN_WAYS` ways), fingerprints (set-associative sets of more than `SCAN_WAYS` ways, with
-/// padding lanes), and the hash index (fully associative, more than `SCAN_WAYS` ways).
+/// Shapes on both sides of each threshold of the storage representations: direct mapped and
+/// the small sets of up to four ways (`Small`), fingerprint lanes of 8, 16, 32 and 64 with
+/// padding lanes (`Lanes`), and the general array's key scan, fingerprints and hash index
+/// (`SetAssoc`, which takes every shape); set counts that are powers of two and that are not.
 fn lru_shape() -> impl Strategy<Value = (usize, usize)> {
     prop_oneof![
         Just((4, 1)),
+        Just((4, 2)),
         Just((3, 3)),
         Just((8, 4)),
         Just((12, 4)),
         Just((10, 5)),
+        Just((16, 8)),
+        Just((36, 12)),
         Just((24, 24)),
         Just((40, 10)),
+        Just((64, 32)),
         Just((66, 33)),
+        Just((64, 64)),
         Just((70, 70)),
     ]
 }
@@ -825,69 +838,249 @@ fn lru_op() -> impl Strategy<Value = LruOp> {
     ]
 }
 
+/// Every representation a `Store` of `ways` ways may take, the general one included.
+fn reprs() -> [Repr; 3] {
+    [Repr::Small, Repr::Lanes, Repr::General]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// Every set's entries, in recency order, and every eviction equal those of a model that
-    /// keeps each set as a list, most recently used first; removals and `retain` free ways
-    /// that later insertions reuse before evicting.
+    /// In every representation, every set's entries, in recency order, and every eviction equal
+    /// those of a model that keeps each set as a list, most recently used first; removals and
+    /// `retain` free ways that later insertions reuse before evicting.
     #[test]
     fn lru_array_matches_reference_model(
         (entries, ways) in lru_shape(),
         ops in prop::collection::vec(lru_op(), 1..400),
     ) {
-        use vmmu_core::hw::lru::SetAssoc;
-        let mut fast = SetAssoc::<u64>::new(entries, ways, 0);
-        let sets = entries / ways;
-        let mut slow: Vec<Vec<u64>> = vec![vec![]; sets];
-        for op in ops {
-            match op {
-                LruOp::Access(k) => {
-                    let set = fast.set_of(k.wrapping_mul(7));
-                    let s = &mut slow[set];
-                    match fast.find(set, k, |&v| v == k * 10) {
-                        Some(w) => {
-                            prop_assert_eq!(*fast.touch(set, w), k * 10);
-                            let i = s.iter().position(|&x| x == k).expect("model holds it");
-                            s.remove(i);
+        for repr in reprs() {
+            let mut fast = Store::<u64>::with_repr(entries, ways, 0, repr);
+            let sets = entries / ways;
+            let mut slow: Vec<Vec<u64>> = vec![vec![]; sets];
+            for op in &ops {
+                match *op {
+                    LruOp::Access(k) => {
+                        let set = fast.set_of(k.wrapping_mul(7));
+                        let s = &mut slow[set];
+                        match fast.find(set, k, |&v| v == k * 10) {
+                            Some(w) => {
+                                prop_assert_eq!(*fast.touch(set, w), k * 10);
+                                let i = s.iter().position(|&x| x == k).expect("model holds it");
+                                s.remove(i);
+                            }
+                            None => {
+                                prop_assert!(!s.contains(&k));
+                                let evicted = fast.insert(set, k, k * 10);
+                                let expect = (s.len() == ways).then(|| s.pop().unwrap());
+                                prop_assert_eq!(evicted, expect.map(|x| (x, x * 10)));
+                            }
                         }
-                        None => {
-                            prop_assert!(!s.contains(&k));
-                            let evicted = fast.insert(set, k, k * 10);
-                            let expect = (s.len() == ways).then(|| s.pop().unwrap());
-                            prop_assert_eq!(evicted, expect.map(|x| (x, x * 10)));
+                        s.insert(0, k);
+                    }
+                    LruOp::Remove(k) => {
+                        let set = fast.set_of(k.wrapping_mul(7));
+                        if let Some(w) = fast.find(set, k, |_| true) {
+                            prop_assert_eq!(fast.remove(set, w), (k, k * 10));
+                            slow[set].retain(|&x| x != k);
+                        } else {
+                            prop_assert!(!slow[set].contains(&k));
                         }
                     }
-                    s.insert(0, k);
+                    LruOp::Retain(r) => {
+                        let held: usize = slow.iter().map(Vec::len).sum();
+                        for s in &mut slow {
+                            s.retain(|&x| x % 3 != r);
+                        }
+                        let kept: usize = slow.iter().map(Vec::len).sum();
+                        prop_assert_eq!(fast.retain(|k, _| k % 3 != r), held - kept);
+                    }
+                    LruOp::Clear => {
+                        fast.clear();
+                        slow.iter_mut().for_each(Vec::clear);
+                    }
+                }
+                for (set, s) in slow.iter().enumerate() {
+                    let order: Vec<u64> = fast.iter_set(set).map(|(k, _)| k).collect();
+                    prop_assert_eq!(&order, s, "{:?}, set {}", fast.repr(), set);
+                    prop_assert_eq!(fast.set_len(set), s.len());
+                }
+                prop_assert_eq!(fast.len(), slow.iter().map(Vec::len).sum::<usize>());
+            }
+        }
+    }
+
+    /// Every representation behaves exactly as the general array on the same operations: the
+    /// same way found, touched, filled and evicted at every step (so way numbers, not only
+    /// contents, agree), the same values, the same recency order in every set. Keys here are
+    /// drawn so that some share a byte fingerprint and values tell duplicates of a key apart.
+    #[test]
+    fn every_representation_behaves_as_the_general_array(
+        (entries, ways) in lru_shape(),
+        ops in prop::collection::vec((lru_op(), 0u64..3), 1..400),
+    ) {
+        let mut general = SetAssoc::<u64>::new(entries, ways, 0);
+        let mut stores: Vec<Store<u64>> = reprs()
+            .into_iter()
+            .map(|r| Store::with_repr(entries, ways, 0, r))
+            .collect();
+        for (op, v) in ops {
+            match op {
+                LruOp::Access(k) => {
+                    // Key k with value tag v: several entries of one key may live in a set.
+                    let set = general.set_of(k);
+                    let want = general.find(set, k, |&x| x == v);
+                    let res = match want {
+                        Some(w) => {
+                            general.touch(set, w);
+                            None
+                        }
+                        None => general.insert(set, k, v),
+                    };
+                    for st in &mut stores {
+                        prop_assert_eq!(st.set_of(k), set);
+                        prop_assert_eq!(st.find(set, k, |&x| x == v), want, "{:?}", st.repr());
+                        let got = match want {
+                            Some(w) => {
+                                prop_assert_eq!(*st.touch(set, w), v);
+                                None
+                            }
+                            None => st.insert(set, k, v),
+                        };
+                        prop_assert_eq!(got, res, "{:?}", st.repr());
+                    }
                 }
                 LruOp::Remove(k) => {
-                    let set = fast.set_of(k.wrapping_mul(7));
-                    if let Some(w) = fast.find(set, k, |_| true) {
-                        prop_assert_eq!(fast.remove(set, w), (k, k * 10));
-                        slow[set].retain(|&x| x != k);
-                    } else {
-                        prop_assert!(!slow[set].contains(&k));
+                    let set = general.set_of(k);
+                    let want = general.find(set, k, |&x| x == v);
+                    for st in &mut stores {
+                        prop_assert_eq!(st.find(set, k, |&x| x == v), want, "{:?}", st.repr());
+                    }
+                    if let Some(w) = want {
+                        let out = general.remove(set, w);
+                        for st in &mut stores {
+                            prop_assert_eq!(st.remove(set, w), out);
+                        }
                     }
                 }
                 LruOp::Retain(r) => {
-                    let held: usize = slow.iter().map(Vec::len).sum();
-                    for s in &mut slow {
-                        s.retain(|&x| x % 3 != r);
+                    let n = general.retain(|k, &x| (k + x) % 3 != r);
+                    for st in &mut stores {
+                        prop_assert_eq!(st.retain(|k, &x| (k + x) % 3 != r), n);
                     }
-                    let kept: usize = slow.iter().map(Vec::len).sum();
-                    prop_assert_eq!(fast.retain(|k, _| k % 3 != r), held - kept);
                 }
                 LruOp::Clear => {
-                    fast.clear();
-                    slow.iter_mut().for_each(Vec::clear);
+                    general.clear();
+                    stores.iter_mut().for_each(|s| s.clear());
                 }
             }
-            for (set, s) in slow.iter().enumerate() {
-                let order: Vec<u64> = fast.iter_set(set).map(|(k, _)| k).collect();
-                prop_assert_eq!(&order, s, "set {}", set);
-                prop_assert_eq!(fast.set_len(set), s.len());
+            for st in &stores {
+                prop_assert_eq!(st.len(), general.len());
+                for set in 0..general.sets() {
+                    let want: Vec<(u64, u64)> = general.iter_set(set).map(|(k, &x)| (k, x)).collect();
+                    let got: Vec<(u64, u64)> = st.iter_set(set).map(|(k, &x)| (k, x)).collect();
+                    prop_assert_eq!(got, want, "{:?}, set {}", st.repr(), set);
+                    for (k, x) in general.iter_set(set) {
+                        let w = general.find(set, k, |y| y == x).expect("held");
+                        prop_assert_eq!(st.get(set, w), (k, x), "{:?}, set {}", st.repr(), set);
+                    }
+                }
             }
-            prop_assert_eq!(fast.len(), slow.iter().map(Vec::len).sum::<usize>());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: the representation chosen for each structure of each machine preset is no larger than
+// the general array of the same shape.
+
+/// `(structure, bytes in the representation chosen, bytes as the general array)` for every
+/// structure of machine preset `name`.
+fn storage_of(name: &str) -> Vec<(String, usize, usize)> {
+    use vmmu_core::config::load_machine;
+    use vmmu_core::hw::paged::Tagged;
+    use vmmu_core::hw::psc::Psc;
+    fn general<V: Copy>(entries: usize, ways: usize, filler: V) -> usize {
+        SetAssoc::new(entries, ways, filler).bytes()
+    }
+    let m = load_machine(name).expect("preset");
+    let tr = Tagged {
+        tag: 0,
+        tmask: 0,
+        val: Translation {
+            page: Hpa(0),
+            size: Size4K,
+            writable: false,
+            user: false,
+            executable: false,
+            dirty: false,
+            global: false,
+        },
+    };
+    let mut out = Vec::new();
+    let tlb = TlbHierarchy::new(&m.tlb);
+    let levels = [&m.tlb.l1d, &m.tlb.l1i, &m.tlb.l2, &m.tlb.l2i];
+    for ((lname, arrays), bytes) in ["l1d", "l1i", "l2", "l2i"]
+        .iter()
+        .zip(levels)
+        .zip(tlb.bytes())
+    {
+        if arrays.is_empty() {
+            continue;
+        }
+        let g = arrays
+            .iter()
+            .map(|a| general(a.entries as usize, a.ways as usize, tr))
+            .sum();
+        out.push((format!("tlb.{lname}"), bytes, g));
+    }
+    let (e, w) = (m.pwc.entries as usize, m.pwc.ways as usize);
+    out.push((
+        "pwc".into(),
+        Pwc::new(m.pwc.entries, m.pwc.ways).bytes(),
+        general(e, w, ()),
+    ));
+    let (e, w) = (m.ntlb.entries as usize, m.ntlb.ways as usize);
+    let nt = Tagged {
+        tag: 0,
+        tmask: 0,
+        val: Hpa(0),
+    };
+    out.push((
+        "ntlb".into(),
+        Ntlb::new(m.ntlb.entries, m.ntlb.ways).bytes(),
+        general(e, w, nt),
+    ));
+    let psc_general = [m.psc.pde, m.psc.pdpt, m.psc.pml4, m.psc.pml5]
+        .iter()
+        .filter(|&&n| n > 0)
+        .map(|&n| general(n as usize, n as usize, (0u32, 0u64)))
+        .sum();
+    out.push(("psc".into(), Psc::new(&m.psc).bytes(), psc_general));
+    let caches = MemoryHierarchy::new(&m.caches);
+    for (l, bytes) in m.caches.levels.iter().zip(caches.bytes()) {
+        let lines = (l.size.0 / m.caches.line as u64) as usize;
+        out.push((
+            format!("cache.{}", l.name),
+            bytes,
+            general(lines, l.ways as usize, ()),
+        ));
+    }
+    out
+}
+
+/// Every structure of every machine preset takes no more memory in the representation chosen
+/// for it than in the general array (`cargo test --test hw_model storage -- --nocapture`
+/// prints the table).
+#[test]
+fn storage_is_no_larger_than_the_general_arrays_on_every_preset() {
+    for (name, _) in vmmu_core::config::PRESETS {
+        for (s, chosen, general) in storage_of(name) {
+            println!("{name:14} {s:10} {general:>10} {chosen:>10}");
+            assert!(
+                chosen <= general,
+                "{name}: {s} takes {chosen} bytes, {general} as the general array"
+            );
         }
     }
 }

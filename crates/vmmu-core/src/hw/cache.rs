@@ -19,7 +19,7 @@
 //! alike (write-allocate, no write-back traffic); no MSHRs, prefetchers or bandwidth limits;
 //! set index = line number modulo the set count; exact LRU.
 
-use super::lru::SetAssoc;
+use super::store::{with_store, LruStore, Store};
 pub use super::HitMiss;
 use crate::addr::Hpa;
 use crate::config::CacheConfig;
@@ -31,7 +31,7 @@ pub const MAX_LEVELS: usize = CacheConfig::MAX_LEVELS;
 #[derive(Clone, Debug)]
 struct Level {
     name: String,
-    arr: SetAssoc<()>,
+    arr: Store<()>,
     latency: u32,
     shared: bool,
     stats: HitMiss,
@@ -58,7 +58,7 @@ impl MemoryHierarchy {
                 .iter()
                 .map(|l| Level {
                     name: l.name.clone(),
-                    arr: SetAssoc::new((l.size.0 / line) as usize, l.ways as usize, ()),
+                    arr: Store::new((l.size.0 / line) as usize, l.ways as usize, ()),
                     latency: l.latency,
                     shared: l.shared,
                     stats: HitMiss::default(),
@@ -112,18 +112,11 @@ impl MemoryHierarchy {
         // twice.
         for i in from..n {
             let l = &mut self.levels[i];
-            let set = l.arr.set_of(line);
-            match l.arr.find(set, line, |_| true) {
-                Some(w) => {
-                    l.stats.hits += 1;
-                    l.arr.touch(set, w);
-                    return (i, l.latency);
-                }
-                None => {
-                    l.stats.misses += 1;
-                    l.arr.insert(set, line, ());
-                }
+            if with_store!(&mut l.arr, s => lookup_fill(s, line)) {
+                l.stats.hits += 1;
+                return (i, l.latency);
             }
+            l.stats.misses += 1;
         }
         (n, self.dram_latency)
     }
@@ -156,6 +149,11 @@ impl MemoryHierarchy {
         self.levels
             .get(level)
             .is_some_and(|l| l.arr.find(l.arr.set_of(line), line, |_| true).is_some())
+    }
+
+    /// Bytes of storage of each level, in level order.
+    pub fn bytes(&self) -> Vec<usize> {
+        self.levels.iter().map(|l| l.arr.bytes()).collect()
     }
 
     /// Drops every line of every level.
@@ -214,6 +212,18 @@ impl MemoryHierarchy {
             .map(|(l, &c)| (l.name.clone(), c))
             .collect()
     }
+}
+
+/// One level's part of a reference to `line`: a hit becomes the most recently used line of
+/// its set, a miss is filled (evicting the least recently used line). Returns whether it hit.
+#[inline(always)]
+fn lookup_fill<S: LruStore<()>>(s: &mut S, line: u64) -> bool {
+    let set = s.set_of(line);
+    if s.lookup(set, line, |_| true).is_some() {
+        return true;
+    }
+    s.insert(set, line, ());
+    false
 }
 
 #[cfg(test)]

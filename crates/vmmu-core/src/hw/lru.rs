@@ -47,25 +47,7 @@
 //! masked by `len - 1`, and its entries are stored slots plus one. Debug builds check every
 //! such index.
 
-/// Element `i` of a storage vector, read without a bounds check (module doc, "Indexing").
-macro_rules! at {
-    ($v:expr, $i:expr) => {{
-        let i = $i;
-        debug_assert!(i < $v.len(), "index {i} of {}", $v.len());
-        // SAFETY: `i` is in bounds by the invariants of the module doc's "Indexing" note.
-        unsafe { *$v.get_unchecked(i) }
-    }};
-}
-
-/// Element `i` of a storage vector, for writing, without a bounds check (see `at!`).
-macro_rules! at_mut {
-    ($v:expr, $i:expr) => {{
-        let i = $i;
-        debug_assert!(i < $v.len(), "index {i} of {}", $v.len());
-        // SAFETY: `i` is in bounds by the invariants of the module doc's "Indexing" note.
-        unsafe { $v.get_unchecked_mut(i) }
-    }};
-}
+use super::store::LruStore;
 
 /// Sets of more than this many ways are searched by hash index (fully associative) or by
 /// fingerprint; smaller ones by key.
@@ -76,7 +58,7 @@ const LANES: usize = 8;
 
 /// The key of an unused slot; no structure uses it as a real key (page numbers, entry
 /// addresses and line numbers all stay below 2^62).
-const EMPTY: u64 = u64::MAX;
+pub(crate) const EMPTY: u64 = u64::MAX;
 
 /// The fingerprint of `key`: the top 16 bits of a Fibonacci product (every key bit reaches
 /// them, so keys of one set, which share their low bits, still differ), with bit 0 set so that
@@ -455,8 +437,23 @@ impl<V: Copy> SetAssoc<V> {
         self.total = 0;
     }
 
+    /// Bytes of storage: the vectors allocated at construction.
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        size_of_val(&*self.keys)
+            + size_of_val(&*self.vals)
+            + size_of_val(&*self.fps)
+            + size_of_val(&*self.index)
+            + size_of_val(&*self.prev)
+            + size_of_val(&*self.next)
+            + size_of_val(&*self.lens)
+    }
+
     /// The entries of `set`, most recently used first.
-    pub fn iter_set(&self, set: usize) -> impl Iterator<Item = (u64, &V)> + '_ {
+    pub fn iter_set<'a>(&'a self, set: usize) -> impl Iterator<Item = (u64, &'a V)> + 'a
+    where
+        V: 'a,
+    {
         let base = set * self.ways;
         let lb = self.lbase(set);
         let mut w = self.next[lb + self.ways] as usize;
@@ -466,6 +463,80 @@ impl<V: Copy> SetAssoc<V> {
             w = self.next[lb + w] as usize;
             (self.keys[i], &self.vals[i])
         })
+    }
+}
+
+impl<V: Copy> LruStore<V> for SetAssoc<V> {
+    #[inline]
+    fn sets(&self) -> usize {
+        SetAssoc::sets(self)
+    }
+
+    #[inline]
+    fn ways(&self) -> usize {
+        SetAssoc::ways(self)
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        SetAssoc::len(self)
+    }
+
+    fn set_len(&self, set: usize) -> usize {
+        SetAssoc::set_len(self, set)
+    }
+
+    #[inline(always)]
+    fn set_of(&self, h: u64) -> usize {
+        SetAssoc::set_of(self, h)
+    }
+
+    #[inline(always)]
+    fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
+        SetAssoc::find(self, set, key, pred)
+    }
+
+    #[inline(always)]
+    fn get(&self, set: usize, way: usize) -> (u64, &V) {
+        SetAssoc::get(self, set, way)
+    }
+
+    #[inline(always)]
+    fn get_mut(&mut self, set: usize, way: usize) -> &mut V {
+        SetAssoc::get_mut(self, set, way)
+    }
+
+    #[inline(always)]
+    fn touch(&mut self, set: usize, way: usize) -> &mut V {
+        SetAssoc::touch(self, set, way)
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
+        SetAssoc::insert(self, set, key, val)
+    }
+
+    fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
+        SetAssoc::remove(self, set, way)
+    }
+
+    fn retain(&mut self, keep: impl FnMut(u64, &V) -> bool) -> usize {
+        SetAssoc::retain(self, keep)
+    }
+
+    fn clear(&mut self) {
+        SetAssoc::clear(self)
+    }
+
+    fn iter_set<'a>(&'a self, set: usize) -> impl Iterator<Item = (u64, &'a V)> + 'a
+    where
+        V: 'a,
+    {
+        SetAssoc::iter_set(self, set)
+    }
+
+    fn bytes(&self) -> usize {
+        SetAssoc::bytes(self)
     }
 }
 

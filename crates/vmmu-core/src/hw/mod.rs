@@ -1,9 +1,11 @@
 //! Hardware structures: TLBs, page-walk caches, the Nested TLB, paging-structure caches and the
 //! cache hierarchy. They know nothing of hypervisors or trace formats (DESIGN.md "Architecture").
 //!
-//! Every structure is built once from its validated config and then allocates nothing: storage
-//! is the flat, set-associative LRU array of [`lru::SetAssoc`]. Each counts its own hits and
-//! misses as a [`HitMiss`].
+//! Every structure is built once from its validated config and then allocates nothing: its
+//! storage is a set-associative LRU array ([`store::Store`]) whose representation is chosen for
+//! its shape when the machine is built — [`small`] sets of up to four ways, [`lanes`] of
+//! fingerprinted ways up to 64, the general [`lru::SetAssoc`] beyond — one model whatever the
+//! choice. Each counts its own hits and misses as a [`HitMiss`].
 //!
 //! | module | models | source |
 //! |---|---|---|
@@ -13,12 +15,37 @@
 //! | [`psc`] | Intel paging-structure caches | Intel SDM Vol. 3A §4.10.3 |
 //! | [`cache`] | L1/L2/L3 caches and DRAM latency | seed 002 §4.1, Table 2 |
 
+/// Element `i` of a storage vector, read without a bounds check (the "Indexing" note of the
+/// module that uses it).
+macro_rules! at {
+    ($v:expr, $i:expr) => {{
+        let i = $i;
+        debug_assert!(i < $v.len(), "index {i} of {}", $v.len());
+        // SAFETY: `i` is in bounds by the invariants of the calling module's "Indexing" note.
+        unsafe { *$v.get_unchecked(i) }
+    }};
+}
+
+/// Element `i` of a storage vector, for writing, without a bounds check (see `at!`).
+macro_rules! at_mut {
+    ($v:expr, $i:expr) => {{
+        let i = $i;
+        debug_assert!(i < $v.len(), "index {i} of {}", $v.len());
+        // SAFETY: `i` is in bounds by the invariants of the calling module's "Indexing" note.
+        unsafe { $v.get_unchecked_mut(i) }
+    }};
+}
+
 pub mod cache;
+pub mod lanes;
 pub mod lru;
 pub mod ntlb;
 pub mod paged;
 pub mod psc;
 pub mod pwc;
+pub(crate) mod recency;
+pub mod small;
+pub mod store;
 pub mod tlb;
 
 /// Hit and miss counts of one structure (a lookup counts exactly one of them).

@@ -59,6 +59,11 @@ impl Ntlb {
         self.arr.len()
     }
 
+    /// Bytes of storage.
+    pub fn bytes(&self) -> usize {
+        self.arr.bytes()
+    }
+
     /// True when nothing is cached.
     pub fn is_empty(&self) -> bool {
         self.arr.is_empty()

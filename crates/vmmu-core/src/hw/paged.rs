@@ -15,7 +15,7 @@
 //! some upper bits in); an array holding several sizes stores them in one LRU order, as seed
 //! 002's "any page size" L1 D-TLB does.
 
-use super::lru::SetAssoc;
+use super::store::{with_store, LruStore, Store};
 use crate::addr::PageSize;
 
 /// What an entry stores besides its key: its tag, its tag mask and the translation.
@@ -67,12 +67,42 @@ pub fn key_size(key: u64) -> PageSize {
     PageSize::ALL[(key & 3) as usize]
 }
 
+/// The shift of each size code's page number ([`PageSize::shift`] by code).
+const SHIFT: [u32; 4] = [12, 21, 22, 30];
+
+/// The set and way of the entry of `s` that maps `addr` with `tag`, probing the sizes of
+/// `present` (size codes, one bit each) smallest first.
+#[inline(always)]
+fn find_in<V, S: LruStore<Tagged<V>>>(
+    s: &S,
+    present: u8,
+    addr: u64,
+    tag: u32,
+) -> Option<(usize, usize)>
+where
+    V: Copy,
+{
+    let mut bits = present;
+    while bits != 0 {
+        let code = bits.trailing_zeros() as usize & 3;
+        bits &= bits - 1;
+        let page = addr >> SHIFT[code];
+        let set = s.set_of(page);
+        if let Some(way) = s.find(set, (page << 2) | code as u64, |e| e.matches(tag)) {
+            return Some((set, way));
+        }
+    }
+    None
+}
+
 /// A set-associative LRU array of tagged translations of the page sizes it holds.
 #[derive(Clone, Debug)]
 pub struct PagedArray<V> {
-    arr: SetAssoc<Tagged<V>>,
+    arr: Store<Tagged<V>>,
     /// Sizes held, smallest first.
     sizes: Vec<PageSize>,
+    /// The size codes held, one bit each.
+    holds: u8,
     /// Entries currently held, per size code.
     count: [u32; 4],
     /// The size codes of which some entry is held, one bit each (bit `c`: `count[c] > 0`): a
@@ -92,7 +122,8 @@ impl<V: Copy> PagedArray<V> {
             val: filler,
         };
         PagedArray {
-            arr: SetAssoc::new(entries as usize, ways as usize, filler),
+            arr: Store::new(entries as usize, ways as usize, filler),
+            holds: held.iter().fold(0, |m, &s| m | (1 << size_code(s))),
             sizes: held,
             count: [0; 4],
             present: 0,
@@ -132,7 +163,7 @@ impl<V: Copy> PagedArray<V> {
     /// Whether this array holds translations of `size`.
     #[inline]
     pub fn holds(&self, size: PageSize) -> bool {
-        self.sizes.contains(&size)
+        self.holds & (1 << size_code(size)) != 0
     }
 
     /// Sizes held, smallest first.
@@ -155,17 +186,9 @@ impl<V: Copy> PagedArray<V> {
         self.arr.capacity()
     }
 
-    /// The set and way of the entry that maps `addr` with `tag` (see the module doc for the
-    /// probe order).
-    #[inline]
-    fn find(&self, addr: u64, tag: u32) -> Option<(usize, usize)> {
-        for (size, _) in self.held() {
-            let set = self.arr.set_of(addr >> size.shift());
-            if let Some(way) = self.arr.find(set, page_key(addr, size), |e| e.matches(tag)) {
-                return Some((set, way));
-            }
-        }
-        None
+    /// Bytes of storage.
+    pub fn bytes(&self) -> usize {
+        self.arr.bytes()
     }
 
     /// Looks `addr` up with `tag`; a hit becomes the most recently used entry of its set.
@@ -180,9 +203,12 @@ impl<V: Copy> PagedArray<V> {
     /// [`at`](Self::at)). Hot paths use this to copy a large value once, straight from storage.
     #[inline]
     pub fn lookup_slot(&mut self, addr: u64, tag: u32) -> Option<(usize, usize)> {
-        let (set, way) = self.find(addr, tag)?;
-        self.arr.touch(set, way);
-        Some((set, way))
+        let present = self.present;
+        with_store!(&mut self.arr, s => {
+            let (set, way) = find_in(s, present, addr, tag)?;
+            s.touch(set, way);
+            Some((set, way))
+        })
     }
 
     /// The value at `(set, way)`, as returned by [`lookup_slot`](Self::lookup_slot).
@@ -193,7 +219,7 @@ impl<V: Copy> PagedArray<V> {
 
     /// Like [`lookup`](Self::lookup) without touching the LRU order.
     pub fn peek(&self, addr: u64, tag: u32) -> Option<(PageSize, V)> {
-        let (set, way) = self.find(addr, tag)?;
+        let (set, way) = find_in(&self.arr, self.present, addr, tag)?;
         let (k, e) = self.arr.get(set, way);
         Some((key_size(k), e.val))
     }
@@ -220,6 +246,7 @@ impl<V: Copy> PagedArray<V> {
     /// new one: a lookup of `addr` with `tag` has just missed, nothing has changed the array
     /// since, and the new entry is ordinary (`tmask` is `!0`, so it overlaps exactly the entries
     /// that lookup would have found). Skips the search.
+    #[inline]
     pub fn fill_absent(&mut self, addr: u64, size: PageSize, tag: u32, val: V) {
         if !self.holds(size) {
             return;
@@ -241,13 +268,17 @@ impl<V: Copy> PagedArray<V> {
     #[inline]
     fn insert(&mut self, addr: u64, size: PageSize, tag: u32, tmask: u32, val: V) {
         let code = size_code(size);
-        let set = self.arr.set_of(addr >> size.shift());
         let new = Tagged {
             tag: tag & tmask,
             tmask,
             val,
         };
-        if let Some((old, _)) = self.arr.insert(set, page_key(addr, size), new) {
+        let page = addr >> size.shift();
+        let evicted = with_store!(&mut self.arr, s => {
+            let set = s.set_of(page);
+            s.insert(set, (page << 2) | code as u64, new)
+        });
+        if let Some((old, _)) = evicted {
             self.count_out((old & 3) as usize);
         }
         self.count_in(code);

@@ -15,7 +15,7 @@
 //! them when it fills); entries that map a large page are never cached here (the SDM caches
 //! only entries that reference a paging structure — the caller's rule to follow).
 
-use super::lru::SetAssoc;
+use super::store::{LruStore, Store};
 pub use super::HitMiss;
 use crate::config::PscConfig;
 
@@ -34,14 +34,14 @@ pub fn prefix(addr: u64, level: u8) -> u64 {
 #[derive(Clone, Debug)]
 pub struct Psc {
     /// Index `level - 2`; `None` when the config gives 0 entries.
-    levels: [Option<SetAssoc<(u32, u64)>>; 4],
+    levels: [Option<Store<(u32, u64)>>; 4],
     stats: HitMiss,
 }
 
 impl Psc {
     /// Builds the caches: `pde`, `pdpt`, `pml4`, `pml5` entries for levels 2, 3, 4, 5.
     pub fn new(cfg: &PscConfig) -> Self {
-        let make = |n: u32| (n > 0).then(|| SetAssoc::new(n as usize, n as usize, (0u32, 0u64)));
+        let make = |n: u32| (n > 0).then(|| Store::new(n as usize, n as usize, (0u32, 0u64)));
         Psc {
             levels: [
                 make(cfg.pde),
@@ -97,6 +97,11 @@ impl Psc {
         self.levels[(level - LOWEST) as usize]
             .as_ref()
             .map_or(0, |a| a.len())
+    }
+
+    /// Bytes of storage of every level.
+    pub fn bytes(&self) -> usize {
+        self.levels.iter().flatten().map(|a| a.bytes()).sum()
     }
 
     /// Drops every entry of every level.

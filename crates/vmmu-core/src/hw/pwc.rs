@@ -17,14 +17,14 @@
 //! reads the entry from simulated memory, the PWC only decides where the reference was served.
 //! Entry addresses must be below 2^64 - 1 (the storage's empty-slot key).
 
-use super::lru::SetAssoc;
+use super::store::{with_store, LruStore, Store};
 pub use super::HitMiss;
 use crate::addr::Hpa;
 
 /// A page-walk cache of page entries, tagged by their host-physical address.
 #[derive(Clone, Debug)]
 pub struct Pwc {
-    arr: SetAssoc<()>,
+    arr: Store<()>,
     stats: HitMiss,
     /// The entry of the last lookup, when it missed and nothing has changed since
     /// ([`NONE`] otherwise): known absent.
@@ -38,65 +38,56 @@ impl Pwc {
     /// `entries` entries in sets of `ways` (seed 002 Table 2: 24 entries, fully associative).
     pub fn new(entries: u32, ways: u32) -> Self {
         Pwc {
-            arr: SetAssoc::new(entries as usize, ways as usize, ()),
+            arr: Store::new(entries as usize, ways as usize, ()),
             stats: HitMiss::default(),
             missed: NONE,
         }
-    }
-
-    #[inline(always)]
-    fn find(&self, entry: Hpa) -> (usize, Option<usize>) {
-        let key = entry.raw();
-        let set = self.arr.set_of(key >> 3);
-        (set, self.arr.find(set, key, |_| true))
     }
 
     /// Looks up the page entry at `entry`; a hit becomes most recently used. Counts one hit or
     /// miss.
     #[inline(always)]
     pub fn lookup(&mut self, entry: Hpa) -> bool {
-        let (set, pos) = self.find(entry);
-        self.stats.count(pos.is_some());
-        match pos {
-            Some(p) => {
-                self.arr.touch(set, p);
-                self.missed = NONE;
-                true
-            }
-            None => {
-                self.missed = entry.raw();
-                false
-            }
-        }
+        let key = entry.raw();
+        let hit = with_store!(&mut self.arr, s => {
+            let set = s.set_of(key >> 3);
+            s.lookup(set, key, |_| true).is_some()
+        });
+        self.stats.count(hit);
+        self.missed = if hit { NONE } else { key };
+        hit
     }
 
     /// Caches the page entry at `entry` as most recently used (evicting the LRU entry of its
     /// set when full).
     #[inline(always)]
     pub fn fill(&mut self, entry: Hpa) {
-        if std::mem::replace(&mut self.missed, NONE) == entry.raw() {
-            let set = self.arr.set_of(entry.raw() >> 3);
-            self.arr.insert(set, entry.raw(), ());
-            return;
-        }
-        match self.find(entry) {
-            (set, Some(p)) => {
-                self.arr.touch(set, p);
+        let key = entry.raw();
+        let absent = std::mem::replace(&mut self.missed, NONE) == key;
+        with_store!(&mut self.arr, s => {
+            let set = s.set_of(key >> 3);
+            if absent || s.lookup(set, key, |_| true).is_none() {
+                s.insert(set, key, ());
             }
-            (set, None) => {
-                self.arr.insert(set, entry.raw(), ());
-            }
-        }
+        });
     }
 
     /// Whether `entry` is cached (no LRU update, not counted).
     pub fn contains(&self, entry: Hpa) -> bool {
-        self.find(entry).1.is_some()
+        let key = entry.raw();
+        self.arr
+            .find(self.arr.set_of(key >> 3), key, |_| true)
+            .is_some()
     }
 
     /// Entries held.
     pub fn len(&self) -> usize {
         self.arr.len()
+    }
+
+    /// Bytes of storage.
+    pub fn bytes(&self) -> usize {
+        self.arr.bytes()
     }
 
     /// True when nothing is cached.

@@ -544,6 +544,12 @@ impl TlbHierarchy {
         l.arrays.iter().map(|a| a.len()).sum()
     }
 
+    /// Bytes of storage of each level, indexed as [`counts`](Self::counts) is.
+    pub fn bytes(&self) -> [usize; 4] {
+        [&self.l1d, &self.l1i, &self.l2, &self.l2i]
+            .map(|l| l.arrays.iter().map(|a| a.bytes()).sum())
+    }
+
     /// Zeroes every level's counters (the end of a warm-up); the contents stay.
     pub fn reset_stats(&mut self) {
         for l in self.each_level() {

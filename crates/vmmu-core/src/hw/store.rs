@@ -1,0 +1,306 @@
+//! The storage of every hardware structure, specialised at construction: one set-associative
+//! LRU interface ([`LruStore`]) with several representations, and [`Store`], which picks the
+//! leanest one for a shape when the machine is built. The model is the same whatever the
+//! representation — exact LRU, the same ways taken by the same insertions — so results do not
+//! depend on the choice (tests/hw_model.rs runs every representation against the general one
+//! on random operation sequences, way for way).
+//!
+//! | shape | representation | a lookup |
+//! |---|---|---|
+//! | 1 to 4 ways, a power-of-two number of sets | [`Small`]: keys, values and links of a set side by side | compares the keys |
+//! | 5 to 64 ways, a power-of-two number of sets | [`Lanes`]: a byte fingerprint per way, padded to 8, 16, 32 or 64 lanes | SSE2 compares sixteen lanes at a time, reads only matching keys |
+//! | any other | [`SetAssoc`]: the general array (hash index, 16-bit fingerprints) | see hw/lru.rs |
+//!
+//! Each representation is monomorphised for its way count, so its loops unroll and its indices
+//! are masks. A structure's hot operation is written once, generic over [`LruStore`], and run
+//! through [`with_store!`], which matches the representation once per operation; the rest
+//! call [`Store`]'s own [`LruStore`] methods, which match per call.
+//!
+//! Why these and not others: docs/performance.md, "The LRU arrays".
+
+use super::lanes::Lanes;
+use super::lru::SetAssoc;
+use super::small::Small;
+
+/// A set-associative array with exact LRU replacement within each set: entries with a `u64`
+/// key (every structure folds what it matches on into one) and a value; a lookup names the
+/// set, the key and a predicate on the value. Callers keep at most one entry per set that a
+/// given (key, predicate) lookup can find.
+///
+/// Each set keeps its ways on one recency list, the empty ways oldest: an insertion takes the
+/// least recently used way (an empty one while there is one, lowest first), a removal makes its
+/// way the oldest. Way numbers are the same in every representation.
+pub trait LruStore<V: Copy> {
+    /// Number of sets.
+    fn sets(&self) -> usize;
+    /// Associativity.
+    fn ways(&self) -> usize;
+    /// Valid entries held.
+    fn len(&self) -> usize;
+    /// Valid entries held in `set`.
+    fn set_len(&self, set: usize) -> usize;
+    /// The set that the hash `h` selects (`h` modulo the set count).
+    fn set_of(&self, h: u64) -> usize;
+    /// The way of `set` holding `key` with a value satisfying `pred`, if any.
+    fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize>;
+    /// The key and value at `way` of `set` (which must hold an entry).
+    fn get(&self, set: usize, way: usize) -> (u64, &V);
+    /// The value at `way` of `set`, for updates that do not change the recency order.
+    fn get_mut(&mut self, set: usize, way: usize) -> &mut V;
+    /// Makes the entry at `way` of `set` the most recently used; returns its value.
+    fn touch(&mut self, set: usize, way: usize) -> &mut V;
+    /// Inserts a new entry as the most recently used of `set`, evicting (and returning) the
+    /// least recently used one when the set is full. The caller ensures no entry of the set
+    /// answers the same lookups.
+    fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)>;
+    /// Removes the entry at `way` of `set` (the others keep their order); returns it. Its way
+    /// becomes the oldest, so the next insertion into the set takes it.
+    fn remove(&mut self, set: usize, way: usize) -> (u64, V);
+    /// Keeps only the entries for which `keep(key, value)` is true, in every set; returns how
+    /// many were removed.
+    fn retain(&mut self, keep: impl FnMut(u64, &V) -> bool) -> usize;
+    /// Drops every entry.
+    fn clear(&mut self);
+    /// The entries of `set`, most recently used first.
+    fn iter_set<'a>(&'a self, set: usize) -> impl Iterator<Item = (u64, &'a V)> + 'a
+    where
+        V: 'a;
+    /// Bytes of storage (the heap blocks the representation allocated at construction).
+    fn bytes(&self) -> usize;
+
+    /// The value of the entry of `set` holding `key` with a value satisfying `pred`, made the
+    /// most recently used: [`find`](Self::find), then [`touch`](Self::touch).
+    #[inline(always)]
+    fn lookup(&mut self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<&mut V> {
+        let way = self.find(set, key, pred)?;
+        Some(self.touch(set, way))
+    }
+
+    /// Total capacity in entries.
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.sets() * self.ways()
+    }
+
+    /// True when no entry is held.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The set a hash selects in the specialised representations, whose set count is a power of
+/// two: the hash's low bits.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SetMask(usize);
+
+impl SetMask {
+    /// The mask of `sets` sets (a power of two).
+    pub(crate) fn new(sets: usize) -> Self {
+        assert!(sets.is_power_of_two(), "{sets} sets");
+        SetMask(sets - 1)
+    }
+
+    /// The set of hash `h`.
+    #[inline(always)]
+    pub(crate) fn of(&self, h: u64) -> usize {
+        (h as usize) & self.0
+    }
+
+    /// `set` as an index into per-set storage: `set` itself for every set the caller may name
+    /// (below the set count), and in bounds whatever `set` is.
+    #[inline(always)]
+    pub(crate) fn ix(&self, set: usize) -> usize {
+        debug_assert!(set <= self.0, "set {set} of {}", self.0 + 1);
+        set & self.0
+    }
+}
+
+/// The representations a [`Store`] may take (for tests that build each one, and reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Repr {
+    /// [`Small`] with 1, 2, 3 or 4 ways.
+    Small,
+    /// [`Lanes`] of 8, 16, 32 or 64 lanes.
+    Lanes,
+    /// [`SetAssoc`], the general array.
+    General,
+}
+
+/// A set-associative LRU array in the representation chosen for its shape (module doc). Its
+/// discriminant is an explicit byte (`repr(u8)`), so that matching it is one load and an
+/// indexed jump.
+#[derive(Clone, Debug)]
+#[repr(u8)]
+pub enum Store<V> {
+    /// Direct mapped.
+    Small1(Small<V, 1>),
+    /// 2 ways.
+    Small2(Small<V, 2>),
+    /// 3 ways.
+    Small3(Small<V, 3>),
+    /// 4 ways.
+    Small4(Small<V, 4>),
+    /// 5 to 8 ways.
+    Lanes8(Lanes<V, 8>),
+    /// 9 to 16 ways.
+    Lanes16(Lanes<V, 16>),
+    /// 17 to 32 ways.
+    Lanes32(Lanes<V, 32>),
+    /// 33 to 64 ways.
+    Lanes64(Lanes<V, 64>),
+    /// Any other shape.
+    General(SetAssoc<V>),
+}
+
+/// Runs `$body` with `$s` bound to the representation of the [`Store`] `$store` (an expression
+/// of type `&Store<V>` or `&mut Store<V>`): `$body` is compiled once per representation, each
+/// copy specialised to its way count.
+macro_rules! with_store {
+    ($store:expr, $s:ident => $body:expr) => {
+        match $store {
+            $crate::hw::store::Store::Small1($s) => $body,
+            $crate::hw::store::Store::Small2($s) => $body,
+            $crate::hw::store::Store::Small3($s) => $body,
+            $crate::hw::store::Store::Small4($s) => $body,
+            $crate::hw::store::Store::Lanes8($s) => $body,
+            $crate::hw::store::Store::Lanes16($s) => $body,
+            $crate::hw::store::Store::Lanes32($s) => $body,
+            $crate::hw::store::Store::Lanes64($s) => $body,
+            $crate::hw::store::Store::General($s) => $body,
+        }
+    };
+}
+pub(crate) use with_store;
+
+impl<V: Copy> Store<V> {
+    /// `entries` entries in sets of `ways` (`ways == entries`: fully associative; `ways == 1`:
+    /// direct mapped), in the leanest representation for that shape. `filler` initialises
+    /// unused value slots (never observed).
+    ///
+    /// # Panics
+    /// If `ways` is 0, does not divide `entries`, or exceeds 65535 (configs are validated
+    /// before this).
+    pub fn new(entries: usize, ways: usize, filler: V) -> Self {
+        let repr = match ways {
+            _ if !(entries / ways).is_power_of_two() => Repr::General,
+            1..=4 => Repr::Small,
+            5..=64 => Repr::Lanes,
+            _ => Repr::General,
+        };
+        Self::with_repr(entries, ways, filler, repr)
+    }
+
+    /// The same array in representation `repr`, where that representation takes the shape
+    /// (else the general one): [`Small`] and [`Lanes`] take a power-of-two number of sets.
+    pub fn with_repr(entries: usize, ways: usize, filler: V, repr: Repr) -> Self {
+        assert!(
+            ways > 0 && ways <= u16::MAX as usize && entries.is_multiple_of(ways),
+            "Store: {ways} ways must divide {entries} entries"
+        );
+        let sets = (entries / ways).max(1);
+        if !sets.is_power_of_two() {
+            return Store::General(SetAssoc::new(entries, ways, filler));
+        }
+        match (repr, ways) {
+            (Repr::Small, 1) => Store::Small1(Small::new(sets, filler)),
+            (Repr::Small, 2) => Store::Small2(Small::new(sets, filler)),
+            (Repr::Small, 3) => Store::Small3(Small::new(sets, filler)),
+            (Repr::Small, 4) => Store::Small4(Small::new(sets, filler)),
+            (Repr::Lanes, 1..=8) => Store::Lanes8(Lanes::new(sets, ways, filler)),
+            (Repr::Lanes, 9..=16) => Store::Lanes16(Lanes::new(sets, ways, filler)),
+            (Repr::Lanes, 17..=32) => Store::Lanes32(Lanes::new(sets, ways, filler)),
+            (Repr::Lanes, 33..=64) => Store::Lanes64(Lanes::new(sets, ways, filler)),
+            _ => Store::General(SetAssoc::new(entries, ways, filler)),
+        }
+    }
+
+    /// The representation chosen.
+    pub fn repr(&self) -> Repr {
+        match self {
+            Store::Small1(_) | Store::Small2(_) | Store::Small3(_) | Store::Small4(_) => {
+                Repr::Small
+            }
+            Store::Lanes8(_) | Store::Lanes16(_) | Store::Lanes32(_) | Store::Lanes64(_) => {
+                Repr::Lanes
+            }
+            Store::General(_) => Repr::General,
+        }
+    }
+}
+
+impl<V: Copy> LruStore<V> for Store<V> {
+    #[inline]
+    fn sets(&self) -> usize {
+        with_store!(self, s => s.sets())
+    }
+
+    #[inline]
+    fn ways(&self) -> usize {
+        with_store!(self, s => s.ways())
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        with_store!(self, s => s.len())
+    }
+
+    fn set_len(&self, set: usize) -> usize {
+        with_store!(self, s => s.set_len(set))
+    }
+
+    #[inline]
+    fn set_of(&self, h: u64) -> usize {
+        with_store!(self, s => s.set_of(h))
+    }
+
+    #[inline]
+    fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
+        with_store!(self, s => s.find(set, key, pred))
+    }
+
+    #[inline]
+    fn get(&self, set: usize, way: usize) -> (u64, &V) {
+        with_store!(self, s => s.get(set, way))
+    }
+
+    #[inline]
+    fn get_mut(&mut self, set: usize, way: usize) -> &mut V {
+        with_store!(self, s => s.get_mut(set, way))
+    }
+
+    #[inline]
+    fn touch(&mut self, set: usize, way: usize) -> &mut V {
+        with_store!(self, s => s.touch(set, way))
+    }
+
+    #[inline]
+    fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
+        with_store!(self, s => s.insert(set, key, val))
+    }
+
+    fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
+        with_store!(self, s => s.remove(set, way))
+    }
+
+    fn retain(&mut self, keep: impl FnMut(u64, &V) -> bool) -> usize {
+        with_store!(self, s => s.retain(keep))
+    }
+
+    fn clear(&mut self) {
+        with_store!(self, s => s.clear())
+    }
+
+    fn iter_set<'a>(&'a self, set: usize) -> impl Iterator<Item = (u64, &'a V)> + 'a
+    where
+        V: 'a,
+    {
+        let it: Box<dyn Iterator<Item = (u64, &'a V)> + 'a> =
+            with_store!(self, s => Box::new(s.iter_set(set)));
+        it
+    }
+
+    fn bytes(&self) -> usize {
+        with_store!(self, s => s.bytes())
+    }
+}
