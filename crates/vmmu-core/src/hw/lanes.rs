@@ -1,9 +1,10 @@
 //! Storage for sets of 5 to 64 ways, searched by one-byte fingerprints: each set keeps a
 //! fingerprint per way in `L` lanes (8, 16, 32 or 64; the lanes beyond the set's ways hold 0,
 //! which no fingerprint equals), compared with the fingerprint of the key sought sixteen lanes
-//! at a time (SSE2 `pcmpeqb`, [`match_bytes`]); the ways whose fingerprint matches are the
-//! only ones whose key is read. A 32-way set's miss is two vector compares; a 64-entry fully
-//! associative TLB's, four. The set's byte-wide recency links sit beside its fingerprints.
+//! at a time (SSE2 `pcmpeqb`; 32 with AVX2 where the build targets it: [`match_bytes`]); the
+//! ways whose fingerprint matches are the only ones whose key is read. A 32-way set's miss is
+//! two vector compares; a 64-entry fully associative TLB's, four. The set's byte-wide recency
+//! links sit beside its fingerprints.
 //!
 //! One of the representations [`Store`](super::store::Store) chooses from at construction; it
 //! behaves exactly as [`SetAssoc`](super::lru::SetAssoc), way for way (tests/hw_model.rs
@@ -26,11 +27,22 @@ pub fn fingerprint(key: u64) -> u8 {
     ((key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8) | 1
 }
 
-/// A mask with bit `i` set where `lanes[i] == b` (`L` at most 64): SSE2 compares of sixteen
-/// lanes each where the target has SSE2 (every x86-64), else [`match_bytes_scalar`].
+/// A mask with bit `i` set where `lanes[i] == b` (`L` at most 64): AVX2 compares of 32 lanes
+/// each where the build targets AVX2 (`-C target-cpu=native` on a host that has it), else SSE2
+/// compares of 16 lanes each (every x86-64), else [`match_bytes_scalar`]. Each vector path is
+/// tested against the scalar one on the machine that runs the tests.
 #[inline(always)]
 pub fn match_bytes<const L: usize>(lanes: &[u8; L], b: u8) -> u64 {
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    {
+        // SAFETY: the build targets AVX2 (the cfg above).
+        unsafe { match_bytes_avx2(lanes, b) }
+    }
+    #[cfg(all(
+        target_arch = "x86_64",
+        target_feature = "sse2",
+        not(target_feature = "avx2")
+    ))]
     {
         match_bytes_sse2(lanes, b)
     }
@@ -75,6 +87,33 @@ pub fn match_bytes_sse2<const L: usize>(lanes: &[u8; L], b: u8) -> u64 {
         }
         m
     }
+}
+
+/// [`match_bytes`] by AVX2, 32 lanes per compare (`L` of 8 or 16: by SSE2).
+///
+/// # Safety
+/// The CPU must have AVX2 (`is_x86_feature_detected!("avx2")`, or a build that targets it).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub unsafe fn match_bytes_avx2<const L: usize>(lanes: &[u8; L], b: u8) -> u64 {
+    use std::arch::x86_64::*;
+    const { assert!(L == 8 || (L % 16 == 0 && L <= 64)) };
+    if L % 32 != 0 {
+        return match_bytes_sse2(lanes, b);
+    }
+    let p = lanes.as_ptr();
+    let k = _mm256_set1_epi8(b as i8);
+    let mut m = 0u64;
+    let mut i = 0;
+    while i < L {
+        // SAFETY: the load reads 32 bytes from `p + i` with `i + 32 <= L` (the const
+        // assertion), inside `lanes`, unaligned; AVX2 is the caller's to guarantee.
+        let v = unsafe { _mm256_loadu_si256(p.add(i).cast()) };
+        m |= (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, k)) as u32 as u64) << i;
+        i += 32;
+    }
+    m
 }
 
 /// One set's fingerprints and recency order.
@@ -299,15 +338,21 @@ mod tests {
         prop_assert_eq!(scalar, want);
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         prop_assert_eq!(match_bytes_sse2(&a, b), scalar, "L = {}", L);
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (detected just above).
+            prop_assert_eq!(unsafe { match_bytes_avx2(&a, b) }, scalar, "L = {}", L);
+        }
         prop_assert_eq!(match_bytes(&a, b), scalar);
         Ok(())
     }
 
     proptest! {
-        /// The SSE2 compare and the scalar one give the same mask, at every lane count, on
-        /// lanes drawn from a few values (so that several lanes match) and on the top lanes.
+        /// The SSE2 compare, the AVX2 one (where the CPU has AVX2) and the scalar one give the
+        /// same mask, at every lane count, on lanes drawn from a few values (so that several
+        /// lanes match).
         #[test]
-        fn sse2_and_scalar_byte_matches_agree(
+        fn vector_and_scalar_byte_matches_agree(
             lanes in prop::collection::vec(prop_oneof![0u8..4, any::<u8>()], 64),
             b in prop_oneof![0u8..4, any::<u8>()],
         ) {

@@ -466,6 +466,9 @@ impl<V: Copy> SetAssoc<V> {
     }
 }
 
+/// The general array as a [`Store`](super::store::Store) representation. Its operations stay
+/// out of line: the structures' hot functions inline every representation's, and the general
+/// array's, for the shapes the others do not take, would only crowd their registers.
 impl<V: Copy> LruStore<V> for SetAssoc<V> {
     #[inline]
     fn sets(&self) -> usize {
@@ -491,7 +494,7 @@ impl<V: Copy> LruStore<V> for SetAssoc<V> {
         SetAssoc::set_of(self, h)
     }
 
-    #[inline(always)]
+    #[inline(never)]
     fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
         SetAssoc::find(self, set, key, pred)
     }
@@ -506,12 +509,12 @@ impl<V: Copy> LruStore<V> for SetAssoc<V> {
         SetAssoc::get_mut(self, set, way)
     }
 
-    #[inline(always)]
+    #[inline(never)]
     fn touch(&mut self, set: usize, way: usize) -> &mut V {
         SetAssoc::touch(self, set, way)
     }
 
-    #[inline(always)]
+    #[inline(never)]
     fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
         SetAssoc::insert(self, set, key, val)
     }

@@ -70,15 +70,15 @@ pub fn key_size(key: u64) -> PageSize {
 /// The shift of each size code's page number ([`PageSize::shift`] by code).
 const SHIFT: [u32; 4] = [12, 21, 22, 30];
 
-/// The set and way of the entry of `s` that maps `addr` with `tag`, probing the sizes of
-/// `present` (size codes, one bit each) smallest first.
+/// The set, way and size code of the entry of `s` that maps `addr` with `tag`, probing the
+/// sizes of `present` (size codes, one bit each) smallest first.
 #[inline(always)]
 fn find_in<V, S: LruStore<Tagged<V>>>(
     s: &S,
     present: u8,
     addr: u64,
     tag: u32,
-) -> Option<(usize, usize)>
+) -> Option<(usize, usize, usize)>
 where
     V: Copy,
 {
@@ -89,7 +89,7 @@ where
         let page = addr >> SHIFT[code];
         let set = s.set_of(page);
         if let Some(way) = s.find(set, (page << 2) | code as u64, |e| e.matches(tag)) {
-            return Some((set, way));
+            return Some((set, way, code));
         }
     }
     None
@@ -194,32 +194,33 @@ impl<V: Copy> PagedArray<V> {
     /// Looks `addr` up with `tag`; a hit becomes the most recently used entry of its set.
     #[inline]
     pub fn lookup(&mut self, addr: u64, tag: u32) -> Option<(PageSize, V)> {
-        let (set, way) = self.lookup_slot(addr, tag)?;
-        let (k, e) = self.arr.get(set, way);
-        Some((key_size(k), e.val))
-    }
-
-    /// Like [`lookup`](Self::lookup), returning where the hit is (read it with
-    /// [`at`](Self::at)). Hot paths use this to copy a large value once, straight from storage.
-    #[inline]
-    pub fn lookup_slot(&mut self, addr: u64, tag: u32) -> Option<(usize, usize)> {
         let present = self.present;
+        if present == 0 {
+            return None;
+        }
         with_store!(&mut self.arr, s => {
-            let (set, way) = find_in(s, present, addr, tag)?;
-            s.touch(set, way);
-            Some((set, way))
+            let (set, way, code) = find_in(s, present, addr, tag)?;
+            Some((PageSize::ALL[code], s.touch(set, way).val))
         })
     }
 
-    /// The value at `(set, way)`, as returned by [`lookup_slot`](Self::lookup_slot).
-    #[inline]
-    pub fn at(&self, (set, way): (usize, usize)) -> &V {
-        &self.arr.get(set, way).1.val
+    /// Like [`lookup`](Self::lookup), returning the hit's value where it is stored. Hot paths
+    /// use this to copy a large value once, straight from storage.
+    #[inline(always)]
+    pub fn lookup_ref(&mut self, addr: u64, tag: u32) -> Option<&V> {
+        let present = self.present;
+        if present == 0 {
+            return None;
+        }
+        with_store!(&mut self.arr, s => {
+            let (set, way, _) = find_in(s, present, addr, tag)?;
+            Some(&s.touch(set, way).val)
+        })
     }
 
     /// Like [`lookup`](Self::lookup) without touching the LRU order.
     pub fn peek(&self, addr: u64, tag: u32) -> Option<(PageSize, V)> {
-        let (set, way) = find_in(&self.arr, self.present, addr, tag)?;
+        let (set, way, _) = find_in(&self.arr, self.present, addr, tag)?;
         let (k, e) = self.arr.get(set, way);
         Some((key_size(k), e.val))
     }
@@ -246,7 +247,7 @@ impl<V: Copy> PagedArray<V> {
     /// new one: a lookup of `addr` with `tag` has just missed, nothing has changed the array
     /// since, and the new entry is ordinary (`tmask` is `!0`, so it overlaps exactly the entries
     /// that lookup would have found). Skips the search.
-    #[inline]
+    #[inline(always)]
     pub fn fill_absent(&mut self, addr: u64, size: PageSize, tag: u32, val: V) {
         if !self.holds(size) {
             return;
@@ -265,7 +266,7 @@ impl<V: Copy> PagedArray<V> {
     }
 
     /// Inserts an entry no other entry of its set overlaps.
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, addr: u64, size: PageSize, tag: u32, tmask: u32, val: V) {
         let code = size_code(size);
         let new = Tagged {
@@ -278,10 +279,15 @@ impl<V: Copy> PagedArray<V> {
             let set = s.set_of(page);
             s.insert(set, (page << 2) | code as u64, new)
         });
-        if let Some((old, _)) = evicted {
-            self.count_out((old & 3) as usize);
+        match evicted {
+            // An entry of the same size replaced: the counts stand.
+            Some((old, _)) if (old & 3) as usize == code => {}
+            Some((old, _)) => {
+                self.count_out((old & 3) as usize);
+                self.count_in(code);
+            }
+            None => self.count_in(code),
         }
-        self.count_in(code);
     }
 
     /// Applies `f` to every entry (one per size at most) that maps `addr` with `tag`; returns

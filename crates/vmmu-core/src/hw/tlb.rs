@@ -135,18 +135,17 @@ impl Level {
         }
     }
 
-    /// The array and slot of the hit, if any (the hit becomes most recently used).
-    #[inline]
-    fn lookup(&mut self, va: u64, tag: u32) -> Option<(usize, (usize, usize))> {
-        self.arrays
-            .iter_mut()
-            .enumerate()
-            .find_map(|(i, a)| a.lookup_slot(va, tag).map(|s| (i, s)))
-    }
-
-    #[inline]
-    fn at(&self, (array, slot): (usize, (usize, usize))) -> &Translation {
-        self.arrays[array].at(slot)
+    /// The hit of the first array that hits, if any, where it is stored (the hit becomes most
+    /// recently used).
+    #[inline(always)]
+    fn lookup(arrays: &mut [PagedArray<Translation>], va: u64, tag: u32) -> Option<&Translation> {
+        // A loop rather than `find_map`, which the compiler left out of line.
+        for a in arrays.iter_mut() {
+            if let Some(t) = a.lookup_ref(va, tag) {
+                return Some(t);
+            }
+        }
+        None
     }
 
     fn fill(&mut self, va: u64, tag: u32, t: Translation) {
@@ -157,6 +156,7 @@ impl Level {
 
     /// [`fill`](Self::fill) of a non-global `t` just after a lookup of `va` with `tag` missed
     /// at this level (see [`PagedArray::fill_absent`]).
+    #[inline(always)]
     fn fill_absent(&mut self, va: u64, tag: u32, t: Translation) {
         debug_assert!(!t.global);
         for a in &mut self.arrays {
@@ -172,9 +172,10 @@ impl Level {
     /// would there.
     #[inline]
     fn probe(&mut self, va: u64, tag: u32, real: Option<&Translation>, write: bool, fetch: bool) {
-        if let Some(hit) = self.lookup(va, tag) {
+        if let Some(hit) = Level::lookup(&mut self.arrays, va, tag) {
+            let denies = hit.denies(write, fetch);
             self.stats.hits += 1;
-            if self.at(hit).denies(write, fetch) {
+            if denies {
                 for a in &mut self.arrays {
                     a.invalidate(va, tag);
                 }
@@ -380,11 +381,11 @@ impl TlbHierarchy {
         // Translations are copied once, from storage (a copy of a value just assembled in
         // pieces on the stack would stall store forwarding).
         if !l1.arrays.is_empty() {
-            if let Some(hit) = l1.lookup(a, raw) {
-                l1.stats.hits += 1;
+            if let Some(hit) = Level::lookup(&mut l1.arrays, a, raw) {
+                m.t = *hit;
                 m.vpn = a >> 12;
                 m.tag = raw;
-                m.t = *l1.at(hit);
+                l1.stats.hits += 1;
                 return Some((TlbLevel::L1, &m.t));
             }
             l1.stats.misses += 1;
@@ -392,10 +393,10 @@ impl TlbHierarchy {
         if l2.arrays.is_empty() {
             return None;
         }
-        match l2.lookup(a, raw) {
-            Some(hit) => {
-                l2.stats.hits += 1;
-                let t = l2.at(hit);
+        let Level { arrays, stats } = l2;
+        match Level::lookup(arrays, a, raw) {
+            Some(t) => {
+                stats.hits += 1;
                 for p in probes.iter_mut() {
                     p.probe(a, raw, Some(t), write, fetch);
                 }
@@ -410,7 +411,7 @@ impl TlbHierarchy {
                 Some((TlbLevel::L2, t))
             }
             None => {
-                l2.stats.misses += 1;
+                stats.misses += 1;
                 for p in probes.iter_mut() {
                     p.probe(a, raw, None, write, fetch);
                 }
