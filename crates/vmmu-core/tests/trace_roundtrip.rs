@@ -2,7 +2,7 @@
 //! lackey text → vtrace → lackey text, and what `info` and `convert` report.
 
 use proptest::prelude::*;
-use vmmu_core::event::{AccessKind, Event, EventSource, MapFlags, MemRef, Prot};
+use vmmu_core::event::{AccessKind, Advice, Event, EventSource, MapFlags, MemRef, Prot};
 use vmmu_core::trace::{self, Format, TraceMeta, TraceWriter, VtraceReader, WriterOptions};
 use vmmu_core::{workload, Gva};
 
@@ -98,13 +98,15 @@ fn any_event() -> impl Strategy<Value = Event> {
         kind,
         any::<u8>(),
         prop_oneof![0u32..4, any::<u32>()],
+        prop_oneof![3 => Just(0u8), 1 => any::<u8>()],
     )
-        .prop_map(|(va, kind, size, instrs)| {
+        .prop_map(|(va, kind, size, instrs, dep)| {
             Event::Ref(MemRef {
                 va: Gva(va),
                 kind,
                 size,
                 instrs,
+                dep,
             })
         });
     prop_oneof![
@@ -134,6 +136,11 @@ fn any_event() -> impl Strategy<Value = Event> {
             new_len: nl,
         }),
         1 => any_addr().prop_map(|e| Event::Brk { end: Gva(e) }),
+        1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, a)| Event::Madvise {
+            start: Gva(s),
+            len,
+            advice: Advice(a),
+        }),
         1 => any::<u32>().prop_map(|id| Event::Phase { id }),
     ]
 }
@@ -172,6 +179,10 @@ I  00400008,2
 @exec 2
 @mmap 0x7f0000000000 0x200000 rw- anon,huge,populate
  L 7f0000000000,8,4
+ L 7f0000000008,8,0,d1
+@madvise 0x7f0000000000 0x200000 hugepage
+@madvise 0x7f0000000000 0x1000 dontneed
+@madvise 0x7f0000000000 0x1000 77
 @mprotect 0x7f0000000000 0x1000 r--
 @mremap 0x7f0000000000 0x200000 0x7e0000000000 0x400000
 @munmap 0x7e0000000000 0x400000
@@ -190,7 +201,7 @@ fn lackey_text_to_vtrace_and_back_is_identical() {
     let bin = tmp("mid.vtrace");
     let info = trace::convert(&txt, &bin, Some(Format::Vtrace), &mut |_| true).unwrap();
     assert_eq!(info.format, "vtrace");
-    assert_eq!(info.refs, 9);
+    assert_eq!(info.refs, 10);
     let meta = info.meta.as_ref().unwrap();
     assert!(
         meta.has_os_events,
@@ -292,6 +303,7 @@ fn metadata_survives_the_header() {
         description: "gzip -c \"5 MB\" \u{e9}".into(),
         source: "vmmu record 0.1.0".into(),
         has_os_events: true,
+        dependences: true,
     };
     let w = TraceWriter::create(&path, meta.clone()).unwrap();
     w.finish().unwrap();

@@ -152,6 +152,31 @@ fn references_carry_ipr_instructions() {
 }
 
 #[test]
+fn a_chase_says_which_load_each_reference_waits_for_and_the_others_wait_for_none() {
+    for g in ["stream", "stride", "random", "phases"] {
+        let src = workload::open(&format!("{g}:refs=100")).unwrap();
+        assert!(src.tracks_dependences(), "{g}");
+        assert!(
+            refs(&all(&format!("{g}:refs=100")))
+                .iter()
+                .all(|r| r.dep == 0),
+            "{g}"
+        );
+    }
+    let rs = refs(&all("pointer-chase:refs=100"));
+    assert!(rs.iter().all(|r| r.dep == 1));
+    let rs = refs(&all("pointer-chase:refs=100,chains=4,dist=hotcold"));
+    assert!(rs.iter().all(|r| r.dep == 4));
+    for bad in ["0", "256", "x"] {
+        let err = workload::open(&format!("pointer-chase:chains={bad}"))
+            .err()
+            .unwrap_or_else(|| panic!("chains={bad} accepted"))
+            .to_string();
+        assert!(err.contains("chains"), "{err}");
+    }
+}
+
+#[test]
 fn stride_visits_exact_addresses() {
     // offset_i = i * stride mod footprint (footprint rounded down to 8 bytes).
     let rs = refs(&all("stride:footprint=40000,stride=4096,refs=25"));

@@ -451,6 +451,7 @@ mod tests {
             kind,
             size: 8,
             instrs: 0,
+            dep: 0,
         })
     }
     fn mmap(start: u64, len: u64, prot: Prot) -> Event {

@@ -656,6 +656,7 @@ mod tests {
             kind: AccessKind::Load,
             size: 8,
             instrs: 0,
+            dep: 0,
         })
     }
     fn run(events: Vec<Event>) -> Vec<Event> {

@@ -694,6 +694,7 @@ mod tests {
             kind: vmmu_core::event::AccessKind::Load,
             size: 8,
             instrs: 0,
+            dep: 0,
         })
     }
 

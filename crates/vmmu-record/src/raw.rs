@@ -375,12 +375,12 @@ impl StreamDecoder {
         self.by_kind[kind as usize] += 1;
         let instrs = (kind == K_FETCH) as u32 | self.pending_instrs as u32;
         self.pending_instrs = 0;
-        out.push(Event::Ref(MemRef {
-            va: Gva(((w as i64) >> 16) as u64),
-            kind: KINDS[kind as usize],
-            size: size.max(1) as u8,
+        out.push(Event::Ref(MemRef::new(
+            Gva(((w as i64) >> 16) as u64),
+            KINDS[kind as usize],
+            size.max(1) as u8,
             instrs,
-        }));
+        )));
     }
 
     /// A reference wider than a `MemRef` holds, or carrying an instruction count.
@@ -397,23 +397,18 @@ impl StreamDecoder {
             self.take_instrs(out)
         };
         if size <= MAX_REF {
-            out.push(Event::Ref(MemRef {
-                va,
-                kind,
-                size: size.max(1) as u8,
-                instrs,
-            }));
+            out.push(Event::Ref(MemRef::new(va, kind, size.max(1) as u8, instrs)));
             return;
         }
         let mut off = 0;
         while off < size {
             let n = PIECE.min(size - off);
-            out.push(Event::Ref(MemRef {
-                va: va.add(off as u64),
+            out.push(Event::Ref(MemRef::new(
+                va.add(off as u64),
                 kind,
-                size: n as u8,
-                instrs: if off == 0 { instrs } else { 0 },
-            }));
+                n as u8,
+                if off == 0 { instrs } else { 0 },
+            )));
             off += n;
         }
     }
@@ -708,7 +703,8 @@ pub(crate) mod tests {
                     va: Gva(0x7fff_0000_1000),
                     kind: AccessKind::Load,
                     size: 8,
-                    instrs: 0
+                    instrs: 0,
+                    dep: 0,
                 })
             );
             assert_eq!(ev[5], Event::Brk { end: Gva(0x600000) });
@@ -735,7 +731,8 @@ pub(crate) mod tests {
                     va: Gva(0x1000),
                     kind: AccessKind::Store,
                     size: 8,
-                    instrs: 3
+                    instrs: 3,
+                    dep: 0,
                 }),
                 Event::Compute { instrs: 2 },
                 Event::Munmap {

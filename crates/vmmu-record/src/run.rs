@@ -450,6 +450,8 @@ pub fn record(
             },
         ),
         has_os_events: true,
+        // The tool does not track load dependences yet.
+        dependences: false,
     };
     let mut writer = TraceWriter::create_with(&opts.output, meta, opts.writer)?;
 

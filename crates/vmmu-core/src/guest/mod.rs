@@ -239,6 +239,9 @@ impl GuestOs {
             Event::ThreadCreate { pid, tid } => (self.thread_create(pid, tid), c.thread_create),
             Event::ThreadExit { pid, tid } => (self.thread_exit(pid, tid), c.exit),
             Event::Munmap { start, len } => (self.munmap(start, len, fx), c.syscall),
+            // The advice is accepted and charged as the system call it is; what it asks of
+            // the kernel's memory management is not modelled yet.
+            Event::Madvise { .. } => (Ok(()), c.syscall),
             Event::Mprotect { start, len, prot } => {
                 (self.mprotect(start, len, prot, fx), c.syscall)
             }

@@ -112,22 +112,15 @@ impl ChampSimReader {
 #[inline]
 fn record_events(r: &[u8], out: &mut Vec<Event>) {
     let word = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
-    out.push(Event::Ref(MemRef {
-        va: Gva(word(0)),
-        kind: AccessKind::Fetch,
-        size: FETCH_SIZE,
-        instrs: 1,
-    }));
+    out.push(Event::Ref(MemRef::new(
+        Gva(word(0)),
+        AccessKind::Fetch,
+        FETCH_SIZE,
+        1,
+    )));
     let dst = [word(16), word(24)];
     let src = [word(32), word(40), word(48), word(56)];
-    let data = |va: u64, kind| {
-        Event::Ref(MemRef {
-            va: Gva(va),
-            kind,
-            size: DATA_SIZE,
-            instrs: 0,
-        })
-    };
+    let data = |va: u64, kind| Event::Ref(MemRef::new(Gva(va), kind, DATA_SIZE, 0));
     for (i, &a) in src.iter().enumerate() {
         if a == 0 || src[..i].contains(&a) {
             continue;
@@ -415,6 +408,7 @@ mod tests {
             kind,
             size: if kind == AccessKind::Fetch { 4 } else { 8 },
             instrs: (kind == AccessKind::Fetch) as u32,
+            dep: 0,
         })
     }
 

@@ -78,6 +78,7 @@ pub(crate) const GENERATORS: &[GenDef] = &[
             p("hot_prob", "0.9", "hotcold: probability that a reference goes to a hot node [0..1]"),
             p("node", "64", "bytes per node (a positive multiple of 8); each reference loads a node's first 8 bytes"),
             p("scatter", "1", "1: popular nodes are spread over the footprint by a seeded permutation (a fragmented heap); 0: node of rank k is the k-th node (hot data packed at the start)"),
+            p("chains", "1", "chases interleaved (1..=255): each reference's address is the value loaded `chains` references before it, so 1 is one chase whose every load waits for the previous one and k are k chases whose loads overlap"),
         ],
     },
 ];
@@ -224,6 +225,19 @@ fn chase(v: &Values, footprint: u64, g: &mut RefGen) -> Result<Pattern> {
         return Err(v.error("hot_fraction", "expected a fraction in (0, 1], found `0`"));
     }
     let hot_prob = v.ratio("hot_prob")?;
+    let chains = v.count("chains")?;
+    g.dep = u8::try_from(chains)
+        .ok()
+        .filter(|&k| k > 0)
+        .ok_or_else(|| {
+            v.error(
+                "chains",
+                format!(
+                    "expected 1..=255 interleaved chases, found `{}`",
+                    v.raw("chains")
+                ),
+            )
+        })?;
     if dist == "zipf" {
         return Ok(Pattern::Zipf {
             zipf: Zipf::new(nodes, alpha),

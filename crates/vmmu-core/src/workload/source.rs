@@ -97,4 +97,10 @@ impl EventSource for Synthetic {
     fn describe(&self) -> String {
         self.spec.clone()
     }
+
+    /// A generator says what its references depend on: each is independent unless its
+    /// generator declares a chase.
+    fn tracks_dependences(&self) -> bool {
+        true
+    }
 }
