@@ -214,6 +214,25 @@ impl SimConfig {
                 "1G pages need long mode (guest.format = long4 or long5)",
             ));
         }
+        let k = &self.guest.khugepaged;
+        if k.pages_to_scan == 0 {
+            return Err(Error::config(
+                "guest.khugepaged.pages_to_scan",
+                "must be at least 1 (Linux refuses 0; set scan_sleep_millisecs = 0 to stop \
+                 khugepaged)",
+            ));
+        }
+        for (field, v) in [
+            ("guest.khugepaged.max_ptes_none", k.max_ptes_none),
+            ("guest.khugepaged.max_ptes_shared", k.max_ptes_shared),
+        ] {
+            if v > 511 {
+                return Err(Error::config(
+                    field,
+                    format!("a 2 MiB range has 512 entries: at most 511 (found {v})"),
+                ));
+            }
+        }
         Ok(())
     }
 }
