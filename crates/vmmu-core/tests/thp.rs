@@ -348,3 +348,18 @@ fn bad_settings_name_their_field() {
         .to_string();
     assert!(e.contains("nothing is mapped"), "{e}");
 }
+
+#[test]
+fn a_generator_region_advised_hugepage_gets_huge_pages_by_default() {
+    let pages = |spec: &str| {
+        let cfg = vmmu_core::config::build("bhargava08", &[]).unwrap();
+        let mut src = vmmu_core::workload::open(spec).unwrap();
+        let r = vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true).unwrap();
+        let v = r.to_json();
+        (guest(&v, "pages_mapped_2m"), guest(&v, "pages_mapped_4k"))
+    };
+    assert_eq!(pages("random:footprint=4M,refs=2K,thp=hugepage"), (2, 0));
+    let (huge, small) = pages("random:footprint=4M,refs=2K");
+    assert_eq!(huge, 0);
+    assert!(small > 2);
+}
