@@ -114,7 +114,10 @@ fn map_hugetlb_takes_the_pool_whatever_thp_says_and_falls_back_without_one() {
             store(BASE + HUGE),
         ]
     };
-    let r = run(&[("guest.thp", "\"never\""), ("guest.hugetlb_pages", "2")], ev());
+    let r = run(
+        &[("guest.thp", "\"never\""), ("guest.hugetlb_pages", "2")],
+        ev(),
+    );
     assert_eq!(sizes(&r), (2, 0, 0), "hugetlbfs pages are not THP");
     assert_eq!(guest(&r, "hugetlb_fallback"), 0);
     // The pool holds one page: the two-page mapping fails and falls back.
@@ -232,7 +235,10 @@ fn madv_collapse_collapses_at_once_whatever_thp_says() {
     ev.extend((0..4).map(|p| store(BASE + p * PAGE)));
     ev.push(madvise(BASE, HUGE, Advice::COLLAPSE));
     ev.extend((0..512).map(|p| load(BASE + p * PAGE)));
-    let r = run(&[("guest.thp", "\"never\""), ("mode", "\"native\"")], ev.clone());
+    let r = run(
+        &[("guest.thp", "\"never\""), ("mode", "\"native\"")],
+        ev.clone(),
+    );
     assert_eq!(guest(&r, "thp_collapse_alloc"), 1);
     // Four faults before the collapse; the 508 absent pages are zeroed, not faulted.
     assert_eq!(u(&r, "page_faults"), 4);
@@ -256,7 +262,11 @@ fn dontneed_drops_pages_and_the_next_touch_faults_again() {
         ];
         let r = run(&[], ev);
         assert_eq!(guest(&r, "pages_zapped"), 1, "{advice}");
-        assert_eq!(u(&r, "page_faults"), 1, "{advice}: only the dropped page faults");
+        assert_eq!(
+            u(&r, "page_faults"),
+            1,
+            "{advice}: only the dropped page faults"
+        );
         assert_eq!(guest(&r, "pages_mapped_4k"), 5);
     }
 }
@@ -336,16 +346,32 @@ fn bad_settings_name_their_field() {
     let ev = || two_blocks(&[]);
     for (k, v, field) in [
         ("guest.thp", "\"sometimes\"", "thp"),
-        ("guest.khugepaged.max_ptes_none", "512", "guest.khugepaged.max_ptes_none"),
-        ("guest.khugepaged.pages_to_scan", "0", "guest.khugepaged.pages_to_scan"),
-        ("guest.khugepaged.max_ptes_shared", "600", "guest.khugepaged.max_ptes_shared"),
+        (
+            "guest.khugepaged.max_ptes_none",
+            "512",
+            "guest.khugepaged.max_ptes_none",
+        ),
+        (
+            "guest.khugepaged.pages_to_scan",
+            "0",
+            "guest.khugepaged.pages_to_scan",
+        ),
+        (
+            "guest.khugepaged.max_ptes_shared",
+            "600",
+            "guest.khugepaged.max_ptes_shared",
+        ),
+        ("guest.hugetlb_pages", "4096", "guest.hugetlb_pages"),
     ] {
         let e = try_run(&[(k, v)], ev()).unwrap_err().to_string();
         assert!(e.contains(field), "{k} = {v}: {e}");
     }
-    let e = try_run(&[], vec![Event::ProcessCreate { pid: 1 }, madvise(BASE, HUGE, 14)])
-        .unwrap_err()
-        .to_string();
+    let e = try_run(
+        &[],
+        vec![Event::ProcessCreate { pid: 1 }, madvise(BASE, HUGE, 14)],
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("nothing is mapped"), "{e}");
 }
 

@@ -214,6 +214,15 @@ impl SimConfig {
                 "1G pages need long mode (guest.format = long4 or long5)",
             ));
         }
+        if self.guest.hugetlb_pages.saturating_mul(2 << 20) > gmem {
+            return Err(Error::config(
+                "guest.hugetlb_pages",
+                format!(
+                    "{} pages of 2 MiB do not fit in guest.memory ({gmem} bytes)",
+                    self.guest.hugetlb_pages
+                ),
+            ));
+        }
         let k = &self.guest.khugepaged;
         if k.pages_to_scan == 0 {
             return Err(Error::config(

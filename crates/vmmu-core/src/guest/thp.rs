@@ -144,10 +144,10 @@ impl GuestOs {
     }
 
     /// Drops `pid`'s pages in `[start, end)`: the entries are cleared, the frames freed, the
-    /// TLB entries invalidated (INVLPG each, or a flush beyond [`FLUSH_CEILING`]). A huge page
+    /// TLB entries invalidated (INVLPG each, or a flush beyond [`FLUSH_CEILING`]). A 2 MiB page
     /// the range covers in part is split first when `split` (`MADV_DONTNEED`, as Linux's
     /// `__split_huge_pmd`) and its pages outside the range stay; otherwise — `munmap`, a
-    /// hugetlbfs page, a page shared copy-on-write — it is dropped whole.
+    /// hugetlbfs or 1 GiB page, a page shared copy-on-write — it is dropped whole.
     pub(super) fn zap(&mut self, pid: u32, start: u64, end: u64, split: bool, fx: &mut OsEffects) {
         let pt = self.procs[&pid].pt;
         let mut victims = Vec::new();
@@ -165,7 +165,12 @@ impl GuestOs {
                 .vma_at(b.max(start))
                 .is_some_and(|v| v.value.hugetlb != Hugetlb::No);
             pt.unmap(&mut self.mem, va, &mut fx.writes);
-            if split && partial && !hugetlb && !self.shared.contains_key(&frame) {
+            if split
+                && partial
+                && size == PageSize::Size2M
+                && !hugetlb
+                && !self.shared.contains_key(&frame)
+            {
                 self.stats.thp_split_pmd += 1;
                 self.split_keep(pid, b, b_end, frame, e, (start, end), fx);
             } else {
@@ -239,9 +244,9 @@ impl GuestOs {
         };
         let mut b = start.next_multiple_of(huge.bytes());
         while b + huge.bytes() <= end {
-            let ok = self.procs[&pid].vma_at(b).is_some_and(|v| {
-                v.end >= b + huge.bytes() && self.thp_eligible(&v.value, true)
-            });
+            let ok = self.procs[&pid]
+                .vma_at(b)
+                .is_some_and(|v| v.end >= b + huge.bytes() && self.thp_eligible(&v.value, true));
             if ok {
                 self.collapse(pid, b, false, fx)?;
             }
@@ -273,13 +278,18 @@ impl GuestOs {
         let writable_area = p.vma_at(b).is_some_and(|v| v.value.prot.write());
         let mut small = Vec::new();
         let mut table_there = true;
-        pt.for_each_leaf_in(&self.mem, Gva(b), Gva(b + huge.bytes()), &mut |_, _, level, e| {
-            if level == 1 {
-                small.push(e);
-            } else {
-                table_there = false;
-            }
-        });
+        pt.for_each_leaf_in(
+            &self.mem,
+            Gva(b),
+            Gva(b + huge.bytes()),
+            &mut |_, _, level, e| {
+                if level == 1 {
+                    small.push(e);
+                } else {
+                    table_there = false;
+                }
+            },
+        );
         if !table_there || small.is_empty() {
             return Ok(Scan::NoTable);
         }
@@ -310,7 +320,14 @@ impl GuestOs {
             | if writable_area { Pte::RW } else { 0 }
             | (small[0].0 & Pte::NX);
         let table = pt
-            .replace_table(&mut self.mem, Gva(b), Gpa(frame), huge, flags, &mut fx.writes)
+            .replace_table(
+                &mut self.mem,
+                Gva(b),
+                Gpa(frame),
+                huge,
+                flags,
+                &mut fx.writes,
+            )
             .map_err(|e| OsError::Impossible(format!("collapse at {b:#x}: {e:?}")))?;
         for e in &small {
             self.release(e.frame(mask) & !0xfff, PageSize::Size4K);
@@ -354,7 +371,11 @@ impl GuestOs {
         pids.sort_unstable();
         let (at_pid, at_va) = self.scan_at;
         let first = pids.partition_point(|&p| p < at_pid);
-        let order: Vec<u32> = pids[first..].iter().chain(&pids[..first]).copied().collect();
+        let order: Vec<u32> = pids[first..]
+            .iter()
+            .chain(&pids[..first])
+            .copied()
+            .collect();
         let budget = self.khugepaged.pages_to_scan;
         let slots = huge.bytes() / PageSize::Size4K.bytes();
         let mut progress = 0u64;

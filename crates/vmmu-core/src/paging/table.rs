@@ -501,7 +501,11 @@ mod tests {
                 &mut log,
             )
             .unwrap();
-        assert_eq!(table.raw(), pte_addr.raw() & !0xfff, "the leaf table is unlinked");
+        assert_eq!(
+            table.raw(),
+            pte_addr.raw() & !0xfff,
+            "the leaf table is unlinked"
+        );
         assert_eq!(log.len(), 2);
         assert_eq!((log[0].level, log[0].new), (2, 0), "cleared first");
         let (pa, size, e) = pt.lookup(&mem, Gva(0x4000_3123)).unwrap();

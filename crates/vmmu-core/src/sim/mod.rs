@@ -214,12 +214,7 @@ impl Simulator {
         let mut switches = cfg.hypervisor.switch.at.clone();
         switches.reverse();
         let mut sim = Simulator {
-            os: GuestOs::new(
-                &cfg.guest,
-                &cfg.machine.core,
-                &cfg.machine.kernel,
-                cfg.seed,
-            ),
+            os: GuestOs::new(&cfg.guest, &cfg.machine.core, &cfg.machine.kernel, cfg.seed),
             vmm: Vmm::new(cfg)?,
             tag: mmu.tag(0),
             mmu,
