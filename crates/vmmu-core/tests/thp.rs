@@ -38,8 +38,11 @@ fn two_blocks(advice: &[u8]) -> Vec<Event> {
     ev
 }
 
-/// (2 MiB pages, 4 KiB pages, thp_fault_alloc) of a run.
-fn sizes(r: &Value) -> (u64, u64, u64) {
+/// 2 MiB pages, 4 KiB pages and `thp_fault_alloc` of a run.
+type Sizes = (u64, u64, u64);
+
+/// The [`Sizes`] of a run.
+fn sizes(r: &Value) -> Sizes {
     (
         guest(r, "pages_mapped_2m"),
         guest(r, "pages_mapped_4k"),
@@ -50,7 +53,7 @@ fn sizes(r: &Value) -> (u64, u64, u64) {
 #[test]
 fn an_advised_range_faults_at_2m_under_madvise_and_at_4k_otherwise() {
     let hp = Advice::HUGEPAGE;
-    let cases: [(&str, &[u8], (u64, u64, u64)); 6] = [
+    let cases: [(&str, &[u8], Sizes); 6] = [
         // The default is madvise: the advised half gets a huge page, the other 4 KiB.
         ("madvise", &[hp], (1, 1, 1)),
         ("madvise", &[], (0, 2, 0)),
