@@ -42,13 +42,12 @@ impl GuestOs {
         // MAP_FIXED semantics: whatever was there goes.
         self.unmap_range(start.raw(), end, fx)?;
         let pid = self.current_pid_or_err()?;
-        let p = self.procs.get_mut(&pid).expect("current is live");
-        p.implicit = false;
         let mut area = Area::new(prot, flags);
         if flags.0 & MapFlags::HUGE != 0 {
             area.hugetlb = self.hugetlb_reserve(start.raw(), end);
         }
         let p = self.procs.get_mut(&pid).expect("current is live");
+        p.implicit = false;
         p.vmas.insert(start.raw(), end, area);
         if flags.0 & MapFlags::POPULATE != 0 {
             let mut va = start.raw();

@@ -10,14 +10,12 @@
 //! Every page-table write, freed table and invalidation goes out through [`OsEffects`], so
 //! the hypervisor sees a collapse or a zap as it sees a fault.
 
-use super::{GuestOs, HugeAdvice, Hugetlb, OsEffects, OsError, FLUSH_CEILING};
+use super::{Area, GuestOs, HugeAdvice, Hugetlb, OsEffects, OsError, FLUSH_CEILING};
 use crate::addr::{Gpa, Gva, PageSize};
 use crate::config::{GuestPageSize, PagingFormat, Thp};
 use crate::event::{Advice, MapFlags};
 use crate::interval::RangeMap;
 use crate::paging::Pte;
-
-use super::Area;
 
 /// Why a 2 MiB range did not collapse (Linux's `SCAN_*` results that the model has).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
