@@ -49,6 +49,8 @@ PWC_DESIGNS: tuple[str, ...] = ("none", "1d", "2d", "2d+nt", "psc")
 #: Page sizes of the nested tables and of the guest's mappings.
 NESTED_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G")
 GUEST_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G", "mixed")
+#: Linux's transparent huge page modes (``guest.thp``).
+THP_MODES: tuple[str, ...] = ("never", "madvise", "always")
 
 #: ``levels`` → the guest's paging format.
 LEVELS: dict[int, str] = {4: "long4", 5: "long5"}
@@ -97,6 +99,7 @@ def overrides(
     seed: int | None = None,
     check: bool = False,
     set: SetArg = None,
+    thp: str | None = None,
     technique: str | None = None,
     profile: str | None = None,
     vpid: bool | None = None,
@@ -125,6 +128,8 @@ def overrides(
         pairs.append(("host.nested_page_size", f'"{nested_page_size}"'))
     if guest_page_size is not None:
         pairs.append(("guest.page_size", f'"{guest_page_size}"'))
+    if thp is not None:
+        pairs.append(("guest.thp", f'"{thp}"'))
     if levels is not None:
         levels = int(levels)
         if levels not in LEVELS:

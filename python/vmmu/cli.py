@@ -173,6 +173,11 @@ def machine_options(f: Callable) -> Callable:
             help="Page sizes the guest maps with (guest.page_size).",
         ),
         click.option(
+            "--thp",
+            type=click.Choice(api.THP_MODES),
+            help="Transparent huge pages where the guest page size is 4K (guest.thp).",
+        ),
+        click.option(
             "--levels",
             type=click.Choice(["4", "5"]),
             help="Paging levels of guest and nested tables (guest.format, host.nested_levels).",
@@ -319,6 +324,7 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "pwc": kw["pwc"],
         "nested_page_size": _upper(kw["nested_page_size"]),
         "guest_page_size": _upper(kw["guest_page_size"]),
+        "thp": kw["thp"],
         "levels": int(kw["levels"]) if kw["levels"] else None,
         "seed": kw["seed"],
         "check": kw["check"],

@@ -116,7 +116,7 @@ impl MapFlags {
     pub const SHARED: u8 = 1;
     /// Backed by a file (otherwise anonymous).
     pub const FILE: u8 = 2;
-    /// The guest asks for large pages here (`MAP_HUGETLB` or a THP-eligible region).
+    /// `MAP_HUGETLB`: hugetlbfs pages from the guest's pool (a generator's `huge=1`).
     pub const HUGE: u8 = 4;
     /// The region is a stack (grows down).
     pub const STACK: u8 = 8;

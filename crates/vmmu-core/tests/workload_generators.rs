@@ -46,6 +46,34 @@ fn every_generator_starts_with_the_process_and_its_region() {
     };
     assert_eq!(len, 64 << 20);
     assert_eq!(flags, MapFlags(MapFlags::HUGE | MapFlags::POPULATE));
+    assert_eq!(ev.len(), 3, "no madvise without thp=");
+    // thp=hugepage advises the whole region right after the mmap; phases take it too.
+    for spec in [
+        "random:refs=1,footprint=4M,thp=hugepage",
+        "phases:a=stream,b=random,period=1,refs=1,footprint=4M,thp=hugepage",
+    ] {
+        let ev = all(spec);
+        assert_eq!(
+            ev[2],
+            Event::Madvise {
+                start: ev_start(&ev[1]),
+                len: 4 << 20,
+                advice: vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
+            },
+            "{spec}"
+        );
+    }
+    let Event::Madvise { advice, .. } = all("stream:refs=1,thp=nohugepage")[2] else {
+        panic!("no madvise")
+    };
+    assert_eq!(advice.name(), Some("nohugepage"));
+}
+
+fn ev_start(e: &Event) -> vmmu_core::addr::Gva {
+    match e {
+        Event::Mmap { start, .. } => *start,
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -294,6 +322,7 @@ fn catalog_names_every_parameter_with_its_default() {
             "seed",
             "prefault",
             "huge",
+            "thp",
         ] {
             assert!(names.contains(&common), "{}: {common}", g.name);
         }

@@ -214,6 +214,34 @@ impl SimConfig {
                 "1G pages need long mode (guest.format = long4 or long5)",
             ));
         }
+        if self.guest.hugetlb_pages.saturating_mul(2 << 20) > gmem {
+            return Err(Error::config(
+                "guest.hugetlb_pages",
+                format!(
+                    "{} pages of 2 MiB do not fit in guest.memory ({gmem} bytes)",
+                    self.guest.hugetlb_pages
+                ),
+            ));
+        }
+        let k = &self.guest.khugepaged;
+        if k.pages_to_scan == 0 {
+            return Err(Error::config(
+                "guest.khugepaged.pages_to_scan",
+                "must be at least 1 (Linux refuses 0; set scan_sleep_millisecs = 0 to stop \
+                 khugepaged)",
+            ));
+        }
+        for (field, v) in [
+            ("guest.khugepaged.max_ptes_none", k.max_ptes_none),
+            ("guest.khugepaged.max_ptes_shared", k.max_ptes_shared),
+        ] {
+            if v > 511 {
+                return Err(Error::config(
+                    field,
+                    format!("a 2 MiB range has 512 entries: at most 511 (found {v})"),
+                ));
+            }
+        }
         Ok(())
     }
 }

@@ -68,6 +68,30 @@ pub struct GuestCounts {
     pub processes: u64,
     /// Touches outside every mapping.
     pub unmapped_touches: u64,
+    /// Transparent huge pages mapped at fault (or population) time.
+    #[serde(default)]
+    pub thp_fault_alloc: u64,
+    /// Faults that wanted a transparent huge page and found no free 2 MiB block.
+    #[serde(default)]
+    pub thp_fault_fallback: u64,
+    /// 2 MiB ranges collapsed into a huge page (khugepaged, `MADV_COLLAPSE`).
+    #[serde(default)]
+    pub thp_collapse_alloc: u64,
+    /// Collapses abandoned for want of a free 2 MiB block.
+    #[serde(default)]
+    pub thp_collapse_alloc_failed: u64,
+    /// Huge page mappings split into 4 KiB entries.
+    #[serde(default)]
+    pub thp_split_pmd: u64,
+    /// `MAP_HUGETLB` mappings the hugetlbfs pool could not hold.
+    #[serde(default)]
+    pub hugetlb_fallback: u64,
+    /// Mappings dropped by `MADV_DONTNEED` / `MADV_FREE` (a huge page counts one).
+    #[serde(default)]
+    pub pages_zapped: u64,
+    /// khugepaged's wake-ups.
+    #[serde(default)]
+    pub khugepaged_wakeups: u64,
 }
 
 /// The nested tables.
@@ -366,6 +390,14 @@ impl RunResult {
                 table_frames: os.table_frames,
                 processes: os.processes,
                 unmapped_touches: os.unmapped_touches,
+                thp_fault_alloc: os.thp_fault_alloc,
+                thp_fault_fallback: os.thp_fault_fallback,
+                thp_collapse_alloc: os.thp_collapse_alloc,
+                thp_collapse_alloc_failed: os.thp_collapse_alloc_failed,
+                thp_split_pmd: os.thp_split_pmd,
+                hugetlb_fallback: os.hugetlb_fallback,
+                pages_zapped: os.pages_zapped,
+                khugepaged_wakeups: os.khugepaged_wakeups,
             },
             nested: has_nested_tables.then(|| NestedCounts {
                 pages_4k: host.nested_pages[0],

@@ -185,14 +185,19 @@ struct Observed {
 }
 
 fn os_err(e: OsError, event: u64, what: &Event) -> Error {
+    guest_err(e, event, format!("{what:?}"))
+}
+
+/// A guest kernel error at event `event`, while doing `what`.
+fn guest_err(e: OsError, event: u64, what: String) -> Error {
     match e {
         OsError::OutOfMemory => Error::OutOfMemory {
             space: "guest physical",
-            reason: format!("at event {event} ({what:?}): raise guest.memory"),
+            reason: format!("at event {event} ({what}): raise guest.memory"),
         },
         OsError::Segv(reason) | OsError::Impossible(reason) => Error::Event {
             event,
-            what: format!("{what:?}"),
+            what,
             reason,
         },
     }
@@ -209,7 +214,7 @@ impl Simulator {
         let mut switches = cfg.hypervisor.switch.at.clone();
         switches.reverse();
         let mut sim = Simulator {
-            os: GuestOs::new(&cfg.guest, &cfg.machine.kernel, cfg.seed),
+            os: GuestOs::new(&cfg.guest, &cfg.machine.core, &cfg.machine.kernel, cfg.seed),
             vmm: Vmm::new(cfg)?,
             tag: mmu.tag(0),
             mmu,
@@ -584,6 +589,30 @@ impl Simulator {
                 res
             }
         }
+    }
+
+    /// The guest kernel's background work due at the current instruction count (khugepaged),
+    /// its effects handed to the hypervisor like an event's.
+    fn background(&mut self) -> Result<()> {
+        let now = self.warmed.instructions + self.counters.instructions;
+        if now < self.os.next_background() {
+            return Ok(());
+        }
+        let mut fx = std::mem::take(&mut self.fx);
+        fx.clear();
+        self.fx_serial += 1;
+        let idx = self.warmed.events + self.counters.events;
+        let res = self
+            .os
+            .background(now, &mut fx)
+            .map_err(|err| guest_err(err, idx, "khugepaged".into()))
+            .and_then(|_| {
+                self.vmm
+                    .effects(&mut self.mmu, &self.os, &fx)
+                    .map_err(|err| err.at(idx))
+            });
+        self.fx = fx;
+        res
     }
 
     fn os_event(&mut self, e: &Event, idx: u64) -> Result<()> {

@@ -545,6 +545,15 @@ impl Smp {
             let switches = sim.vmm.stats.mode_switches;
             let locked = sim.vmm.exits().pager_locked();
             let at = self.vcpus[v].clock + (Self::local_now(sim) - start - self.moved);
+            if sim.boundary_due() {
+                // Taken before the event so that the invalidations of the guest kernel's
+                // background work (khugepaged) are shot down before the event's own effects.
+                sim.boundary()?;
+                if sim.fx_serial != self.fx_seen {
+                    self.fx_seen = sim.fx_serial;
+                    self.shootdown(sim, v)?;
+                }
+            }
             sim.step_at(&e, seq)?;
             self.pager_lock(sim, locked, at);
             if is_os(&e) {

@@ -38,11 +38,12 @@ pub(crate) const COMMON: &[ParamDef] = &[
     p("write_ratio", "0.3", "fraction of references that are stores (the rest are loads), drawn per reference"),
     p("seed", "1", "seed of the generator's random numbers (Xoshiro256++); same spec and seed, same stream"),
     p("prefault", "0", "1: the mmap carries MAP_POPULATE, so the whole footprint is mapped before the first reference"),
-    p("huge", "0", "1: the region asks for large pages (MAP_HUGETLB / THP-eligible, MapFlags::HUGE)"),
+    p("huge", "0", "1: the mmap carries MAP_HUGETLB (MapFlags::HUGE): hugetlbfs pages where guest.hugetlb_pages holds them, else an ordinary mapping; under guest.page_size = 2M or mixed, large pages as every region gets"),
+    p("thp", "none", "hugepage or nohugepage: an madvise(MADV_HUGEPAGE / MADV_NOHUGEPAGE) of the whole region follows the mmap, so guest.thp = madvise gives it transparent huge pages (or always does not); none: no madvise"),
 ];
 
 /// Common parameters that belong to the region, not to one phase of `phases`.
-pub(crate) const REGION_ONLY: &[&str] = &["refs", "seed", "prefault", "huge", "base"];
+pub(crate) const REGION_ONLY: &[&str] = &["refs", "seed", "prefault", "huge", "thp", "base"];
 
 /// The pattern generators (everything but `phases`).
 pub(crate) const GENERATORS: &[GenDef] = &[
