@@ -1,0 +1,56 @@
+"""The process that records one suite run: ``python -m vmmu.suite._child SPEC.json``.
+
+It exists so that the recorded program's stdout and stderr go to the run's log (this process
+points its own descriptors 1 and 2 there before the recorder starts the program, which
+inherits them) while the suite's progress display keeps the terminal. SPEC.json names the
+command, the trace, the log, the stdin file (or none), ``follow_children`` and where to write
+the recorder's summary; progress is written as one JSON line per report to descriptor
+``progress_fd``. Ctrl-C (SIGINT) stops the program and finishes the trace as truncated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(open(spec_path, encoding="utf-8").read())
+    log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    stdin = os.open(spec["stdin"] or os.devnull, os.O_RDONLY)
+    progress = os.fdopen(spec["progress_fd"], "w", buffering=1)
+    os.dup2(stdin, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+
+    def report(p: dict) -> bool:
+        try:
+            progress.write(json.dumps(p) + "\n")
+        except OSError:  # the suite went away: keep recording, it will see the trace
+            pass
+        return True
+
+    from vmmu import _core
+
+    try:
+        text = _core.record(
+            spec["argv"],
+            spec["trace"],
+            follow_children=spec["follow_children"],
+            progress=report,
+        )
+        summary = json.loads(text)
+    except KeyboardInterrupt:
+        summary = {"error": "interrupted", "interrupted": True, "truncated": True}
+    except Exception as e:  # the recorder's own error (Valgrind missing, disk full...)
+        summary = {"error": f"{type(e).__name__}: {e}"}
+    tmp = spec["summary"] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(summary, f)
+    os.replace(tmp, spec["summary"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
