@@ -10,13 +10,15 @@ the recorder's summary; progress is written as one JSON line per report to descr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 
 
 def main(spec_path: str) -> int:
-    spec = json.loads(open(spec_path, encoding="utf-8").read())
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
     log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     stdin = os.open(spec["stdin"] or os.devnull, os.O_RDONLY)
     progress = os.fdopen(spec["progress_fd"], "w", buffering=1)
@@ -25,10 +27,9 @@ def main(spec_path: str) -> int:
     os.dup2(log, 2)
 
     def report(p: dict) -> bool:
-        try:
+        # The suite may have gone away: keep recording, it will find the trace.
+        with contextlib.suppress(OSError):
             progress.write(json.dumps(p) + "\n")
-        except OSError:  # the suite went away: keep recording, it will see the trace
-            pass
         return True
 
     from vmmu import _core

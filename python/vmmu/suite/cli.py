@@ -163,6 +163,3 @@ def record_cmd(
     if failed:
         err.print(f"[red]{len(failed)} of {len(entries)} failed:[/red] {', '.join(failed)}")
         sys.exit(1)
-
-
-

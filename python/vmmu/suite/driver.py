@@ -8,6 +8,7 @@ trace (instructions, references, footprint, TLB misses per 100K instructions on
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -100,7 +101,9 @@ def _fill(template: str, values: dict[str, Any]) -> str:
     try:
         return template.format(**values)
     except KeyError as e:
-        raise SuiteError(f"template `{template}` names {e}, which the entry does not give") from None
+        raise SuiteError(
+            f"template `{template}` names {e}, which the entry does not give"
+        ) from None
 
 
 def build(entry: Entry, root: Path, versions: dict) -> Path | None:
@@ -171,17 +174,17 @@ def _start_recording(spec: dict, workdir: Path) -> tuple[subprocess.Popen, threa
     def reader() -> None:
         with os.fdopen(read_fd) as f:
             for line in f:
-                try:
+                with contextlib.suppress(ValueError):
                     reports.append(json.loads(line))
-                except ValueError:
-                    pass
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
     return child, t, reports
 
 
-def _wait(child: subprocess.Popen, reports: list, progress: Progress, timeout: float | None) -> None:
+def _wait(
+    child: subprocess.Popen, reports: list, progress: Progress, timeout: float | None
+) -> None:
     """Waits for the recording process, passing its progress on; Ctrl-C interrupts it (the
     trace is finished as truncated) and is raised again once it exited."""
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -218,7 +221,12 @@ def _run(entry: Entry, scale: str, tdir: Path, values: dict, progress: Progress)
         fn = getattr(load_mod, run.load)
         try:
             load_result = _call_with(
-                fn, {**entry.params(scale), "port": values["port"], "alive": lambda: child.poll() is None}
+                fn,
+                {
+                    **entry.params(scale),
+                    "port": values["port"],
+                    "alive": lambda: child.poll() is None,
+                },
             )
         except KeyboardInterrupt:
             child.send_signal(signal.SIGINT)
@@ -342,7 +350,9 @@ def record(
         "versions": versions,
         "trace": str(tdir / "trace.vtrace"),
         "record_wall_s": round(wall, 1),
-        "recorder": {k: summary[k] for k in ("refs", "events", "processes", "warnings") if k in summary},
+        "recorder": {
+            k: summary[k] for k in ("refs", "events", "processes", "warnings") if k in summary
+        },
         "load": summary.get("load"),
         "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **measure(tdir / "trace.vtrace", progress),

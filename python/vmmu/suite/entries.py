@@ -90,7 +90,9 @@ class Entry:
 
     def expected_footprint(self, scale: str) -> int:
         """The footprint the entry's definition expects at ``scale``, in bytes."""
-        return int(eval(self.footprint, {"__builtins__": {"min": min, "max": max}}, self.params(scale)))  # noqa: S307
+        return int(
+            eval(self.footprint, {"__builtins__": {"min": min, "max": max}}, self.params(scale))
+        )
 
 
 MiB = 1 << 20
@@ -107,7 +109,9 @@ ENTRIES: tuple[Entry, ...] = (
         "terminal services",
         packages=("sqlite3",),
         programs=("sqlite3",),
-        run=Batch(argv=("sqlite3", "{work}/tpcb.db"), stdin="{inputs}/txns.sql", fresh=("tpcb.db",)),
+        run=Batch(
+            argv=("sqlite3", "{work}/tpcb.db"), stdin="{inputs}/txns.sql", fresh=("tpcb.db",)
+        ),
         scales={
             "small": {"accounts": 100_000, "txns": 1_000, "seed": 1},
             "full": {"accounts": 10_000_000, "txns": 40_000, "seed": 1},
@@ -232,8 +236,7 @@ ENTRIES: tuple[Entry, ...] = (
         cls="IntCpu",
         what="xz -9 (LZMA2, a 64 MiB dictionary searched by binary trees, bt4) compressing "
         "`mb` MiB of generated text, one thread",
-        leaves_out="SPECint's compressors (401.bzip2) run on several inputs and also "
-        "decompress",
+        leaves_out="SPECint's compressors (401.bzip2) run on several inputs and also decompress",
         packages=("xz-utils",),
         programs=("xz",),
         run=Batch(argv=("xz", "-9", "-T1", "-c", "{inputs}/corpus.txt")),

@@ -127,7 +127,9 @@ def c_unit(out: Path, functions: int, seed: int) -> None:
                 body.append(f"  switch (acc & 15) {{\n{cases}    default: acc += n;\n  }}\n")
             elif kind == 2 and f > 0:
                 g = rng.randrange(f)
-                body.append(f"  {{ struct s{g} q; memset(&q, 0, sizeof q); acc += g{g}(&q, a, n); }}\n")
+                body.append(
+                    f"  {{ struct s{g} q; memset(&q, 0, sizeof q); acc += g{g}(&q, a, n); }}\n"
+                )
             else:
                 body.append(
                     f"  for (size_t i = 1; i < n; i++) a[i] = a[i - 1] * {rng.randint(3, 17)} "
