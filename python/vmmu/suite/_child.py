@@ -13,10 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 
 
 def main(spec_path: str) -> int:
+    # A process started from a shell's background job inherits SIGINT ignored, and Python then
+    # installs no handler: restore it, so the suite's SIGINT stops the recording.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     log = os.open(spec["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -114,9 +114,9 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         scales={
             "small": {"accounts": 100_000, "txns": 1_000, "seed": 1},
-            "full": {"accounts": 10_000_000, "txns": 40_000, "seed": 1},
+            "full": {"accounts": 8_000_000, "txns": 10_000, "seed": 1},
         },
-        footprint="accounts * 120 + txns * 200",
+        footprint="accounts * 105 + txns * 200",
         inputs=("tpcb_database", "tpcb_transactions"),
     ),
     Entry(
@@ -148,7 +148,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         scales={
             "small": {"keys": 20_000, "value": 256, "ops": 20_000, "seed": 1},
-            "full": {"keys": 1_000_000, "value": 512, "ops": 1_000_000, "seed": 1},
+            "full": {"keys": 600_000, "value": 512, "ops": 300_000, "seed": 1},
         },
         footprint="keys * (value + 96)",
     ),
@@ -180,7 +180,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         scales={
             "small": {"warehouses": 1, "txns": 2_000, "seed": 1},
-            "full": {"warehouses": 16, "txns": 400_000, "seed": 1},
+            "full": {"warehouses": 8, "txns": 200_000, "seed": 1},
         },
         footprint="warehouses * 12 * 1048576 + txns * 400 + 64 * 1048576",
     ),
@@ -211,7 +211,7 @@ ENTRIES: tuple[Entry, ...] = (
         ),
         scales={
             "small": {"warehouses": 1, "txns": 2_000, "seed": 1},
-            "full": {"warehouses": 16, "txns": 400_000, "seed": 1},
+            "full": {"warehouses": 8, "txns": 200_000, "seed": 1},
         },
         footprint="warehouses * 12 * 1048576 + txns * 400 + 64 * 1048576",
     ),
@@ -227,7 +227,7 @@ ENTRIES: tuple[Entry, ...] = (
             argv=("gcc", "-O2", "-c", "-o", "{work}/unit.o", "{inputs}/unit.c"),
             follow_children=True,
         ),
-        scales={"small": {"functions": 40, "seed": 1}, "full": {"functions": 1_500, "seed": 1}},
+        scales={"small": {"functions": 2, "seed": 1}, "full": {"functions": 60, "seed": 1}},
         footprint="functions * 60000 + 24 * 1048576",
         inputs=("c_unit",),
     ),
@@ -235,13 +235,13 @@ ENTRIES: tuple[Entry, ...] = (
         name="xz",
         cls="IntCpu",
         what="xz -9 (LZMA2, a 64 MiB dictionary searched by binary trees, bt4) compressing "
-        "`mb` MiB of generated text, one thread",
+        "`kb` KiB of generated text, one thread",
         leaves_out="SPECint's compressors (401.bzip2) run on several inputs and also decompress",
         packages=("xz-utils",),
         programs=("xz",),
         run=Batch(argv=("xz", "-9", "-T1", "-c", "{inputs}/corpus.txt")),
-        scales={"small": {"mb": 1, "seed": 1}, "full": {"mb": 48, "seed": 1}},
-        footprint="min(mb, 64) * 1048576 * 9 + 96 * 1048576",
+        scales={"small": {"kb": 128, "seed": 1}, "full": {"kb": 2048, "seed": 1}},
+        footprint="kb * 1024 * 9 + 64 * 1048576",
         inputs=("text_corpus",),
     ),
     Entry(
@@ -254,8 +254,8 @@ ENTRIES: tuple[Entry, ...] = (
         programs=("/usr/bin/python3",),
         run=Batch(argv=("/usr/bin/python3", "{src}/objects.py", "{objects}", "{seed}")),
         scales={
-            "small": {"objects": 20_000, "seed": 1},
-            "full": {"objects": 1_500_000, "seed": 1},
+            "small": {"objects": 3_000, "seed": 1},
+            "full": {"objects": 80_000, "seed": 1},
         },
         footprint="objects * 600 + 16 * 1048576",
     ),
@@ -268,10 +268,10 @@ ENTRIES: tuple[Entry, ...] = (
         packages=("gcc",),
         programs=("gcc",),
         build=Build(
-            sources=("swim.c",), argv=("gcc", "-O2", "-o", "{build}/swim", "{src}/swim.c", "-lm")
+            sources=("swim.c",), argv=("gcc", "-O3", "-o", "{build}/swim", "{src}/swim.c", "-lm")
         ),
         run=Batch(argv=("{build}/swim", "{n}", "{steps}")),
-        scales={"small": {"n": 255, "steps": 2}, "full": {"n": 2047, "steps": 2}},
+        scales={"small": {"n": 255, "steps": 3}, "full": {"n": 2047, "steps": 3}},
         footprint="14 * (n + 1) ** 2 * 8",
     ),
     Entry(
@@ -283,10 +283,10 @@ ENTRIES: tuple[Entry, ...] = (
         packages=("gcc",),
         programs=("gcc",),
         build=Build(
-            sources=("dgemm.c",), argv=("gcc", "-O2", "-o", "{build}/dgemm", "{src}/dgemm.c")
+            sources=("dgemm.c",), argv=("gcc", "-O3", "-o", "{build}/dgemm", "{src}/dgemm.c")
         ),
         run=Batch(argv=("{build}/dgemm", "{n}", "{m}")),
-        scales={"small": {"n": 512, "m": 64}, "full": {"n": 6144, "m": 32}},
+        scales={"small": {"n": 512, "m": 32}, "full": {"n": 6144, "m": 16}},
         footprint="(n * n + 2 * m * n) * 8",
     ),
 )

@@ -50,7 +50,8 @@ COMMIT;
 
 def tpcb_transactions(out: Path, accounts: int, txns: int, seed: int) -> None:
     """``txns.sql``: the session's settings (a 1 GiB page cache, write-ahead logging, no
-    memory-mapped I/O, so every page goes through the cache) and ``txns`` transactions of
+    memory-mapped I/O, so every page goes through the cache), a scan that reads the accounts
+    table into the cache, and ``txns`` transactions of
     pgbench's built-in TPC-B-like script, its random draws (account, teller, branch, delta in
     [-5000, 5000]) taken from ``random.Random(seed)``."""
     branches = max(1, accounts // _ACCOUNTS_PER_BRANCH)
@@ -60,6 +61,9 @@ def tpcb_transactions(out: Path, accounts: int, txns: int, seed: int) -> None:
         "PRAGMA mmap_size = 0;",
         "PRAGMA journal_mode = WAL;",
         "PRAGMA synchronous = NORMAL;",
+        # Warm the buffer pool as a running server's is: count(*) reads every page of the
+        # accounts table into the page cache.
+        "SELECT count(*) FROM pgbench_accounts;",
     ]
     for i in range(txns):
         aid = rng.randint(1, accounts)
@@ -79,8 +83,8 @@ def tpcb_transactions(out: Path, accounts: int, txns: int, seed: int) -> None:
     (out / "txns.sql").write_text("\n".join(lines) + "\n")
 
 
-def text_corpus(out: Path, mb: int, seed: int) -> None:
-    """``corpus.txt``: ``mb`` MiB of text — lines of words drawn from a 20,000-word vocabulary
+def text_corpus(out: Path, kb: int, seed: int) -> None:
+    """``corpus.txt``: ``kb`` KiB of text — lines of words drawn from a 20,000-word vocabulary
     with a Zipf-like skew, with numbers and punctuation — from ``random.Random(seed)``."""
     rng = random.Random(seed)
     alphabet = "etaoinshrdlcumwfgypbvkjxqz"
@@ -89,7 +93,7 @@ def text_corpus(out: Path, mb: int, seed: int) -> None:
         for _ in range(20_000)
     ]
     weights = [1.0 / (k + 1) for k in range(len(vocab))]
-    target = mb << 20
+    target = kb << 10
     with open(out / "corpus.txt", "w", encoding="ascii") as f:
         written = 0
         while written < target:
