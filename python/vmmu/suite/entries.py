@@ -18,6 +18,7 @@ on an input that runs in seconds under the recorder, for the tests.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 #: The workload classes of seed 002's Table 1 (Bhargava et al., ASPLOS 2008), in its order.
@@ -95,7 +96,55 @@ class Entry:
         )
 
 
-MiB = 1 << 20
+def _jvm(*flags: str) -> Batch:
+    """``Txn`` (tools/suite/src/Txn.java) on OpenJDK in a 1 GiB heap with the serial collector,
+    with ``flags`` besides; ``-Xshare:off`` loads the classes from the modules rather than a
+    class-data archive whose presence depends on the installation."""
+    return Batch(
+        argv=(
+            "java",
+            "-Xms1g",
+            "-Xmx1g",
+            "-XX:+UseSerialGC",
+            *flags,
+            "-Xshare:off",
+            "-cp",
+            "{build}",
+            "Txn",
+            "{warehouses}",
+            "{txns}",
+            "{seed}",
+        )
+    )
+
+
+JVM_TXN = Entry(
+    name="jvm-txn",
+    cls="JavaServer",
+    what="OpenJDK 17 running a SPECjbb-like transaction loop (TPC-C's new order, payment, "
+    "order status, delivery, stock level) over `warehouses` warehouses in a 1 GiB heap "
+    "(serial collector, JIT on)",
+    leaves_out="SPECjbb's many driver threads and its timed ramp; the JVM's start-up and "
+    "just-in-time compilation are in the trace",
+    packages=("openjdk-17-jdk-headless",),
+    programs=("java", "javac"),
+    build=Build(sources=("Txn.java",), argv=("javac", "-d", "{build}", "{src}/Txn.java")),
+    run=_jvm(),
+    scales={
+        "small": {"warehouses": 1, "txns": 2_000, "seed": 1},
+        "full": {"warehouses": 8, "txns": 200_000, "seed": 1},
+    },
+    footprint="warehouses * 12 * 1048576 + txns * 400 + 64 * 1048576",
+)
+
+JVM_TXN_THP = dataclasses.replace(
+    JVM_TXN,
+    name="jvm-txn-thp",
+    what="jvm-txn with -XX:+UseTransparentHugePages (the heap madvised for transparent huge pages)",
+    leaves_out="as jvm-txn",
+    run=_jvm("-XX:+UseTransparentHugePages"),
+)
+
 
 ENTRIES: tuple[Entry, ...] = (
     Entry(
@@ -152,69 +201,8 @@ ENTRIES: tuple[Entry, ...] = (
         },
         footprint="keys * (value + 96)",
     ),
-    Entry(
-        name="jvm-txn",
-        cls="JavaServer",
-        what="OpenJDK 17 running a SPECjbb-like transaction loop (TPC-C's new order, payment, "
-        "order status, delivery, stock level) over `warehouses` warehouses in a 1 GiB heap "
-        "(serial collector, JIT on)",
-        leaves_out="SPECjbb's many driver threads and its timed ramp; the JVM's start-up and "
-        "just-in-time compilation are in the trace",
-        packages=("openjdk-17-jdk-headless",),
-        programs=("java", "javac"),
-        build=Build(sources=("Txn.java",), argv=("javac", "-d", "{build}", "{src}/Txn.java")),
-        run=Batch(
-            argv=(
-                "java",
-                "-Xms1g",
-                "-Xmx1g",
-                "-XX:+UseSerialGC",
-                "-Xshare:off",
-                "-cp",
-                "{build}",
-                "Txn",
-                "{warehouses}",
-                "{txns}",
-                "{seed}",
-            )
-        ),
-        scales={
-            "small": {"warehouses": 1, "txns": 2_000, "seed": 1},
-            "full": {"warehouses": 8, "txns": 200_000, "seed": 1},
-        },
-        footprint="warehouses * 12 * 1048576 + txns * 400 + 64 * 1048576",
-    ),
-    Entry(
-        name="jvm-txn-thp",
-        cls="JavaServer",
-        what="jvm-txn with -XX:+UseTransparentHugePages (the heap madvised for transparent "
-        "huge pages)",
-        leaves_out="as jvm-txn",
-        packages=("openjdk-17-jdk-headless",),
-        programs=("java", "javac"),
-        build=Build(sources=("Txn.java",), argv=("javac", "-d", "{build}", "{src}/Txn.java")),
-        run=Batch(
-            argv=(
-                "java",
-                "-Xms1g",
-                "-Xmx1g",
-                "-XX:+UseSerialGC",
-                "-XX:+UseTransparentHugePages",
-                "-Xshare:off",
-                "-cp",
-                "{build}",
-                "Txn",
-                "{warehouses}",
-                "{txns}",
-                "{seed}",
-            )
-        ),
-        scales={
-            "small": {"warehouses": 1, "txns": 2_000, "seed": 1},
-            "full": {"warehouses": 8, "txns": 200_000, "seed": 1},
-        },
-        footprint="warehouses * 12 * 1048576 + txns * 400 + 64 * 1048576",
-    ),
+    JVM_TXN,
+    JVM_TXN_THP,
     Entry(
         name="gcc",
         cls="IntCpu",
