@@ -115,6 +115,8 @@ def record_cmd(
     entries = by_name(list(names))
     root = cache.cache_dir(cache_dir)
     err = Console(file=sys.stderr, highlight=False)
+    if not err.is_terminal:  # a log: wide enough for a finished entry's figures
+        err = Console(file=sys.stderr, highlight=False, width=160)
     failed: list[str] = []
     columns = (
         SpinnerColumn(),
