@@ -299,3 +299,22 @@ def test_a_failing_program_fails_its_entry_with_its_own_error_and_the_others_go_
     assert "no such table: t" in r.stderr
     assert "1 of 2 failed: fails" in r.stderr
     assert driver.status(swim, "small", suite_cache)["state"] == "recorded"
+
+
+def test_a_server_that_never_listens_fails_its_entry_with_its_own_output(recorder, suite_cache):
+    (redis,) = entries.by_name(["redis"])
+    dead = dataclasses.replace(
+        redis,
+        name="dead-server",
+        packages=(),
+        programs=("sh",),
+        run=entries.Server(
+            argv=("sh", "-c", "echo 'bind: address in use' >&2; exit 4"), load="redis_kv"
+        ),
+    )
+    with pytest.raises(driver.SuiteError) as e:
+        driver.record(dead, "small", suite_cache, install=False)
+    assert "dead-server: the load generator failed: the server exited before it listened" in str(
+        e.value
+    )
+    assert "bind: address in use" in str(e.value)

@@ -183,18 +183,25 @@ def _start_recording(spec: dict, workdir: Path) -> tuple[subprocess.Popen, threa
 
 
 def _wait(
-    child: subprocess.Popen, reports: list, progress: Progress, timeout: float | None
+    child: subprocess.Popen,
+    reports: list,
+    progress: Progress,
+    load_done: threading.Event | None = None,
 ) -> None:
-    """Waits for the recording process, passing its progress on; Ctrl-C interrupts it (the
-    trace is finished as truncated) and is raised again once it exited."""
-    deadline = None if timeout is None else time.monotonic() + timeout
+    """Waits for the recording process, passing its progress on. Once ``load_done`` is set (a
+    server's load generator asked it to shut down) the server has :data:`SERVER_EXIT_S`
+    seconds to exit before it is interrupted. Ctrl-C interrupts it (the trace is finished as
+    truncated) and is raised again once it exited."""
+    deadline = None
     try:
         while child.poll() is None:
             if reports:
                 progress("recording", reports[-1])
+            if load_done is not None and load_done.is_set() and deadline is None:
+                deadline = time.monotonic() + SERVER_EXIT_S
             if deadline is not None and time.monotonic() > deadline:
                 child.send_signal(signal.SIGINT)
-                deadline = None
+                deadline = float("inf")
             time.sleep(0.2)
     except KeyboardInterrupt:
         child.send_signal(signal.SIGINT)
@@ -202,8 +209,32 @@ def _wait(
         raise
 
 
+def _drive(entry: Entry, scale: str, port: int, child: subprocess.Popen) -> tuple:
+    """Starts the server entry's load generator in a thread; returns the thread, the event it
+    sets when done and the dict that receives its ``result`` or ``error``. A failing load
+    generator interrupts the recording."""
+    fn = getattr(load_mod, entry.run.load)
+    done, outcome = threading.Event(), {}
+
+    def drive() -> None:
+        try:
+            outcome["result"] = _call_with(
+                fn, {**entry.params(scale), "port": port, "alive": lambda: child.poll() is None}
+            )
+        except Exception as e:
+            outcome["error"] = e
+            child.send_signal(signal.SIGINT)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=drive, daemon=True)
+    t.start()
+    return t, done, outcome
+
+
 def _run(entry: Entry, scale: str, tdir: Path, values: dict, progress: Progress) -> dict:
-    """Records the entry into ``tdir/trace.vtrace``; the recorder's summary."""
+    """Records the entry into ``tdir/trace.vtrace`` (a server while its load generator drives
+    it); the recorder's summary."""
     run = entry.run
     argv = [_fill(a, values) for a in run.argv]
     spec = {
@@ -216,39 +247,25 @@ def _run(entry: Entry, scale: str, tdir: Path, values: dict, progress: Progress)
     }
     (tdir / "program.log").write_text(f"$ {' '.join(argv)}\n")
     child, reader, reports = _start_recording(spec, Path(values["work"]))
-    load_result: dict | None = None
+    outcome: dict = {}
     if isinstance(run, Server):
-        fn = getattr(load_mod, run.load)
-        try:
-            load_result = _call_with(
-                fn,
-                {
-                    **entry.params(scale),
-                    "port": values["port"],
-                    "alive": lambda: child.poll() is None,
-                },
-            )
-        except KeyboardInterrupt:
-            child.send_signal(signal.SIGINT)
-            child.wait()
-            raise
-        except Exception as e:
-            child.send_signal(signal.SIGINT)
-            child.wait()
+        driver, done, outcome = _drive(entry, scale, values["port"], child)
+        _wait(child, reports, progress, done)
+        driver.join(timeout=5)
+        if "error" in outcome:
             raise SuiteError(
-                f"{entry.name}: the load generator failed: {e}\n"
+                f"{entry.name}: the load generator failed: {outcome['error']}\n"
                 f"the server's output (tail):\n{_tail(tdir / 'program.log')}"
-            ) from None
-        _wait(child, reports, progress, SERVER_EXIT_S)
+            )
     else:
-        _wait(child, reports, progress, None)
+        _wait(child, reports, progress)
     reader.join(timeout=5)
     try:
         summary = json.loads((tdir / "summary.json").read_text())
     except (OSError, ValueError):
         summary = {"error": f"the recording process exited with status {child.returncode}"}
-    if load_result is not None:
-        summary["load"] = load_result
+    if "result" in outcome:
+        summary["load"] = outcome["result"]
     return summary
 
 
