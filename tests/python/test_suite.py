@@ -318,3 +318,13 @@ def test_a_server_that_never_listens_fails_its_entry_with_its_own_output(recorde
         e.value
     )
     assert "bind: address in use" in str(e.value)
+
+
+def test_an_entry_larger_than_the_machine_is_refused_before_anything_runs(tmp_path):
+    (swim,) = entries.by_name(["swim"])
+    huge = dataclasses.replace(swim, footprint="1 << 50")
+    with pytest.raises(
+        driver.SuiteError, match=r"swim \(small\) expects a footprint of 1048576.0 GiB"
+    ):
+        driver.record(huge, "small", tmp_path, install=False)
+    assert not (tmp_path / "traces").exists()

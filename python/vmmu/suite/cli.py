@@ -126,7 +126,8 @@ def record_cmd(
     )
     with Progress(*columns, console=err, transient=False) as bar:
         for entry in entries:
-            task = bar.add_task(f"{entry.name} ({scale})", detail="", total=None)
+            params = ", ".join(f"{k}={v:,}" for k, v in entry.params(scale).items())
+            task = bar.add_task(f"{entry.name} ({scale}: {params})", detail="", total=None)
 
             def progress(stage: str, p: dict, task=task) -> None:
                 detail = stage

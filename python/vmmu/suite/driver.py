@@ -311,6 +311,24 @@ def status(entry: Entry, scale: str, root: Path) -> dict:
     return {"state": state, "versions": versions, "meta": meta, "trace": tdir / "trace.vtrace"}
 
 
+#: Memory a recorded program needs beside its footprint, as a factor: Valgrind's own code
+#: cache and the recorder's buffers (an estimate, generous for the suite's programs).
+RECORDING_OVERHEAD = 1.5
+
+
+def _check_memory(entry: Entry, scale: str) -> None:
+    """A :class:`SuiteError` when the entry's expected footprint, with the recording's
+    overhead, exceeds this machine's physical memory."""
+    need = entry.expected_footprint(scale) * RECORDING_OVERHEAD
+    have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > have:
+        raise SuiteError(
+            f"{entry.name} ({scale}) expects a footprint of "
+            f"{entry.expected_footprint(scale) / (1 << 30):.1f} GiB, which with the recording "
+            f"needs about {need / (1 << 30):.1f} GiB; this machine has {have / (1 << 30):.1f} GiB"
+        )
+
+
 def record(
     entry: Entry,
     scale: str,
@@ -321,6 +339,7 @@ def record(
 ) -> dict:
     """Records the entry at ``scale`` unless the cache holds it (or ``force``); returns its
     ``meta.json``. A program that fails raises :class:`SuiteError` with its output's tail."""
+    _check_memory(entry, scale)
     versions = ensure_packages(entry, install)
     key = cache.trace_key(entry, scale, versions)
     tdir = cache.trace_dir(root, entry, scale, key)
