@@ -5,12 +5,12 @@ points its own descriptors 1 and 2 there before the recorder starts the program,
 inherits them) while the suite's progress display keeps the terminal. SPEC.json names the
 command, the trace, the log, the stdin file (or none), ``follow_children`` and where to write
 the recorder's summary; progress is written as one JSON line per report to descriptor
-``progress_fd``. Ctrl-C (SIGINT) stops the program and finishes the trace as truncated.
+``progress_fd``; once that pipe is closed (the suite exited) the recording stops. Ctrl-C
+(SIGINT) stops the program and finishes the trace as truncated.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -31,9 +31,12 @@ def main(spec_path: str) -> int:
     os.dup2(log, 2)
 
     def report(p: dict) -> bool:
-        # The suite may have gone away: keep recording, it will find the trace.
-        with contextlib.suppress(OSError):
+        # A closed pipe means the suite went away: nobody will finish this entry, so stop the
+        # program (the trace is finished as truncated and recorded again next time).
+        try:
             progress.write(json.dumps(p) + "\n")
+        except OSError:
+            return False
         return True
 
     from vmmu import _core
