@@ -751,6 +751,9 @@ int main(int argc, char **argv) {
     for (long i = 0; i < STEPS; i++)         /* a two-level indirection */
         sum += a[b[i]];
     VMMU_PHASE(4);
+    for (long i = 0; i < STEPS; i++)         /* an index from two loads */
+        sum += a[(b[i] + b[i + 1]) & (N - 1)];
+    VMMU_PHASE(5);
     if (x + sum == 42)
         puts("");
     return 0;
@@ -779,10 +782,10 @@ fn load_dependences_of_a_chase_random_loads_and_an_indirection_are_exact() {
     let ph = phases(&ev);
     assert_eq!(
         ph.iter().map(|p| p.1).collect::<Vec<_>>(),
-        vec![1, 2, 3, 4],
+        vec![1, 2, 3, 4, 5],
         "{ph:?}"
     );
-    assert_eq!(s.phases, 4);
+    assert_eq!(s.phases, 5);
     let window = |k: usize| &ev[ph[k].0..ph[k + 1].0];
     let map = |v: &[(u8, usize)]| v.iter().copied().collect();
     // Pointer chase: each address is the previous load's value. The first's is the array's
@@ -797,6 +800,9 @@ fn load_dependences_of_a_chase_random_loads_and_an_indirection_are_exact() {
     // a[b[i]]: b[i] is independent, a[...] depends on the load just before it.
     assert_eq!(deps_in(window(2), b, blen), map(&[(0, 1000)]));
     assert_eq!(deps_in(window(2), a, alen), map(&[(1, 1000)]));
+    // a[b[i] + b[i+1]]: the address depends on the younger of the two loads.
+    assert_eq!(deps_in(window(3), b, blen), map(&[(0, 2000)]));
+    assert_eq!(deps_in(window(3), a, alen), map(&[(1, 1000)]));
     // Before the first marker, a and b are written and shuffled with computed indices.
     let before = &ev[..ph[0].0];
     assert!(deps_in(before, a, alen).keys().all(|&k| k == 0));
@@ -817,7 +823,7 @@ fn load_dependences_of_a_chase_random_loads_and_an_indirection_are_exact() {
     assert!(!vmmu_core::trace::open(out2.to_str().unwrap())
         .unwrap()
         .tracks_dependences());
-    assert_eq!(phases(&ev2).len(), 4);
+    assert_eq!(phases(&ev2).len(), 5);
     assert_eq!(
         (s2.loads, s2.stores, s2.modifies),
         (s.loads, s.stores, s.modifies)
