@@ -1023,7 +1023,7 @@ pub(crate) mod tests {
         assert_eq!(deps(&ev), vec![0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4]);
         // Pieces that push the distance beyond 255 drop it.
         let mut words = vec![rref(K_LOAD, 0x1000, 8)];
-        words.extend(std::iter::repeat(rref(K_STORE, 0x2000, 4095)).take(4));
+        words.extend(std::iter::repeat_n(rref(K_STORE, 0x2000, 4095), 4));
         words.push(dref(K_LOAD, 0x3000, 3, 5));
         let (ev, _) = decode_all(&words, HF_DEPS, 8);
         assert_eq!(deps(&ev).last(), Some(&0));
