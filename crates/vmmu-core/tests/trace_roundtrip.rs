@@ -255,10 +255,10 @@ fn info_counts_what_the_trace_holds() {
         })
         .unwrap();
         assert!(calls >= 1);
-        assert_eq!(i.events, 25);
-        assert_eq!(i.refs, 9);
+        assert_eq!(i.events, 29);
+        assert_eq!(i.refs, 10);
         let k = i.refs_by_kind;
-        assert_eq!((k.fetch, k.load, k.store, k.modify), (4, 3, 1, 1));
+        assert_eq!((k.fetch, k.load, k.store, k.modify), (4, 4, 1, 1));
         // 4 fetches × 1 + 4 on the annotated load + 100 computed.
         assert_eq!(i.instructions, 108);
         assert_eq!(i.os_events["mmap"], 3);
@@ -273,7 +273,7 @@ fn info_counts_what_the_trace_holds() {
     let i = trace::info(&bin, &mut |_| true).unwrap();
     assert_eq!(
         (i.format, i.version, i.compression),
-        ("vtrace", Some(1), "zstd")
+        ("vtrace", Some(2), "zstd")
     );
     let i = trace::info(&txt, &mut |_| true).unwrap();
     assert_eq!(
@@ -309,7 +309,7 @@ fn metadata_survives_the_header() {
     w.finish().unwrap();
     let r = VtraceReader::open(&path).unwrap();
     assert_eq!(r.meta(), &meta);
-    assert_eq!(r.version(), 1);
+    assert_eq!(r.version(), 2);
     assert_eq!(trace::detect(&path).unwrap(), Format::Vtrace);
 }
 
