@@ -177,6 +177,9 @@ fn an_additive_result_is_the_one_without_the_interval_model() {
     // JSON is the one vmmu wrote before there was a choice of core model.
     let a = run("zen3", "random:footprint=16M,refs=500", &[]);
     let core = a["config"]["machine"]["core"].as_object().expect("core");
+    let sources = a["config"]["machine"]["sources"]
+        .as_object()
+        .expect("sources");
     for k in [
         "model",
         "rob",
@@ -186,6 +189,10 @@ fn an_additive_result_is_the_one_without_the_interval_model() {
         "walkers",
     ] {
         assert!(!core.contains_key(k), "{k} in an additive result's config");
+        assert!(
+            !sources.contains_key(&format!("core.{k}")),
+            "core.{k}'s source"
+        );
     }
     let i = run(
         "zen3",

@@ -531,8 +531,9 @@ pub fn run(
 }
 
 /// A result's configuration: under the additive core model, `machine.core` without the
-/// interval model's fields (`model` and the window's sizes), which cannot have changed the
-/// run — so an additive result reads exactly as before the interval model existed.
+/// interval model's fields (`model` and the window's sizes) and `machine.sources` without
+/// theirs, which cannot have changed the run — so an additive result reads exactly as before
+/// the interval model existed.
 fn config_of_run<S: Serializer>(
     cfg: &Arc<SimConfig>,
     s: S,
@@ -541,13 +542,19 @@ fn config_of_run<S: Serializer>(
         return cfg.serialize(s);
     }
     let mut v = serde_json::to_value(&**cfg).map_err(serde::ser::Error::custom)?;
-    if let Some(core) = v
-        .pointer_mut("/machine/core")
-        .and_then(serde_json::Value::as_object_mut)
-    {
-        core.remove("model");
-        for (name, _) in cfg.machine.core.window_fields() {
+    let fields = cfg.machine.core.window_fields().map(|(name, _)| name);
+    for name in std::iter::once("model").chain(fields) {
+        if let Some(core) = v
+            .pointer_mut("/machine/core")
+            .and_then(|c| c.as_object_mut())
+        {
             core.remove(name);
+        }
+        if let Some(src) = v
+            .pointer_mut("/machine/sources")
+            .and_then(|c| c.as_object_mut())
+        {
+            src.remove(&format!("core.{name}"));
         }
     }
     v.serialize(s)

@@ -442,6 +442,13 @@ mod tests {
         }
     }
 
+    /// `k` references of `kind`, one instruction each, each depending on the `dep`-th before.
+    fn refs(i: &mut Interval, k: u64, kind: AccessKind, dep: u8, cost: RefCost) {
+        for _ in 0..k {
+            i.reference(1, kind, dep, cost);
+        }
+    }
+
     /// The time after a final drain, in cycles.
     fn end(mut i: Interval) -> (u64, CoreStalls) {
         i.drain();
@@ -454,9 +461,7 @@ mod tests {
         // done_1 = 1 + L, done_j = done_{j-1} + L, so done_k = 1 + kL.
         let (k, l) = (10u64, 200u64);
         let mut i = core(256, 64, 64, 16, 4);
-        for _ in 0..k {
-            i.reference(1, AccessKind::Load, 1, miss(l));
-        }
+        refs(&mut i, k, AccessKind::Load, 1, miss(l));
         let (t, s) = end(i);
         assert_eq!(t, 1 + k * l);
         // Of it, k cycles are base: the stall is k·L less the k-1 dispatch cycles it hid.
@@ -471,9 +476,7 @@ mod tests {
         let (k, lat) = (50u64, 4u32);
         let mut c = core(256, 64, 64, 16, 4);
         c.l1 = fixed(lat as u64);
-        for _ in 0..k {
-            c.reference(1, AccessKind::Load, 1, RefCost::default());
-        }
+        refs(&mut c, k, AccessKind::Load, 1, RefCost::default());
         let (t, _) = end(c);
         assert_eq!(t, 1 + 4 * (k - 1));
     }
@@ -483,9 +486,7 @@ mod tests {
         // k <= mshrs loads dispatch at 1..k and each returns L later: the last at k + L.
         let (k, l) = (8u64, 300u64);
         let mut i = core(256, 64, 64, 8, 4);
-        for _ in 0..k {
-            i.reference(1, AccessKind::Load, 0, miss(l));
-        }
+        refs(&mut i, k, AccessKind::Load, 0, miss(l));
         let (t, s) = end(i);
         assert_eq!(t, k + l);
         assert_eq!(whole(s.data), l);
@@ -498,9 +499,7 @@ mod tests {
         let (m, c, l) = (4u64, 5u64, 100u64);
         let k = m * c;
         let mut i = core(256, 64, 64, m as u32, 4);
-        for _ in 0..k {
-            i.reference(1, AccessKind::Load, 0, miss(l));
-        }
+        refs(&mut i, k, AccessKind::Load, 0, miss(l));
         let (t, s) = end(i);
         assert_eq!(t, m + k.div_ceil(m) * l);
         // Miss q·m + r dispatched at q·m + r and waited until r + q·L: q·(L - m) cycles,
@@ -515,9 +514,7 @@ mod tests {
         let (w, c, wl) = (2u64, 6u64, 150u64);
         let k = w * c;
         let mut i = core(256, 64, 64, 16, w as u32);
-        for _ in 0..k {
-            i.reference(1, AccessKind::Load, 0, walk(wl));
-        }
+        refs(&mut i, k, AccessKind::Load, 0, walk(wl));
         let (t, s) = end(i);
         assert_eq!(t, w + k.div_ceil(w) * wl);
         assert_eq!(whole(s.translation), t - k);
@@ -543,9 +540,7 @@ mod tests {
         // Two load-queue entries: the third load waits for the first to retire (1 + L).
         let l = 100u64;
         let mut i = core(256, 2, 64, 16, 4);
-        for _ in 0..3 {
-            i.reference(1, AccessKind::Load, 0, miss(l));
-        }
+        refs(&mut i, 3, AccessKind::Load, 0, miss(l));
         // Load 3 dispatches at 1 + L and returns L later.
         let (t, s) = end(i);
         assert_eq!(t, 1 + 2 * l);
@@ -558,9 +553,7 @@ mod tests {
         // waits for the last one: k stores at 1..k, the last written at k + L.
         let (k, l) = (6u64, 200u64);
         let mut i = core(256, 64, 64, 16, 4);
-        for _ in 0..k {
-            i.reference(1, AccessKind::Store, 0, miss(l));
-        }
+        refs(&mut i, k, AccessKind::Store, 0, miss(l));
         assert_eq!(whole(i.now()), k);
         let (t, _) = end(i);
         assert_eq!(t, k + l);
@@ -622,9 +615,7 @@ mod tests {
         let (k, l) = (10u64, 200u64);
         let mut i = core(256, 64, 64, 16, 4);
         i.set_dependences(false);
-        for _ in 0..k {
-            i.reference(1, AccessKind::Load, 1, miss(l));
-        }
+        refs(&mut i, k, AccessKind::Load, 1, miss(l));
         let (t, _) = end(i);
         assert_eq!(t, k + l);
     }
