@@ -493,7 +493,8 @@ impl Simulator {
     fn simulate(&mut self, e: &Event, idx: u64) -> Result<()> {
         self.counters.events += 1;
         match e {
-            Event::Ref(r) => self.reference(r, idx),
+            Event::Ref(r) if self.core.is_interval() => self.reference::<true>(r, idx),
+            Event::Ref(r) => self.reference::<false>(r, idx),
             Event::Compute { instrs } => {
                 self.counters.instructions += instrs;
                 self.core.compute(*instrs);
@@ -503,8 +504,11 @@ impl Simulator {
         }
     }
 
+    /// One reference: translated (faults handled on the way) and its data accessed. `TIMED`:
+    /// the interval core model times it from the latencies the MMU returns; the additive
+    /// model's sums are the MMU's own, so its path carries nothing more.
     #[inline(always)]
-    fn reference(&mut self, r: &MemRef, idx: u64) -> Result<()> {
+    fn reference<const TIMED: bool>(&mut self, r: &MemRef, idx: u64) -> Result<()> {
         let c = &mut self.counters;
         c.instructions += r.instrs as u64;
         let access = Access::of(r.kind);
@@ -554,8 +558,10 @@ impl Simulator {
                     }
                 }
             };
-            self.core.fault(instrs, r.dep, cost);
-            (cost, instrs) = (RefCost::default(), 0);
+            if TIMED {
+                self.core.fault(instrs, r.dep, cost);
+                (cost, instrs) = (RefCost::default(), 0);
+            }
             // A page fault (or EPT violation) drops the TLB entries of the faulting address at
             // every level and on both sides, whether a TLB hit that denies the access or a
             // walk raised it (SDM Vol. 3A §4.10.4.1, §28.3.3.1).
@@ -568,7 +574,9 @@ impl Simulator {
         if !access.fetch {
             cost.data = self.mmu.data(hpa);
         }
-        self.core.reference(instrs, r.kind, r.dep, cost);
+        if TIMED {
+            self.core.reference(instrs, r.kind, r.dep, cost);
+        }
         Ok(())
     }
 

@@ -79,6 +79,42 @@ struct InFlight {
     translated: u64,
 }
 
+/// The last `len` entries of a queue that frees in order (the load or store queue): what a
+/// new entry has to wait for is the one it replaces.
+struct Queue<T> {
+    slots: Vec<T>,
+    /// The slot the next entry takes.
+    next: usize,
+    /// Every slot holds an entry.
+    full: bool,
+}
+
+impl<T: Copy + Default> Queue<T> {
+    fn new(len: usize) -> Self {
+        Queue {
+            slots: vec![T::default(); len],
+            next: 0,
+            full: false,
+        }
+    }
+
+    /// The entry a new one replaces, when every slot is taken.
+    #[inline(always)]
+    fn oldest(&self) -> Option<T> {
+        self.full.then(|| self.slots[self.next])
+    }
+
+    #[inline(always)]
+    fn push(&mut self, v: T) {
+        self.slots[self.next] = v;
+        self.next += 1;
+        if self.next == self.slots.len() {
+            self.next = 0;
+            self.full = true;
+        }
+    }
+}
+
 /// One core's out-of-order window (see the module documentation). All times are fixed point
 /// ([`super::FRAC_BITS`]); nothing is allocated per reference.
 pub struct Interval {
@@ -101,14 +137,11 @@ pub struct Interval {
     last_retire: u64,
     /// When the youngest store's entry frees.
     last_release: u64,
-    /// Per load-queue slot, the instruction index of the load that holds it.
-    lq: Vec<u64>,
-    /// Loads dispatched.
-    loads: u64,
-    /// Per store-queue slot, the store that holds it: its instruction index and when it frees.
-    sq: Vec<(u64, u64)>,
-    /// Stores dispatched.
-    stores: u64,
+    /// The load queue: the instruction index of the load that holds each entry.
+    lq: Queue<u64>,
+    /// The store queue: the store that holds each entry, its instruction index and when it
+    /// frees.
+    sq: Queue<(u64, u64)>,
     /// When each miss-status register frees.
     mshr: Vec<u64>,
     /// When each page walker frees.
@@ -148,10 +181,8 @@ impl Interval {
             window: VecDeque::with_capacity(size(core.rob)),
             last_retire: 0,
             last_release: 0,
-            lq: vec![0; size(core.load_queue)],
-            loads: 0,
-            sq: vec![(0, 0); size(core.store_queue)],
-            stores: 0,
+            lq: Queue::new(size(core.load_queue)),
+            sq: Queue::new(size(core.store_queue)),
             mshr: vec![0; size(core.mshrs)],
             walkers: vec![0; size(core.walkers)],
             completions: [0; DEP_SPAN],
@@ -203,15 +234,14 @@ impl Interval {
         }
         let load = kind != AccessKind::Store;
         let store = kind.is_write();
-        if load && self.loads >= self.lq.len() as u64 {
-            let held = self.lq[(self.loads % self.lq.len() as u64) as usize];
+        if let Some(held) = self.lq.oldest().filter(|_| load) {
             self.retire_through(held, Stall::LoadQueue);
         }
-        if store && self.stores >= self.sq.len() as u64 {
-            let (held, free) = self.sq[(self.stores % self.sq.len() as u64) as usize];
+        if let Some((held, free)) = self.sq.oldest().filter(|_| store) {
             self.retire_through(held, Stall::StoreQueue);
             self.wait_data(free, Stall::StoreQueue);
         }
+        let before = self.last_retire;
         let translated = self.translate(self.issue(dep), cost);
         let (retire, completion, release) = if load {
             let done = if cost.data > 0 {
@@ -232,19 +262,20 @@ impl Interval {
         };
         self.last_retire = retire;
         if load {
-            let slot = (self.loads % self.lq.len() as u64) as usize;
-            self.lq[slot] = self.n;
-            self.loads += 1;
+            self.lq.push(self.n);
         }
         if store {
             self.last_release = self.last_release.max(release);
-            let slot = (self.stores % self.sq.len() as u64) as usize;
-            self.sq[slot] = (self.n, self.last_release);
-            self.stores += 1;
+            self.sq.push((self.n, self.last_release));
         }
         self.completions[(self.data_refs % DEP_SPAN as u64) as usize] = completion;
         self.data_refs += 1;
-        self.enter(retire, translated);
+        // An operation that retires with its predecessor never blocks dispatch on its own:
+        // the instructions it would block are behind those its predecessor blocks, which
+        // wait for the same moment. It needs no place in the window.
+        if retire > before {
+            self.enter(retire, translated);
+        }
     }
 
     /// A reference's translation attempt faulted: its instruction dispatches after `instrs`
