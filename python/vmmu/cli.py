@@ -164,6 +164,12 @@ def machine_options(f: Callable) -> Callable:
             help="Page-walk caching design (machine.pwc.design).",
         ),
         click.option(
+            "--core-model",
+            type=click.Choice(api.CORE_MODELS),
+            help="How the counts become time: additive (no overlap) or interval (an "
+            "out-of-order window; machine.core.model).",
+        ),
+        click.option(
             "--nested-page-size",
             type=click.Choice(api.NESTED_PAGE_SIZES, case_sensitive=False),
             help="Page size of the nested tables (host.nested_page_size).",
@@ -323,6 +329,7 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
     return {
         "machine": kw["machine"],
         "pwc": kw["pwc"],
+        "core_model": kw["core_model"],
         "nested_page_size": _upper(kw["nested_page_size"]),
         "guest_page_size": _upper(kw["guest_page_size"]),
         "thp": kw["thp"],

@@ -242,6 +242,30 @@ fn random_covers_the_footprint_uniformly() {
 }
 
 #[test]
+fn a_chase_with_alpha_zero_is_uniform_over_a_large_footprint() {
+    // 2 GiB of 64-byte nodes (2^25 of them), 256 K references: every 32 MiB of the footprint
+    // gets 1/64 of them (4,096, σ ≈ 64), and no node is drawn much more than once (a uniform
+    // draw of 2^18 from 2^25 repeats about 2^11 / 2^25 · 2^18 / 2 ≈ 1,000 times).
+    let rs = refs(&all(
+        "pointer-chase:footprint=2G,alpha=0,refs=256K,prefault=1,write_ratio=0",
+    ));
+    let mut per_bin = [0u32; 64];
+    let mut nodes: Vec<u64> = Vec::with_capacity(rs.len());
+    for r in &rs {
+        let off = r.va.0 - BASE;
+        per_bin[(off >> 25) as usize] += 1;
+        nodes.push(off >> 6);
+    }
+    for c in per_bin {
+        assert!((c as i64 - 4096).abs() < 400, "{per_bin:?}");
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    let repeats = rs.len() - nodes.len();
+    assert!((500..2000).contains(&repeats), "{repeats} repeated nodes");
+}
+
+#[test]
 fn hot_cold_sends_hot_prob_of_references_to_the_hot_fraction() {
     let spec = "pointer-chase:dist=hotcold,hot_fraction=0.25,hot_prob=0.8,scatter=0,footprint=1M,refs=100K";
     let rs = refs(&all(spec));

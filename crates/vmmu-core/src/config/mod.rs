@@ -619,18 +619,84 @@ impl Default for HypervisorConfig {
     }
 }
 
-/// The core's base timing.
+/// How the core turns the counts into time (DESIGN.md "Timing: two core models, the same
+/// counts"; docs/model.md "Timing").
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub enum CoreModel {
+    /// Every latency adds up: `instructions × base_CPI` plus each walk's and each data
+    /// reference's latency, nothing overlapped.
+    #[default]
+    #[serde(rename = "additive")]
+    Additive,
+    /// An out-of-order window after the mechanistic interval model (Karkhanis & Smith, ISCA
+    /// 2004; Eyerman et al., TOCS 2009) in its reorder-buffer form (Carlson et al., TACO
+    /// 2014): independent misses and walks overlap, dependent ones serialise.
+    #[serde(rename = "interval")]
+    Interval,
+}
+
+impl CoreModel {
+    /// Every core model, as named in configs.
+    pub const ALL: [CoreModel; 2] = [CoreModel::Additive, CoreModel::Interval];
+
+    /// The name used in configs and results.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CoreModel::Additive => "additive",
+            CoreModel::Interval => "interval",
+        }
+    }
+}
+
+/// The core's base timing, and the out-of-order window the interval model needs.
+///
+/// The window's sizes are optional so that a machine written without them still runs the
+/// additive model; the interval model requires each of them (validation names the missing
+/// one) rather than inventing a default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CoreConfig {
     /// Cycles per instruction with a perfect TLB and an L1-hitting memory (the `base_CPI` of
-    /// DESIGN.md's timing equation).
+    /// DESIGN.md's timing equation); under the interval model, the dispatch rate's inverse.
     pub base_cpi: f64,
     /// Clock frequency in GHz (for converting cycles to seconds in reports only).
     pub freq_ghz: f64,
     /// Cores of the machine: the most vCPUs a VM may have without overcommit.
     #[serde(default = "one")]
     pub cores: u32,
+    /// Which core model times the run.
+    #[serde(default)]
+    pub model: CoreModel,
+    /// Reorder-buffer entries (instructions): instruction `i` dispatches only once instruction
+    /// `i − rob` has retired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rob: Option<u32>,
+    /// Load-queue entries: loads between dispatch and retirement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_queue: Option<u32>,
+    /// Store-queue entries: stores between dispatch and the write of their data after
+    /// retirement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_queue: Option<u32>,
+    /// Miss-status holding registers of the L1 data cache: data misses in flight at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mshrs: Option<u32>,
+    /// Page walkers: walks in flight at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walkers: Option<u32>,
+}
+
+impl CoreConfig {
+    /// The out-of-order window's fields, by name, as configured.
+    pub fn window_fields(&self) -> [(&'static str, Option<u32>); 5] {
+        [
+            ("rob", self.rob),
+            ("load_queue", self.load_queue),
+            ("store_queue", self.store_queue),
+            ("mshrs", self.mshrs),
+            ("walkers", self.walkers),
+        ]
+    }
 }
 
 /// One TLB array: `entries` entries in sets of `ways`, LRU, holding the listed page sizes.

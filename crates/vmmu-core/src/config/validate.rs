@@ -91,6 +91,7 @@ impl SimConfig {
         if m.core.cores == 0 {
             return Err(Error::config("machine.core.cores", "must be at least 1"));
         }
+        self.validate_window()?;
         if !m
             .caches
             .levels
@@ -324,6 +325,37 @@ impl SimConfig {
     }
 
     /// The hypervisor's rules: mode switches and backing against the mode and technique.
+    /// The out-of-order window: each size at least 1 where given (0 walkers could never
+    /// finish a walk, 0 MSHRs a miss, a reorder buffer of 0 never dispatch), and all of them
+    /// given when the interval model reads them.
+    fn validate_window(&self) -> Result<()> {
+        let core = &self.machine.core;
+        for (name, value) in core.window_fields() {
+            let field = format!("machine.core.{name}");
+            match value {
+                Some(0) => return Err(Error::config(field, "must be at least 1")),
+                None if core.model == CoreModel::Interval => {
+                    return Err(Error::config(
+                        field,
+                        format!(
+                            "the interval core model needs it: give the machine's {} (see \
+                             docs/machines.md, \"The core\")",
+                            window_meaning(name)
+                        ),
+                    ))
+                }
+                Some(v) if v > MAX_WINDOW => {
+                    return Err(Error::config(
+                        field,
+                        format!("{v} is more than the {MAX_WINDOW} the interval model holds"),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     fn validate_hypervisor(&self) -> Result<()> {
         let h = &self.hypervisor;
         let at = &h.switch.at;
@@ -595,4 +627,18 @@ fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The largest size of any window structure (the model keeps one entry per element).
+const MAX_WINDOW: u32 = 1 << 16;
+
+/// What each window field counts, for error messages.
+fn window_meaning(name: &str) -> &'static str {
+    match name {
+        "rob" => "reorder-buffer entries",
+        "load_queue" => "load-queue entries",
+        "store_queue" => "store-queue entries",
+        "mshrs" => "L1 data-cache miss-status registers",
+        _ => "page walkers",
+    }
 }

@@ -45,6 +45,7 @@ impl Simulator {
         }
         while self.switches.last().is_some_and(|&at| instr >= at) {
             self.switches.pop();
+            self.core.drain();
             self.vmm
                 .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
         }
@@ -67,6 +68,7 @@ impl Simulator {
         };
         self.counters = Counters::default();
         self.mmu.reset_stats();
+        self.core.reset_stalls();
         self.os.reset_stats();
         self.vmm.reset_stats(0);
         self.start_windows();
