@@ -12,8 +12,9 @@ use crate::addr::{Gpa, Gva};
 use crate::error::Result;
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
-use crate::mmu::{Mmu, Tables};
+use crate::mmu::Mmu;
 use crate::paging::PageTable;
+use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// How a direct-paging guest's MMU operations reach the hypervisor (`hypervisor.technique`

@@ -7,8 +7,9 @@ use crate::addr::{Gpa, Gva};
 use crate::error::Result;
 use crate::guest::GuestOs;
 use crate::mem::PhysMem;
-use crate::mmu::{Mmu, Tables};
+use crate::mmu::Mmu;
 use crate::paging::PageTable;
+use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// No hypervisor below the guest.

@@ -12,8 +12,9 @@ use crate::config::VirtMode;
 use crate::error::{Error, Result};
 use crate::guest::GuestOs;
 use crate::mem::PhysMem;
-use crate::mmu::{Mmu, Tables};
+use crate::mmu::Mmu;
 use crate::paging::PageTable;
+use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// Nested paging: no state beyond the nested tables, which every mode shares ([`Shared`]).

@@ -16,9 +16,10 @@ use crate::addr::{Gpa, Gva, Hpa};
 use crate::error::Result;
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
-use crate::mmu::{Mmu, Tables};
+use crate::mmu::Mmu;
 use crate::paging::PageTable;
 use crate::shadow::ShadowStats;
+use crate::walk::Tables;
 
 /// What a vCPU's root from its last turn becomes when the vCPU resumes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -15,9 +15,10 @@ use crate::config::{ShadowConfig, VirtMode};
 use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
-use crate::mmu::{Mmu, Tables};
+use crate::mmu::Mmu;
 use crate::paging::{Geometry, PageTable};
 use crate::shadow::{FaultKind, ShadowPager, ShadowStats, WriteKind};
+use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// Shadow paging: the running shadow pager.
