@@ -6,8 +6,8 @@
 //! bounced to the guest.
 
 use super::exits::ExitReason;
-use super::ops::PagingOps;
-use super::{no_nested, Fault, Ipis, Paging, Resolution, Role, Shared};
+use super::ops::{no_nested, DirectTechnique, Fault, Ipis, Paging, PagingOps, Resolution, Role};
+use super::shared::Shared;
 use crate::addr::{Gpa, Gva};
 use crate::error::Result;
 use crate::guest::{GuestOs, OsEffects};
@@ -17,24 +17,14 @@ use crate::paging::PageTable;
 use crate::walk::Tables;
 use crate::walk::WalkFault;
 
-/// How a direct-paging guest's MMU operations reach the hypervisor (`hypervisor.technique`
-/// other than `hvm`: trap-and-emulate shadows the guest's tables instead).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum DirectTechnique {
-    /// Para-virtual: hypercalls (Xen PV).
-    Pv,
-    /// Pre-virtualized: calls into an in-place VMM, which makes the hypercalls (seed 003).
-    Previrt,
-}
-
 /// Direct paging with its technique.
-pub(in crate::vmm) struct Direct {
+pub(super) struct Direct {
     technique: DirectTechnique,
 }
 
 impl Direct {
     /// Direct paging by `technique`.
-    pub(in crate::vmm) fn new(technique: DirectTechnique) -> Self {
+    pub(super) fn new(technique: DirectTechnique) -> Self {
         Direct { technique }
     }
 }

@@ -7,7 +7,7 @@
 //! `struct kvm_mmu` — a root role and a few operations — filled by one initialiser per mode
 //! (`init_kvm_tdp_mmu`, `init_kvm_softmmu`, `kvm_init_shadow_ept_mmu`), and the rest of KVM
 //! never asks which mode it is in. Here a mode is one implementation of the operations of
-//! `ops.rs`, in a file of its own:
+//! `ops.rs` (`PagingOps`), in a file of its own:
 //!
 //! | file | mode ([`Paging`]) | KVM |
 //! |---|---|---|
@@ -29,10 +29,12 @@
 //! - for several vCPUs: **resume** (`kvm_mmu_reload`), the **current root**, and whether shadow
 //!   tables were removed so the others must flush (`unlinked`; `kvm_flush_remote_tlbs`).
 //!
-//! The modes are the variants of one enum, dispatched by one `match` per operation: `tables`
-//! stays inlined into the event loop, where a trait object would add an indirect call to every
-//! TLB miss (docs/performance.md, "The hypervisor's modes"). Adding a mode is a file that
-//! implements the operations, its variant, and one arm where a [`Paging`] is built.
+//! The modes are the variants of one enum (`active.rs`), dispatched by one `match` per
+//! operation: `tables` stays inlined into the event loop, where a trait object would add an
+//! indirect call to every TLB miss (docs/performance.md, "The hypervisor's modes"). Adding a
+//! mode is a file that implements the operations, its variant, and one arm where a [`Paging`]
+//! is built (`Active::build`). What every mode uses and what outlives a switch — host memory,
+//! the bill, the shadow cache kept across switches — is `shared.rs`.
 //!
 //! Around the operations [`Vmm`] does what every mode shares: the order of an OS action's
 //! effects and the hardware's part of each (the TLB invalidation of an INVLPG, the flush of a
@@ -50,14 +52,16 @@
 //! are flushed, because no cached translation or table pointer of one mode may be used by the
 //! other.
 
+mod active;
 mod direct;
 pub mod exits;
 mod native;
 mod nested;
 mod ops;
 mod shadow;
+mod shared;
 
-pub use direct::DirectTechnique;
+pub use ops::{DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
 
 use crate::addr::{Gpa, Gva, Hpa};
 use crate::config::{CostProfile, Mode, SimConfig, Technique, VirtMode};
@@ -69,115 +73,26 @@ use crate::mmu::Mmu;
 use crate::paging::{Geometry, PageTable};
 use crate::shadow::ShadowStats;
 use crate::walk::Tables;
-use crate::walk::{Access, WalkFault};
+use active::Active;
 use exits::{Account, ExitReason, ExitStats};
-use ops::{Active, Resume};
-use shadow::ShadowCache;
+use ops::Resume;
+use shared::{ShadowCache, Shared};
 
-/// The hypervisor's paging mode: what the hardware walks and what exits.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Paging {
-    /// No hypervisor: the hardware walks the guest's tables and their output is machine
-    /// memory.
-    Native,
-    /// Nested paging: the 2D walk over the guest's tables and the nested tables.
-    Nested,
-    /// Shadow paging by trap-and-emulate: the hardware walks the shadow pager's tables.
-    Shadow,
-    /// Direct paging (Xen PV style): the hardware walks the guest's validated tables, which
-    /// hold machine frames; MMU operations reach the hypervisor by hypercalls or through an
-    /// in-place VMM (seed 003).
-    Direct(DirectTechnique),
-}
-
-impl Paging {
-    /// The name results use: `native`, `nested`, `shadow` — direct paging is the
-    /// configuration's shadow mode with technique `pv` or `previrt`, and is named so.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Paging::Native => "native",
-            Paging::Nested => "nested",
-            Paging::Shadow | Paging::Direct(_) => "shadow",
+/// The paging mode `cfg` (validated) starts in: an adaptive run in its policy's.
+fn start_paging(cfg: &SimConfig) -> Result<Paging> {
+    Ok(match (cfg.mode, &cfg.policy) {
+        (Mode::Native, _) => Paging::Native,
+        (Mode::Nested, _) => Paging::Nested,
+        (Mode::Shadow, _) => match cfg.hypervisor.technique {
+            Technique::Hvm => Paging::Shadow,
+            Technique::Pv => Paging::Direct(DirectTechnique::Pv),
+            Technique::Previrt => Paging::Direct(DirectTechnique::Previrt),
+        },
+        (Mode::Adaptive, Some(p)) => p.start().into(),
+        (Mode::Adaptive, None) => {
+            return Err(Error::config("policy", "an adaptive run needs a policy"))
         }
-    }
-
-    /// The paging mode `cfg` (validated) starts in: an adaptive run in its policy's.
-    fn of(cfg: &SimConfig) -> Result<Paging> {
-        Ok(match (cfg.mode, &cfg.policy) {
-            (Mode::Native, _) => Paging::Native,
-            (Mode::Nested, _) => Paging::Nested,
-            (Mode::Shadow, _) => match cfg.hypervisor.technique {
-                Technique::Hvm => Paging::Shadow,
-                Technique::Pv => Paging::Direct(DirectTechnique::Pv),
-                Technique::Previrt => Paging::Direct(DirectTechnique::Previrt),
-            },
-            (Mode::Adaptive, Some(p)) => p.start().into(),
-            (Mode::Adaptive, None) => {
-                return Err(Error::config("policy", "an adaptive run needs a policy"))
-            }
-        })
-    }
-}
-
-impl From<VirtMode> for Paging {
-    fn from(v: VirtMode) -> Paging {
-        match v {
-            VirtMode::Shadow => Paging::Shadow,
-            VirtMode::Nested => Paging::Nested,
-        }
-    }
-}
-
-/// How a guest's inter-processor interrupts reach another vCPU (what a TLB shootdown costs).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub enum Ipis {
-    /// No hypervisor: the APIC delivers them.
-    Native,
-    /// Hardware virtualization: the sender's ICR write exits; without posted interrupts so do
-    /// the delivery and the EOI on the target.
-    Exits,
-    /// A para-virtual guest sends them by hypercall.
-    Hypercall,
-}
-
-/// What the hypervisor is now: everything those above it may know of its mode (the event loop,
-/// the results, the policies).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Role {
-    /// The paging mode.
-    pub paging: Paging,
-    /// Nested tables map the VM's guest-physical memory to host memory (nested paging, and
-    /// shadow paging by trap-and-emulate, which builds its entries from them); natively and
-    /// under direct paging guest frames are machine frames.
-    pub nested_tables: bool,
-    /// The mode the VM is in, of the two it can switch between at an exit; `None` when it
-    /// cannot switch (native and direct paging).
-    pub virt: Option<VirtMode>,
-    /// How the guest's IPIs travel.
-    pub ipis: Ipis,
-}
-
-/// A fault the hypervisor sees first: a walk of process `pid`'s tables for `va` ended in
-/// `cause`, or a TLB entry forbade the access.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Fault {
-    /// The process that made the access.
-    pub pid: u32,
-    /// The address.
-    pub va: Gva,
-    /// The access.
-    pub access: Access,
-    /// Why there is no translation.
-    pub cause: WalkFault,
-}
-
-/// What follows a fault the hypervisor saw.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Resolution {
-    /// The hypervisor resolved it: retry the access.
-    Retry,
-    /// The fault is the guest's: its kernel handles it, then the access is retried.
-    Guest,
+    })
 }
 
 /// Instructions retired in each paging mode, as [`Paging::name`] names them (direct paging
@@ -221,26 +136,6 @@ pub struct VmmStats {
     pub instructions_in_mode: InMode,
 }
 
-/// What every mode uses and what outlives a switch.
-struct Shared {
-    host: Host,
-    acct: Account,
-    costs: CostProfile,
-    /// Guest memory is backed on first use (nested faults), not when the guest allocates it.
-    lazy: bool,
-    /// Shadow tables were removed: every other vCPU must flush.
-    remote_flush: bool,
-    shadow: ShadowCache,
-}
-
-/// The error of a nested fault in a mode without nested paging.
-fn no_nested(gpa: Gpa, va: Gva) -> Error {
-    Error::Check {
-        event: 0,
-        detail: format!("a nested fault at {gpa} for {va} without nested paging"),
-    }
-}
-
 /// The hypervisor of one VM.
 pub struct Vmm {
     mode: Active,
@@ -255,7 +150,7 @@ impl Vmm {
     /// The hypervisor of `cfg` (validated), in the configured starting mode.
     pub fn new(cfg: &SimConfig) -> Result<Self> {
         let h = &cfg.hypervisor;
-        let paging = Paging::of(cfg)?;
+        let paging = start_paging(cfg)?;
         let hv = Shared {
             host: Host::new(&cfg.host, cfg.guest.memory.0, cfg.seed)?,
             acct: Account::new(h.costs.exit_round_trip, cfg.machine.tlb.vpid),

@@ -1,8 +1,8 @@
 //! Native paging: no hypervisor. The hardware walks the guest's tables and their output is
 //! machine memory; nothing is intercepted, and every fault is the guest's.
 
-use super::ops::PagingOps;
-use super::{no_nested, Fault, Ipis, Paging, Resolution, Role, Shared};
+use super::ops::{no_nested, Fault, Ipis, Paging, PagingOps, Resolution, Role};
+use super::shared::Shared;
 use crate::addr::{Gpa, Gva};
 use crate::error::Result;
 use crate::guest::GuestOs;
@@ -13,7 +13,7 @@ use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// No hypervisor below the guest.
-pub(in crate::vmm) struct Native;
+pub(super) struct Native;
 
 impl PagingOps for Native {
     fn role(&self) -> Role {

@@ -5,8 +5,8 @@
 //! `init_kvm_tdp_mmu`).
 
 use super::exits::ExitReason;
-use super::ops::PagingOps;
-use super::{Fault, Ipis, Paging, Resolution, Role, Shared};
+use super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Role};
+use super::shared::Shared;
 use crate::addr::{Gpa, Gva, PageSize};
 use crate::config::VirtMode;
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// Nested paging: no state beyond the nested tables, which every mode shares ([`Shared`]).
-pub(in crate::vmm) struct Nested;
+pub(super) struct Nested;
 
 impl PagingOps for Nested {
     fn role(&self) -> Role {

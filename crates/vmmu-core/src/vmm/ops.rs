@@ -1,25 +1,128 @@
-//! The operations of a paging mode — what KVM keeps in `struct kvm_mmu` — and the enum of the
-//! modes that dispatches each of them once.
+//! The operations of a paging mode — what KVM keeps in `struct kvm_mmu` — and the types they
+//! speak: what a mode is ([`Role`], [`Paging`]), a fault it sees ([`Fault`]) and what follows
+//! it ([`Resolution`]).
 //!
 //! A mode implements [`PagingOps`] in a file of its own (`native.rs`, `nested.rs`, `shadow.rs`,
 //! `direct.rs`). What a mode does not override it does not intercept: the provided methods do
 //! nothing, as KVM's non-paging and two-dimensional modes leave the shadow pager's hooks empty.
-//! [`Active`] holds the running mode; [`Active::build`] is the one place a [`Paging`] becomes
-//! its implementation.
 
-use super::direct::Direct;
-use super::native::Native;
-use super::nested::Nested;
-use super::shadow::Shadow;
-use super::{Fault, Paging, Resolution, Role, Shared};
+use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};
-use crate::error::Result;
+use crate::config::VirtMode;
+use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
 use crate::mmu::Mmu;
 use crate::paging::PageTable;
 use crate::shadow::ShadowStats;
-use crate::walk::Tables;
+use crate::walk::{Access, Tables, WalkFault};
+
+/// The hypervisor's paging mode: what the hardware walks and what exits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Paging {
+    /// No hypervisor: the hardware walks the guest's tables and their output is machine
+    /// memory.
+    Native,
+    /// Nested paging: the 2D walk over the guest's tables and the nested tables.
+    Nested,
+    /// Shadow paging by trap-and-emulate: the hardware walks the shadow pager's tables.
+    Shadow,
+    /// Direct paging (Xen PV style): the hardware walks the guest's validated tables, which
+    /// hold machine frames; MMU operations reach the hypervisor by hypercalls or through an
+    /// in-place VMM (seed 003).
+    Direct(DirectTechnique),
+}
+
+impl Paging {
+    /// The name results use: `native`, `nested`, `shadow` — direct paging is the
+    /// configuration's shadow mode with technique `pv` or `previrt`, and is named so.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Paging::Native => "native",
+            Paging::Nested => "nested",
+            Paging::Shadow | Paging::Direct(_) => "shadow",
+        }
+    }
+}
+
+impl From<VirtMode> for Paging {
+    fn from(v: VirtMode) -> Paging {
+        match v {
+            VirtMode::Shadow => Paging::Shadow,
+            VirtMode::Nested => Paging::Nested,
+        }
+    }
+}
+
+/// How a guest's inter-processor interrupts reach another vCPU (what a TLB shootdown costs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Ipis {
+    /// No hypervisor: the APIC delivers them.
+    Native,
+    /// Hardware virtualization: the sender's ICR write exits; without posted interrupts so do
+    /// the delivery and the EOI on the target.
+    Exits,
+    /// A para-virtual guest sends them by hypercall.
+    Hypercall,
+}
+
+/// What the hypervisor is now: everything those above it may know of its mode (the event loop,
+/// the results, the policies).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Role {
+    /// The paging mode.
+    pub paging: Paging,
+    /// Nested tables map the VM's guest-physical memory to host memory (nested paging, and
+    /// shadow paging by trap-and-emulate, which builds its entries from them); natively and
+    /// under direct paging guest frames are machine frames.
+    pub nested_tables: bool,
+    /// The mode the VM is in, of the two it can switch between at an exit; `None` when it
+    /// cannot switch (native and direct paging).
+    pub virt: Option<VirtMode>,
+    /// How the guest's IPIs travel.
+    pub ipis: Ipis,
+}
+
+/// A fault the hypervisor sees first: a walk of process `pid`'s tables for `va` ended in
+/// `cause`, or a TLB entry forbade the access.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Fault {
+    /// The process that made the access.
+    pub pid: u32,
+    /// The address.
+    pub va: Gva,
+    /// The access.
+    pub access: Access,
+    /// Why there is no translation.
+    pub cause: WalkFault,
+}
+
+/// What follows a fault the hypervisor saw.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Resolution {
+    /// The hypervisor resolved it: retry the access.
+    Retry,
+    /// The fault is the guest's: its kernel handles it, then the access is retried.
+    Guest,
+}
+
+/// How a direct-paging guest's MMU operations reach the hypervisor (`hypervisor.technique`
+/// other than `hvm`: trap-and-emulate shadows the guest's tables instead).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum DirectTechnique {
+    /// Para-virtual: hypercalls (Xen PV).
+    Pv,
+    /// Pre-virtualized: calls into an in-place VMM, which makes the hypercalls (seed 003).
+    Previrt,
+}
+
+/// The error of a nested fault in a mode without nested paging.
+pub(super) fn no_nested(gpa: Gpa, va: Gva) -> Error {
+    Error::Check {
+        event: 0,
+        detail: format!("a nested fault at {gpa} for {va} without nested paging"),
+    }
+}
 
 /// What a vCPU's root from its last turn becomes when the vCPU resumes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -121,136 +224,4 @@ pub(super) trait PagingOps {
 
     /// Zeroes the mode's own counters (the end of a warm-up).
     fn reset_stats(&mut self) {}
-}
-
-/// The running mode: one variant per implementation of [`PagingOps`].
-pub(super) enum Active {
-    /// No hypervisor.
-    Native(Native),
-    /// Nested paging.
-    Nested(Nested),
-    /// Shadow paging by trap-and-emulate.
-    Shadow(Shadow),
-    /// Direct paging.
-    Direct(Direct),
-}
-
-/// `$e` with `$m` bound to the running mode's implementation.
-macro_rules! each {
-    ($active:expr, $m:ident => $e:expr) => {
-        match $active {
-            Active::Native($m) => $e,
-            Active::Nested($m) => $e,
-            Active::Shadow($m) => $e,
-            Active::Direct($m) => $e,
-        }
-    };
-}
-
-impl Active {
-    /// The implementation of `paging`: the one place a mode is built.
-    pub(super) fn build(paging: Paging, hv: &Shared) -> Active {
-        match paging {
-            Paging::Native => Active::Native(Native),
-            Paging::Nested => Active::Nested(Nested),
-            Paging::Shadow => Active::Shadow(Shadow::new(hv)),
-            Paging::Direct(t) => Active::Direct(Direct::new(t)),
-        }
-    }
-
-    /// [`PagingOps::role`].
-    #[inline]
-    pub(super) fn role(&self) -> Role {
-        each!(self, m => m.role())
-    }
-
-    /// [`PagingOps::tables`].
-    #[inline(always)]
-    pub(super) fn tables<'a>(
-        &'a self,
-        hv: &'a Shared,
-        mem: &'a mut PhysMem<Gpa>,
-        pt: PageTable<Gva, Gpa>,
-    ) -> Tables<'a> {
-        each!(self, m => m.tables(hv, mem, pt))
-    }
-
-    /// [`PagingOps::fault`].
-    pub(super) fn fault(
-        &mut self,
-        hv: &mut Shared,
-        mmu: &mut Mmu,
-        os: &mut GuestOs,
-        f: Fault,
-    ) -> Result<Resolution> {
-        each!(self, m => m.fault(hv, mmu, os, f))
-    }
-
-    /// [`PagingOps::writes`].
-    pub(super) fn writes(&mut self, hv: &mut Shared, mmu: &mut Mmu, fx: &OsEffects) {
-        each!(self, m => m.writes(hv, mmu, fx))
-    }
-
-    /// [`PagingOps::invlpg`].
-    pub(super) fn invlpg(
-        &mut self,
-        hv: &mut Shared,
-        mmu: &mut Mmu,
-        os: &GuestOs,
-        pid: u32,
-        va: Gva,
-    ) {
-        each!(self, m => m.invlpg(hv, mmu, os, pid, va))
-    }
-
-    /// [`PagingOps::flush`].
-    pub(super) fn flush(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, pid: u32) {
-        each!(self, m => m.flush(hv, mmu, os, pid))
-    }
-
-    /// [`PagingOps::cr3_write`].
-    pub(super) fn cr3_write(
-        &mut self,
-        hv: &mut Shared,
-        mmu: &mut Mmu,
-        os: &GuestOs,
-        pid: u32,
-    ) -> Result<()> {
-        each!(self, m => m.cr3_write(hv, mmu, os, pid))
-    }
-
-    /// [`PagingOps::unlinked`].
-    pub(super) fn unlinked(&mut self) -> bool {
-        each!(self, m => m.unlinked())
-    }
-
-    /// [`PagingOps::switch_in`].
-    pub(super) fn switch_in(&mut self, hv: &mut Shared, os: &GuestOs) -> Result<u64> {
-        each!(self, m => m.switch_in(hv, os))
-    }
-
-    /// [`PagingOps::switch_out`].
-    pub(super) fn switch_out(self, hv: &mut Shared) -> u64 {
-        each!(self, m => m.switch_out(hv))
-    }
-
-    /// [`PagingOps::resume`].
-    pub(super) fn resume(&mut self, root: Option<(Gpa, Hpa)>) -> Resume {
-        each!(self, m => m.resume(root))
-    }
-
-    /// [`PagingOps::current_root`].
-    pub(super) fn current_root(&self) -> Option<(Gpa, Hpa)> {
-        each!(self, m => m.current_root())
-    }
-
-    /// [`PagingOps::pager_stats`].
-    pub(super) fn pager_stats(&self) -> Option<ShadowStats> {
-        each!(self, m => m.pager_stats())
-    }
-
-    /// [`PagingOps::reset_stats`].
-    pub(super) fn reset_stats(&mut self) {
-        each!(self, m => m.reset_stats())
-    }
 }

@@ -8,82 +8,27 @@
 //! (`hypervisor.switch.keep_shadow`).
 
 use super::exits::ExitReason;
-use super::ops::{PagingOps, Resume};
-use super::{no_nested, Fault, Ipis, Paging, Resolution, Role, Shared};
+use super::ops::{no_nested, Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role};
+use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};
-use crate::config::{ShadowConfig, VirtMode};
+use crate::config::VirtMode;
 use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
 use crate::mmu::Mmu;
-use crate::paging::{Geometry, PageTable};
+use crate::paging::PageTable;
 use crate::shadow::{FaultKind, ShadowPager, ShadowStats, WriteKind};
 use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// Shadow paging: the running shadow pager.
-pub(in crate::vmm) struct Shadow {
+pub(super) struct Shadow {
     sp: Box<ShadowPager>,
-}
-
-/// The shadow cache across mode switches, and what a shadow pager is built with.
-pub(in crate::vmm) struct ShadowCache {
-    /// A shadow cache kept while the VM runs under nested paging.
-    parked: Option<Box<ShadowPager>>,
-    /// Counters of shadow pagers dropped at mode switches.
-    retired: ShadowStats,
-    cfg: ShadowConfig,
-    geo: Geometry,
-    /// Switches to nested paging park the cache instead of dropping it.
-    keep: bool,
-}
-
-impl ShadowCache {
-    /// No cache yet, for pagers of `cfg` over guest tables of format `geo`.
-    pub(in crate::vmm) fn new(cfg: &ShadowConfig, geo: Geometry, keep: bool) -> Self {
-        ShadowCache {
-            parked: None,
-            retired: ShadowStats::default(),
-            cfg: cfg.clone(),
-            geo,
-            keep,
-        }
-    }
-
-    /// The counters of every shadow pager of the run — `active`'s (the running one's), the
-    /// parked one's, the dropped ones' — when the VM ran under shadow paging at all
-    /// (`switched`: it changed mode).
-    pub(in crate::vmm) fn stats(
-        &self,
-        active: Option<ShadowStats>,
-        switched: bool,
-    ) -> Option<ShadowStats> {
-        let mut pagers = active
-            .into_iter()
-            .chain(self.parked.as_ref().map(|sp| sp.stats()))
-            .peekable();
-        let ran = pagers.peek().is_some() || self.retired.pages_built > 0 || switched;
-        ran.then(|| {
-            let mut total = self.retired;
-            for s in pagers {
-                total.absorb(&s);
-            }
-            total
-        })
-    }
-
-    /// Zeroes the counters of the parked and the dropped pagers.
-    pub(in crate::vmm) fn reset_stats(&mut self) {
-        self.retired = ShadowStats::default();
-        if let Some(sp) = &mut self.parked {
-            sp.reset_stats();
-        }
-    }
 }
 
 impl Shadow {
     /// An empty shadow cache.
-    pub(in crate::vmm) fn new(hv: &Shared) -> Self {
+    pub(super) fn new(hv: &Shared) -> Self {
         Shadow {
             sp: Box::new(ShadowPager::new(&hv.shadow.cfg, hv.shadow.geo)),
         }
