@@ -44,7 +44,7 @@ use crate::floor::{
     copy_tables, Front, FrontCounts, Model, Outside, Pwc, Table, Tlb, EMPTY, ENTRIES,
 };
 use std::collections::HashSet;
-use vmmu_core::config::{self, Backing, Mode};
+use vmmu_core::config::{self, Backing, Mode, VirtMode};
 use vmmu_core::paging::{Geometry, Pte};
 use vmmu_core::sim::Simulator;
 use vmmu_core::walk::step::{Grid, COL_G, ROW_GPA};
@@ -138,7 +138,7 @@ impl NestedFloor {
         )?;
         if cfg.machine != want.machine
             || cfg.mode != Mode::Nested
-            || sim.vmm.mode() != Mode::Nested
+            || sim.vmm.virt_mode() != Some(VirtMode::Nested)
             || cfg.guest.vcpus != 1
             || cfg.check
             || cfg.warmup.refs + cfg.warmup.instructions != 0

@@ -22,6 +22,12 @@ pub trait Space: Copy + Eq + fmt::Debug {
     fn raw(self) -> u64;
     /// Wraps a raw value.
     fn from_raw(v: u64) -> Self;
+
+    /// This address plus a byte offset, in the same space.
+    #[inline]
+    fn add(self, off: u64) -> Self {
+        Self::from_raw(self.raw().wrapping_add(off))
+    }
 }
 
 macro_rules! address_space {

@@ -15,6 +15,7 @@
 #![recursion_limit = "256"]
 
 pub mod addr;
+pub mod compress;
 pub mod config;
 pub mod error;
 pub mod event;

@@ -13,13 +13,10 @@
 //! store to a TLB entry without write permission faults without a walk (SDM §4.10.4.3 lets the
 //! processor use the TLB entry).
 
-use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::addr::{Gva, Hpa, PageSize};
 use crate::config::MachineConfig;
 use crate::hw::tlb::{Tag, TlbHierarchy, TlbLevel, TlbSide, Translation};
-use crate::mem::PhysMem;
-use crate::paging::PageTable;
-use crate::walk::nested::NestedWalker;
-use crate::walk::{self, Access, GuestTables, IdentityDim, ShadowTables, WalkFault, WalkHw};
+use crate::walk::{Access, Tables, WalkFault, WalkHw, Walker};
 use serde::Serialize;
 
 /// The most 4 KiB pieces of a page one INVLPG invalidates one by one (a 2 MiB or 4 MiB page);
@@ -111,37 +108,6 @@ impl Remembered {
         let k = Self::kind(access);
         (va.raw() >> 12 == self.vpn[k]).then(|| Hpa(self.base[k].wrapping_add(va.raw() & 0xfff)))
     }
-}
-
-/// The tables the hardware walks now, as the hypervisor hands them over.
-pub enum Tables<'a> {
-    /// The guest's tables, their output used as machine addresses (native paging, and direct
-    /// paging whose guest tables hold machine frames).
-    Guest {
-        /// Guest memory (the walker sets A/D bits in it).
-        mem: &'a mut PhysMem<Gpa>,
-        /// The tables CR3 points to.
-        pt: PageTable<Gva, Gpa>,
-    },
-    /// The 2D walk: the guest's tables over the nested tables.
-    Nested {
-        /// Guest memory.
-        mem: &'a mut PhysMem<Gpa>,
-        /// The guest tables CR3 points to.
-        pt: PageTable<Gva, Gpa>,
-        /// Host memory holding the nested tables.
-        hmem: &'a PhysMem<Hpa>,
-        /// The nested tables nCR3 / the EPTP points to.
-        npt: PageTable<Gpa, Hpa>,
-    },
-    /// Shadow tables in host memory; `None` before the hypervisor loads a root (every walk
-    /// faults).
-    Shadow {
-        /// Host memory.
-        hmem: &'a PhysMem<Hpa>,
-        /// The shadow tables CR3 points to.
-        pt: Option<PageTable<Gva, Hpa>>,
-    },
 }
 
 /// The MMU of one core.
@@ -297,66 +263,8 @@ impl Mmu {
         tables: Tables<'_>,
     ) -> (Result<Hpa, WalkFault>, u64) {
         let mut cycles = 0u64;
-        let psc_tag = tag.raw();
-        let hw = &mut self.hw;
-        let out: Result<Translation, WalkFault> = match tables {
-            Tables::Guest { mem, pt } => {
-                let mut src = GuestTables {
-                    mem,
-                    geo: pt.geo,
-                    nested: IdentityDim,
-                };
-                walk::walk(
-                    hw,
-                    &mut src,
-                    pt.geo,
-                    pt.root.0,
-                    va,
-                    access,
-                    psc_tag,
-                    &mut cycles,
-                )
-            }
-            Tables::Nested { mem, pt, hmem, npt } => {
-                let nested = NestedWalker::new(hw, hmem, npt, self.vpid);
-                let mut src = GuestTables {
-                    mem,
-                    geo: pt.geo,
-                    nested,
-                };
-                walk::walk(
-                    hw,
-                    &mut src,
-                    pt.geo,
-                    pt.root.0,
-                    va,
-                    access,
-                    psc_tag,
-                    &mut cycles,
-                )
-            }
-            Tables::Shadow { hmem, pt: Some(pt) } => {
-                let mut src = ShadowTables {
-                    mem: hmem,
-                    geo: pt.geo,
-                };
-                walk::walk(
-                    hw,
-                    &mut src,
-                    pt.geo,
-                    pt.root.0,
-                    va,
-                    access,
-                    psc_tag,
-                    &mut cycles,
-                )
-            }
-            Tables::Shadow { pt: None, .. } => {
-                hw.stats.walks += 1;
-                hw.stats.walk_faults += 1;
-                Err(WalkFault::NotPresent { level: 0 })
-            }
-        };
+        let out =
+            Walker::new(&mut self.hw, va, access, tag.raw(), self.vpid).walk(tables, &mut cycles);
         self.stats.translation_cycles += cycles;
         let out = match out {
             Ok(t) => {

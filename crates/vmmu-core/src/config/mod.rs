@@ -19,8 +19,7 @@ mod validate;
 
 pub use load::{build, load_machine, load_profile, PRESETS, PROFILES};
 pub use policy::{
-    scaled, CostModelConfig, Dav2mConfig, PolicyConfig, StartMode, TransReset, WindowConfig,
-    POLICY_KINDS,
+    scaled, CostModelConfig, Dav2mConfig, PolicyConfig, TransReset, WindowConfig, POLICY_KINDS,
 };
 
 use crate::addr::{parse_bytes, PageSize};
@@ -91,6 +90,62 @@ impl Mode {
             Mode::Nested => "nested",
             Mode::Shadow => "shadow",
             Mode::Adaptive => "adaptive",
+        }
+    }
+
+    /// Whether a hypervisor runs below the guest (every mode but native).
+    pub const fn virtualized(self) -> bool {
+        match self {
+            Mode::Native => false,
+            Mode::Nested | Mode::Shadow | Mode::Adaptive => true,
+        }
+    }
+
+    /// Whether the run may use shadow (or direct) paging, whose intercepted MMU operations
+    /// reach the hypervisor by `hypervisor.technique`: shadow and adaptive runs.
+    pub const fn uses_technique(self) -> bool {
+        match self {
+            Mode::Shadow | Mode::Adaptive => true,
+            Mode::Native | Mode::Nested => false,
+        }
+    }
+}
+
+/// One of the two paging modes a hypervisor can switch a running VM between (seed 001 §5):
+/// what a policy starts in and chooses, and what the oracle schedules. Shadow paging here is
+/// the trap-and-emulate kind (technique `hvm`), the only one that can switch.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VirtMode {
+    /// Shadow paging (seed 001 Figure 8 starts there "purely for convenience").
+    #[default]
+    Shadow,
+    /// Nested paging.
+    Nested,
+}
+
+impl VirtMode {
+    /// Both, shadow first (the order of the oracle's two simulations).
+    pub const BOTH: [VirtMode; 2] = [VirtMode::Shadow, VirtMode::Nested];
+
+    /// The name used in configs and results (`shadow`, `nested`).
+    pub const fn name(self) -> &'static str {
+        self.mode().name()
+    }
+
+    /// The other one: where a switch from this one goes.
+    pub const fn other(self) -> VirtMode {
+        match self {
+            VirtMode::Shadow => VirtMode::Nested,
+            VirtMode::Nested => VirtMode::Shadow,
+        }
+    }
+
+    /// The run mode that stays in this one throughout.
+    pub const fn mode(self) -> Mode {
+        match self {
+            VirtMode::Shadow => Mode::Shadow,
+            VirtMode::Nested => Mode::Nested,
         }
     }
 }

@@ -6,29 +6,8 @@
 //! with them, since a threshold is a count per window: the rates a policy compares stay the
 //! same, so traces of millions of instructions can be studied with the published parameters.
 
-use super::Mode;
+use super::VirtMode;
 use serde::{Deserialize, Serialize};
-
-/// The paging mode a policy starts the VM in.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StartMode {
-    /// Shadow paging (seed 001 Figure 8 starts there "purely for convenience").
-    #[default]
-    Shadow,
-    /// Nested paging.
-    Nested,
-}
-
-impl StartMode {
-    /// The paging mode.
-    pub const fn mode(self) -> Mode {
-        match self {
-            StartMode::Shadow => Mode::Shadow,
-            StartMode::Nested => Mode::Nested,
-        }
-    }
-}
 
 /// When DAV²M's transition counters `count_s2n` / `count_n2s` restart (seed 001 §6). The prose
 /// measures "the intervals between transitions", so each switch restarts its direction's
@@ -51,7 +30,7 @@ pub enum TransReset {
 pub struct Dav2mConfig {
     /// The mode the VM starts in.
     #[serde(default)]
-    pub start: StartMode,
+    pub start: VirtMode,
     /// Factor applied to every window and threshold (1 = the paper's scale).
     #[serde(default = "one")]
     pub time_scale: f64,
@@ -112,7 +91,7 @@ pub struct Dav2mConfig {
 pub struct CostModelConfig {
     /// The mode the VM starts in (as DAV²M's, so the two start on equal terms).
     #[serde(default)]
-    pub start: StartMode,
+    pub start: VirtMode,
     /// Factor applied to `window_inst`.
     #[serde(default = "one")]
     pub time_scale: f64,
@@ -197,12 +176,12 @@ impl PolicyConfig {
     }
 
     /// The mode the VM starts in (the oracle chooses its own; its simulations start in both).
-    pub const fn start(&self) -> Mode {
+    pub const fn start(&self) -> VirtMode {
         match self {
-            PolicyConfig::Dav2m(c) => c.start.mode(),
-            PolicyConfig::Costmodel(c) => c.start.mode(),
-            PolicyConfig::StaticShadow(_) | PolicyConfig::Oracle(_) => Mode::Shadow,
-            PolicyConfig::StaticNested(_) => Mode::Nested,
+            PolicyConfig::Dav2m(c) => c.start,
+            PolicyConfig::Costmodel(c) => c.start,
+            PolicyConfig::StaticShadow(_) | PolicyConfig::Oracle(_) => VirtMode::Shadow,
+            PolicyConfig::StaticNested(_) => VirtMode::Nested,
         }
     }
 
@@ -284,7 +263,7 @@ fn average() -> u32 {
 impl Default for Dav2mConfig {
     fn default() -> Self {
         Dav2mConfig {
-            start: StartMode::default(),
+            start: VirtMode::default(),
             time_scale: one(),
             window_inst: giga(),
             window_vexit: giga(),
@@ -306,7 +285,7 @@ impl Default for Dav2mConfig {
 impl Default for CostModelConfig {
     fn default() -> Self {
         CostModelConfig {
-            start: StartMode::default(),
+            start: VirtMode::default(),
             time_scale: one(),
             window_inst: giga(),
             hysteresis: 0.0,

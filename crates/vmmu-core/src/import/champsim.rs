@@ -41,9 +41,9 @@
 //! reference is independent).
 
 use crate::addr::Gva;
+use crate::compress::{open_read, BackgroundWriter, CompressedWriter, Compression};
 use crate::error::{Error, Result};
 use crate::event::{AccessKind, Event, EventSource, MemRef};
-use crate::trace::{open_read, BackgroundWriter, CompressedWriter, Compression};
 use std::io::{BufRead, Read};
 
 /// Bytes of one `input_instr` record.

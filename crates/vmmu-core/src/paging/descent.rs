@@ -11,10 +11,15 @@
 //! guest table). The format's rules (leaf detection, the PAE top level) come from
 //! [`Geometry`]; nothing here knows about modes, caches or costs (STYLE.md: KVM's
 //! `FNAME(walk_addr_generic)` is the model).
+//!
+//! Addresses keep their space: the descent translates an address of some space `V` through
+//! tables that live in, and point into, one physical space, [`Levels::Table`] — guest tables
+//! `Gva → Gpa` in guest memory, nested tables `Gpa → Hpa` and shadow tables `Gva → Hpa` in
+//! host memory — so one descent serves all three, typed.
 
 use super::format::Geometry;
 use super::pte::Pte;
-use crate::addr::PageSize;
+use crate::addr::{PageSize, Space};
 use crate::mem::{PhysAddr, PhysMem};
 use std::convert::Infallible;
 
@@ -55,25 +60,28 @@ impl Perms {
 
 /// Where a descent reads its entries, and what reading one does besides.
 pub trait Levels {
+    /// The physical space the tables live in and point into (their output space too: x86
+    /// tables and the pages they map share one).
+    type Table: PhysAddr;
     /// Why a descent can stop before reading an entry.
     type Stop;
 
     /// Reads the entry at byte `off` of the table at `table` (level `level`).
-    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Self::Stop>;
+    fn read(&mut self, table: Self::Table, off: u64, level: u8) -> Result<Pte, Self::Stop>;
 
     /// The descent used the non-leaf entry `e` (at `table + off`, level `level`) to reach its
     /// next table.
     #[inline]
-    fn pass(&mut self, _table: u64, _off: u64, _level: u8, _e: Pte) {}
+    fn pass(&mut self, _table: Self::Table, _off: u64, _level: u8, _e: Pte) {}
 }
 
-/// The leaf a descent ended at.
+/// The leaf a descent ended at, in tables of space `P`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Leaf {
+pub struct Leaf<P> {
     /// Its level (1 for a 4 KiB page).
     pub level: u8,
-    /// The address of the entry, in the table's address space.
-    pub entry: u64,
+    /// The address of the entry.
+    pub entry: P,
     /// Its value.
     pub pte: Pte,
     /// The page size it maps.
@@ -82,40 +90,41 @@ pub struct Leaf {
     pub perms: Perms,
 }
 
-impl Leaf {
-    /// The physical base of the page it maps, in the tables' output space.
+impl<P: PhysAddr> Leaf<P> {
+    /// The base of the page it maps, in the tables' space.
     #[inline]
-    pub const fn page(&self, geo: &Geometry) -> u64 {
-        self.pte.frame(geo.frame_mask()) & !self.size.offset_mask()
+    pub fn page(&self, geo: &Geometry) -> P {
+        P::from_raw(self.pte.frame(geo.frame_mask()) & !self.size.offset_mask())
     }
 }
 
-/// How a descent ended.
+/// How a descent through tables of space `P` ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Descent<S> {
+pub enum Descent<P, S> {
     /// At a leaf.
-    Leaf(Leaf),
+    Leaf(Leaf<P>),
     /// At a not-present entry of `level`, at address `entry`.
     NotPresent {
         /// The level of the missing entry.
         level: u8,
         /// Its address.
-        entry: u64,
+        entry: P,
     },
     /// The [`Levels`] stopped it.
     Stopped(S),
 }
 
 /// Descends from the table at `table` of level `level` for `va` (the address the tables
-/// translate, raw), reading entries through `levels`.
+/// translate, of whatever space they translate), reading entries through `levels`.
 #[inline]
-pub fn descend<L: Levels>(
+pub fn descend<L: Levels, V: Space>(
     geo: &Geometry,
     levels: &mut L,
-    mut table: u64,
+    mut table: L::Table,
     mut level: u8,
-    va: u64,
-) -> Descent<L::Stop> {
+    va: V,
+) -> Descent<L::Table, L::Stop> {
+    let va = va.raw();
     let mut perms = Perms::ALL;
     loop {
         let off = geo.entry_offset(va, level);
@@ -126,7 +135,7 @@ pub fn descend<L: Levels>(
         if !e.present() {
             return Descent::NotPresent {
                 level,
-                entry: table + off,
+                entry: table.add(off),
             };
         }
         if geo.restricts(level) {
@@ -135,14 +144,14 @@ pub fn descend<L: Levels>(
         if let Some(size) = geo.leaf_at(level, e) {
             return Descent::Leaf(Leaf {
                 level,
-                entry: table + off,
+                entry: table.add(off),
                 pte: e,
                 size,
                 perms,
             });
         }
         levels.pass(table, off, level, e);
-        table = e.frame(geo.frame_mask());
+        table = L::Table::from_raw(e.frame(geo.frame_mask()));
         level -= 1;
     }
 }
@@ -157,11 +166,12 @@ pub struct Read<'a, A: PhysAddr> {
 }
 
 impl<A: PhysAddr> Levels for Read<'_, A> {
+    type Table = A;
     type Stop = Infallible;
 
     #[inline]
-    fn read(&mut self, table: u64, off: u64, _level: u8) -> Result<Pte, Infallible> {
-        Ok(self.geo.read_entry(self.mem, A::from_raw(table + off)))
+    fn read(&mut self, table: A, off: u64, _level: u8) -> Result<Pte, Infallible> {
+        Ok(self.geo.read_entry(self.mem, table.add(off)))
     }
 }
 
@@ -171,7 +181,7 @@ pub struct Trace<'a, A: PhysAddr> {
     /// Where the entries are read.
     pub read: Read<'a, A>,
     /// `(table, entry)` per level (index = level); levels not reached are left as they were.
-    pub path: [(u64, Pte); 6],
+    pub path: [(A, Pte); 6],
 }
 
 impl<'a, A: PhysAddr> Trace<'a, A> {
@@ -179,16 +189,17 @@ impl<'a, A: PhysAddr> Trace<'a, A> {
     pub fn new(mem: &'a PhysMem<A>, geo: Geometry) -> Self {
         Trace {
             read: Read { mem, geo },
-            path: [(0, Pte(0)); 6],
+            path: [(A::from_raw(0), Pte(0)); 6],
         }
     }
 }
 
 impl<A: PhysAddr> Levels for Trace<'_, A> {
+    type Table = A;
     type Stop = Infallible;
 
     #[inline]
-    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Infallible> {
+    fn read(&mut self, table: A, off: u64, level: u8) -> Result<Pte, Infallible> {
         let e = self.read.read(table, off, level)?;
         self.path[level as usize] = (table, e);
         Ok(e)
@@ -238,15 +249,15 @@ mod tests {
         let d = descend(
             &geo,
             &mut Read { mem: &mem, geo },
-            pt.root.0,
+            pt.root,
             3,
-            0x4000_1234,
+            Gva(0x4000_1234),
         );
         let Descent::Leaf(leaf) = d else {
             panic!("{d:?}")
         };
         assert_eq!(leaf.perms, Perms::ALL);
-        assert_eq!((leaf.level, leaf.page(&geo)), (1, 0x7000));
+        assert_eq!((leaf.level, leaf.page(&geo)), (1, Gpa(0x7000)));
     }
 
     #[test]
@@ -254,8 +265,8 @@ mod tests {
         let (mem, pt) = table(PagingFormat::Long4);
         let geo = pt.geo;
         let mut t = Trace::new(&mem, geo);
-        let d = descend(&geo, &mut t, pt.root.0, 4, 0x7000_0000);
+        let d = descend(&geo, &mut t, pt.root, 4, Gva(0x7000_0000));
         assert!(matches!(d, Descent::NotPresent { level: 4, .. }), "{d:?}");
-        assert_eq!(t.path[4].0, pt.root.0);
+        assert_eq!(t.path[4].0, pt.root);
     }
 }

@@ -202,15 +202,9 @@ impl<V: Space, P: PhysAddr> PageTable<V, P> {
 
     /// The leaf that maps `va`, found by the one descent.
     #[inline]
-    pub fn leaf_of(&self, mem: &PhysMem<P>, va: V) -> Option<Leaf> {
+    pub fn leaf_of(&self, mem: &PhysMem<P>, va: V) -> Option<Leaf<P>> {
         let geo = self.geo;
-        match descend(
-            &geo,
-            &mut Read { mem, geo },
-            self.root.raw(),
-            geo.levels,
-            va.raw(),
-        ) {
+        match descend(&geo, &mut Read { mem, geo }, self.root, geo.levels, va) {
             Descent::Leaf(l) => Some(l),
             Descent::NotPresent { .. } => None,
             Descent::Stopped(never) => match never {},
@@ -219,15 +213,17 @@ impl<V: Space, P: PhysAddr> PageTable<V, P> {
 
     /// Walks to the leaf mapping `va`: its entry address, level and value.
     pub fn leaf(&self, mem: &PhysMem<P>, va: V) -> Option<(P, u8, Pte)> {
-        self.leaf_of(mem, va)
-            .map(|l| (P::from_raw(l.entry), l.level, l.pte))
+        self.leaf_of(mem, va).map(|l| (l.entry, l.level, l.pte))
     }
 
     /// Functional translation of `va`: the physical address, the page size and the leaf entry.
     pub fn lookup(&self, mem: &PhysMem<P>, va: V) -> Option<(P, PageSize, Pte)> {
         let l = self.leaf_of(mem, va)?;
-        let pa = l.page(&self.geo) | (va.raw() & l.size.offset_mask());
-        Some((P::from_raw(pa), l.size, l.pte))
+        Some((
+            l.page(&self.geo).add(va.raw() & l.size.offset_mask()),
+            l.size,
+            l.pte,
+        ))
     }
 
     /// Removes the leaf mapping `va` (of whatever size); returns its frame and size. Tables are
@@ -239,8 +235,8 @@ impl<V: Space, P: PhysAddr> PageTable<V, P> {
         log: &mut Vec<TableWrite<P>>,
     ) -> Option<(P, PageSize)> {
         let l = self.leaf_of(mem, va)?;
-        self.write(mem, l.entry, l.level, Pte(0), log);
-        Some((P::from_raw(l.page(&self.geo)), l.size))
+        self.write(mem, l.entry.raw(), l.level, Pte(0), log);
+        Some((l.page(&self.geo), l.size))
     }
 
     /// Sets and clears leaf bits of the mapping of `va`; false when nothing maps it.
@@ -256,7 +252,7 @@ impl<V: Space, P: PhysAddr> PageTable<V, P> {
             Some(l) => {
                 let v = Pte((l.pte.0 | set) & !clear);
                 if v != l.pte {
-                    self.write(mem, l.entry, l.level, v, log);
+                    self.write(mem, l.entry.raw(), l.level, v, log);
                 }
                 true
             }
@@ -307,18 +303,13 @@ impl<V: Space, P: PhysAddr> PageTable<V, P> {
             match descend(
                 &geo,
                 &mut Read { mem, geo },
-                self.root.raw(),
+                self.root,
                 geo.levels,
-                va,
+                V::from_raw(va),
             ) {
                 Descent::Leaf(l) => {
                     let base = va & !l.size.offset_mask();
-                    f(
-                        V::from_raw(geo.canonical(base)),
-                        P::from_raw(l.entry),
-                        l.level,
-                        l.pte,
-                    );
+                    f(V::from_raw(geo.canonical(base)), l.entry, l.level, l.pte);
                     va = base + l.size.bytes();
                 }
                 Descent::NotPresent { level, .. } => {

@@ -47,7 +47,7 @@
 
 use super::{Action, Counters};
 use crate::addr::PageSize;
-use crate::config::{scaled, CostModelConfig, Mode, PagingFormat, SimConfig};
+use crate::config::{scaled, CostModelConfig, PagingFormat, SimConfig, VirtMode};
 use crate::paging::Geometry;
 use std::collections::VecDeque;
 
@@ -79,11 +79,11 @@ impl SwitchCost {
 /// A switch whose transient is still being measured.
 #[derive(Clone, Debug, PartialEq)]
 struct Pending {
-    to: Mode,
+    to: VirtMode,
     /// The new mode's predicted mode-specific cycles per instruction at the switch.
     expected: f64,
     direct: u64,
-    /// Mode-specific cycles beyond the prediction so far.
+    /// VirtMode-specific cycles beyond the prediction so far.
     excess: f64,
 }
 
@@ -124,10 +124,10 @@ pub struct CostModel {
 }
 
 /// The mode-specific cycles of a window.
-fn mode_cycles(c: &Counters, mode: Mode) -> u64 {
+fn mode_cycles(c: &Counters, mode: VirtMode) -> u64 {
     match mode {
-        Mode::Shadow => c.paging_exit_cycles + c.walk_cycles,
-        Mode::Nested | Mode::Native | Mode::Adaptive => c.walk_cycles,
+        VirtMode::Shadow => c.paging_exit_cycles + c.walk_cycles,
+        VirtMode::Nested => c.walk_cycles,
     }
 }
 
@@ -193,7 +193,7 @@ impl CostModel {
             .into_iter()
             .min()
             .unwrap_or(0)) as f64;
-        if c.start == crate::config::StartMode::Shadow {
+        if c.start == VirtMode::Shadow {
             m.wake = m.exits_needed(0.0, 0);
         }
         m
@@ -204,7 +204,7 @@ impl CostModel {
     /// window; `exits` the count at the window's start.
     fn exits_needed(&self, nested: f64, exits: u64) -> u64 {
         let budget =
-            (1.0 + self.hysteresis) * self.switch_cost(Mode::Nested) - self.regret + nested;
+            (1.0 + self.hysteresis) * self.switch_cost(VirtMode::Nested) - self.regret + nested;
         exits + (budget / self.exit_cost.max(1.0)).ceil().max(1.0) as u64
     }
 
@@ -215,7 +215,7 @@ impl CostModel {
 
     /// Switches to `to`, predicted to cost `expected` mode-specific cycles per instruction;
     /// the switch's transient is measured next.
-    fn switch(&mut self, to: Mode, expected: f64) -> Action {
+    fn switch(&mut self, to: VirtMode, expected: f64) -> Action {
         self.since_switch = 0;
         self.prev_rate = None;
         self.transient = true;
@@ -236,9 +236,10 @@ impl CostModel {
     pub fn on_exits(&mut self, exits: u64) -> Action {
         let cycles = (exits - self.exits_at_window) as f64 * self.exit_cost;
         let nested = self.last.1 * self.window as f64;
-        if self.regret + cycles - nested > (1.0 + self.hysteresis) * self.switch_cost(Mode::Nested)
+        if self.regret + cycles - nested
+            > (1.0 + self.hysteresis) * self.switch_cost(VirtMode::Nested)
         {
-            return self.switch(Mode::Nested, self.last.1);
+            return self.switch(VirtMode::Nested, self.last.1);
         }
         self.wake = u64::MAX;
         Action::Stay
@@ -269,10 +270,10 @@ impl CostModel {
     }
 
     /// The estimated cost of a switch to `to`, in cycles.
-    pub fn switch_cost(&self, to: Mode) -> f64 {
+    pub fn switch_cost(&self, to: VirtMode) -> f64 {
         match to {
-            Mode::Shadow => self.to_shadow.estimate(),
-            Mode::Nested | Mode::Native | Mode::Adaptive => self.to_nested.estimate(),
+            VirtMode::Shadow => self.to_shadow.estimate(),
+            VirtMode::Nested => self.to_nested.estimate(),
         }
     }
 
@@ -285,7 +286,7 @@ impl CostModel {
     }
 
     /// The end of a PMU window spent in `mode`, `exits` paging exits since the start.
-    pub fn on_window(&mut self, c: &Counters, exits: u64, mode: Mode) -> Action {
+    pub fn on_window(&mut self, c: &Counters, exits: u64, mode: VirtMode) -> Action {
         self.exits_at_window = exits;
         self.wake = u64::MAX;
         self.since_switch = self.since_switch.saturating_add(1);
@@ -302,8 +303,8 @@ impl CostModel {
         }
         if let Some(p) = self.pending.take() {
             let cost = match p.to {
-                Mode::Shadow => &mut self.to_shadow,
-                Mode::Nested | Mode::Native | Mode::Adaptive => &mut self.to_nested,
+                VirtMode::Shadow => &mut self.to_shadow,
+                VirtMode::Nested => &mut self.to_nested,
             };
             cost.sum += p.direct as f64 + p.excess.max(0.0);
             cost.n += 1;
@@ -315,17 +316,17 @@ impl CostModel {
         self.learn(mode);
         let (current, other) = self.predict(c, mode);
         self.last = (current, other);
-        let unknown = mode != Mode::Shadow && self.beta.is_none() && c.kernel_cycles > 0;
+        let unknown = mode != VirtMode::Shadow && self.beta.is_none() && c.kernel_cycles > 0;
         let gain = if unknown { 0.0 } else { current - other };
         self.regret = (self.regret + gain * c.instructions as f64).max(0.0);
         let to = match mode {
-            Mode::Shadow => Mode::Nested,
-            Mode::Nested | Mode::Native | Mode::Adaptive => Mode::Shadow,
+            VirtMode::Shadow => VirtMode::Nested,
+            VirtMode::Nested => VirtMode::Shadow,
         };
         if self.regret > (1.0 + self.hysteresis) * self.switch_cost(to) {
             return self.switch(to, other);
         }
-        if mode == Mode::Shadow {
+        if mode == VirtMode::Shadow {
             self.wake = self.exits_needed(other * self.window as f64, exits);
         }
         Action::Stay
@@ -333,7 +334,7 @@ impl CostModel {
 
     /// Learns, from the recent settled windows, the walk latency of `mode` and, under shadow
     /// paging, the exit cycles per kernel cycle.
-    fn learn(&mut self, mode: Mode) {
+    fn learn(&mut self, mode: VirtMode) {
         let (mut misses, mut walk, mut exits, mut kernel, mut count) = (0u64, 0, 0, 0, 0);
         for c in &self.recent {
             misses += c.l2_dtlb_misses;
@@ -344,7 +345,7 @@ impl CostModel {
         }
         let lat = (misses > 0).then(|| walk as f64 / misses as f64);
         match mode {
-            Mode::Shadow => {
+            VirtMode::Shadow => {
                 self.lat_1d = lat.or(self.lat_1d);
                 if kernel > 0 {
                     self.beta = Some(exits as f64 / kernel as f64);
@@ -353,23 +354,23 @@ impl CostModel {
                     self.exit_cost = exits as f64 / count as f64;
                 }
             }
-            Mode::Nested | Mode::Native | Mode::Adaptive => self.lat_2d = lat.or(self.lat_2d),
+            VirtMode::Nested => self.lat_2d = lat.or(self.lat_2d),
         }
     }
 
     /// `(current, other)`: the mode-specific cycles per instruction of window `c` in `mode`,
     /// measured, and in the other mode, predicted.
-    fn predict(&self, c: &Counters, mode: Mode) -> (f64, f64) {
+    fn predict(&self, c: &Counters, mode: VirtMode) -> (f64, f64) {
         let n = c.instructions.max(1) as f64;
         let misses = c.l2_dtlb_misses as f64;
         match mode {
-            Mode::Shadow => {
+            VirtMode::Shadow => {
                 let lat_2d = self
                     .lat_2d
                     .unwrap_or_else(|| self.lat_1d.unwrap_or(0.0) * self.ratio);
                 (mode_cycles(c, mode) as f64 / n, misses * lat_2d / n)
             }
-            Mode::Nested | Mode::Native | Mode::Adaptive => {
+            VirtMode::Nested => {
                 let lat_1d = self
                     .lat_1d
                     .unwrap_or_else(|| self.lat_2d.unwrap_or(0.0) / self.ratio);
@@ -383,7 +384,7 @@ impl CostModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{load_machine, StartMode};
+    use crate::config::load_machine;
 
     /// bhargava08 under kvm-modern: a switch to nested paging costs 1,750 cycles before one is
     /// measured.
@@ -391,7 +392,7 @@ mod tests {
         let mut cfg = SimConfig::new(load_machine("bhargava08").unwrap());
         cfg.host.nested_page_size = PageSize::Size4K;
         let c = CostModelConfig {
-            start: StartMode::Shadow,
+            start: VirtMode::Shadow,
             time_scale: 1.0,
             window_inst: 1000.0,
             hysteresis: 0.0,
@@ -424,12 +425,12 @@ mod tests {
     #[test]
     fn a_tlb_bound_shadow_phase_stays_and_exits_that_outweigh_the_switch_go_nested() {
         let mut m = model(2);
-        assert_eq!(m.switch_cost(Mode::Nested), 1750.0);
+        assert_eq!(m.switch_cost(VirtMode::Nested), 1750.0);
         // The start settles; then 100 misses × 20 cycles and no exits: nested would cost
         // 100 × 20 × 6 = 12 cycles per instruction against 2.
         for _ in 0..3 {
             assert_eq!(
-                m.on_window(&w(100, 2000, 0, 0), 0, Mode::Shadow),
+                m.on_window(&w(100, 2000, 0, 0), 0, VirtMode::Shadow),
                 Action::Stay
             );
         }
@@ -437,14 +438,14 @@ mod tests {
         assert_eq!(m.regret(), 0.0);
         // 11,000 exit cycles: shadow costs 13 against 12, a gain of 1,000 per window.
         assert_eq!(
-            m.on_window(&w(100, 2000, 11_000, 0), 0, Mode::Shadow),
+            m.on_window(&w(100, 2000, 11_000, 0), 0, VirtMode::Shadow),
             Action::Stay
         );
         assert_eq!(m.regret(), 1000.0);
         // The sum passes the 1,750-cycle switch in the second such window.
         assert_eq!(
-            m.on_window(&w(100, 2000, 11_000, 0), 0, Mode::Shadow),
-            Action::Switch(Mode::Nested)
+            m.on_window(&w(100, 2000, 11_000, 0), 0, VirtMode::Shadow),
+            Action::Switch(VirtMode::Nested)
         );
         assert_eq!(m.regret(), 0.0);
         assert_eq!(m.state(), "settle");
@@ -453,21 +454,21 @@ mod tests {
     #[test]
     fn a_window_where_the_current_mode_is_ahead_restarts_the_sum() {
         let mut m = model(2);
-        m.on_window(&w(100, 2000, 0, 0), 0, Mode::Shadow);
-        m.on_window(&w(100, 2000, 11_000, 0), 0, Mode::Shadow);
+        m.on_window(&w(100, 2000, 0, 0), 0, VirtMode::Shadow);
+        m.on_window(&w(100, 2000, 11_000, 0), 0, VirtMode::Shadow);
         assert_eq!(m.regret(), 1000.0);
-        m.on_window(&w(100, 2000, 0, 0), 0, Mode::Shadow);
+        m.on_window(&w(100, 2000, 0, 0), 0, VirtMode::Shadow);
         assert_eq!(m.regret(), 0.0);
     }
 
     #[test]
     fn under_nested_paging_kernel_work_predicts_the_exits_and_the_transient_is_measured() {
         let mut m = model(1);
-        m.on_window(&w(100, 2000, 0, 0), 0, Mode::Shadow);
+        m.on_window(&w(100, 2000, 0, 0), 0, VirtMode::Shadow);
         // 30,000 exit cycles over 3,000 kernel cycles: 10 per kernel cycle.
         assert_eq!(
-            m.on_window(&w(100, 2000, 30_000, 3000), 0, Mode::Shadow),
-            Action::Switch(Mode::Nested)
+            m.on_window(&w(100, 2000, 30_000, 3000), 0, VirtMode::Shadow),
+            Action::Switch(VirtMode::Nested)
         );
         // Nested was predicted at 12 cycles per instruction when the VM switched (100 misses ×
         // 20 × 6). The first window carries the switch (1,200 cycles) and 9,000 walk cycles;
@@ -476,26 +477,26 @@ mod tests {
         // the 24,000 predicted — nothing beyond the prediction.
         let mut first = w(100, 9000, 0, 3000);
         first.switch_cycles = 1200;
-        assert_eq!(m.on_window(&first, 0, Mode::Nested), Action::Stay);
+        assert_eq!(m.on_window(&first, 0, VirtMode::Nested), Action::Stay);
         assert_eq!(m.state(), "settle");
         assert_eq!(
-            m.on_window(&w(100, 5000, 0, 3000), 0, Mode::Nested),
+            m.on_window(&w(100, 5000, 0, 3000), 0, VirtMode::Nested),
             Action::Stay
         );
-        assert_eq!(m.switch_cost(Mode::Nested), 1750.0, "still the prior");
+        assert_eq!(m.switch_cost(VirtMode::Nested), 1750.0, "still the prior");
         assert_eq!(
-            m.on_window(&w(100, 5000, 0, 3000), 0, Mode::Nested),
+            m.on_window(&w(100, 5000, 0, 3000), 0, VirtMode::Nested),
             Action::Stay
         );
-        assert_eq!(m.switch_cost(Mode::Nested), 1200.0);
+        assert_eq!(m.switch_cost(VirtMode::Nested), 1200.0);
         // Shadow predicted from the kernel cycles: 10 × 3,000 exit cycles plus 100 misses ×
         // 20 cycles, 32 per instruction against nested's 5.
         assert_eq!(m.prediction(), (5.0, 32.0));
         // The kernel goes quiet and the misses grow: nested costs 50 per instruction, shadow
         // is predicted at 200 × 20 / 1000 = 4; the 46,000-cycle gain pays for the switch.
         assert_eq!(
-            m.on_window(&w(200, 50_000, 0, 0), 0, Mode::Nested),
-            Action::Switch(Mode::Shadow)
+            m.on_window(&w(200, 50_000, 0, 0), 0, VirtMode::Nested),
+            Action::Switch(VirtMode::Shadow)
         );
         assert_eq!(m.prediction(), (50.0, 4.0));
     }
@@ -503,23 +504,23 @@ mod tests {
     #[test]
     fn a_costly_switch_waits_until_the_gain_has_paid_for_it() {
         let mut m = model(1);
-        m.on_window(&w(0, 0, 0, 0), 0, Mode::Nested);
+        m.on_window(&w(0, 0, 0, 0), 0, VirtMode::Nested);
         // A switch to shadow paging costs (kvm-modern) its round trip, handler and a root.
         // Nested walks cost 40 cycles per miss, so shadow walks are predicted at 40 / 6: the
         // gain per window is 4,000 − 100 × 40 / 6 cycles, and pays for the switch after a few.
-        let cost = m.switch_cost(Mode::Shadow);
+        let cost = m.switch_cost(VirtMode::Shadow);
         let gain = 4000.0 - 100.0 * (40.0 / 6.0);
         let windows = (cost / gain).floor() as usize + 1;
         assert!(windows > 1);
         for _ in 1..windows {
             assert_eq!(
-                m.on_window(&w(100, 4000, 0, 0), 0, Mode::Nested),
+                m.on_window(&w(100, 4000, 0, 0), 0, VirtMode::Nested),
                 Action::Stay
             );
         }
         assert_eq!(
-            m.on_window(&w(100, 4000, 0, 0), 0, Mode::Nested),
-            Action::Switch(Mode::Shadow)
+            m.on_window(&w(100, 4000, 0, 0), 0, VirtMode::Nested),
+            Action::Switch(VirtMode::Shadow)
         );
     }
 }

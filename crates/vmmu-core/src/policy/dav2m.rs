@@ -40,7 +40,7 @@
 //!   retired" (the prose), not at the next overflow.
 
 use super::{Action, Counters};
-use crate::config::{scaled, Dav2mConfig, Mode, TransReset};
+use crate::config::{scaled, Dav2mConfig, TransReset, VirtMode};
 
 /// DAV²M's states (seed 001 Figure 7).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -59,10 +59,10 @@ pub enum State {
 
 impl State {
     /// The paging mode the state runs (R4).
-    pub const fn mode(self) -> Mode {
+    pub const fn mode(self) -> VirtMode {
         match self {
-            State::Shadow | State::PreShadow => Mode::Shadow,
-            State::PreNested | State::Prepaging | State::Nested => Mode::Nested,
+            State::Shadow | State::PreShadow => VirtMode::Shadow,
+            State::PreNested | State::Prepaging | State::Nested => VirtMode::Nested,
         }
     }
 
@@ -177,9 +177,9 @@ impl Dav2m {
                 trans_reset: c.trans_reset,
                 lower: c.lower_on_success,
             },
-            state: match c.start.mode() {
-                Mode::Nested => State::Nested,
-                Mode::Shadow | Mode::Native | Mode::Adaptive => State::Shadow,
+            state: match c.start {
+                VirtMode::Nested => State::Nested,
+                VirtMode::Shadow => State::Shadow,
             },
             count_punit: 0,
             partial: false,
@@ -381,8 +381,8 @@ impl Dav2m {
         }
         let p = &self.p;
         let count = match to {
-            Mode::Shadow => &mut self.count_n2s,
-            Mode::Nested | Mode::Native | Mode::Adaptive => &mut self.count_s2n,
+            VirtMode::Shadow => &mut self.count_n2s,
+            VirtMode::Nested => &mut self.count_s2n,
         };
         let damped = *count < p.trans;
         if damped {
@@ -392,7 +392,7 @@ impl Dav2m {
         if damped || p.trans_reset == TransReset::EverySwitch {
             *count = 0;
         }
-        if to == Mode::Shadow {
+        if to == VirtMode::Shadow {
             self.vexit_base = exits; // R4
         }
         if p.cpi_reset {
@@ -411,9 +411,8 @@ mod tests {
     //! a 2-window CPI average; thresholds double.
 
     use super::*;
-    use crate::config::StartMode;
 
-    fn cfg(start: StartMode) -> Dav2mConfig {
+    fn cfg(start: VirtMode) -> Dav2mConfig {
         Dav2mConfig {
             start,
             time_scale: 1.0,
@@ -449,7 +448,7 @@ mod tests {
     }
 
     impl Run {
-        fn new(start: StartMode) -> Run {
+        fn new(start: VirtMode) -> Run {
             Run {
                 d: Dav2m::new(&cfg(start)),
                 exits: 0,
@@ -476,12 +475,12 @@ mod tests {
         }
     }
 
-    const NESTED: Action = Action::Switch(Mode::Nested);
-    const SHADOW: Action = Action::Switch(Mode::Shadow);
+    const NESTED: Action = Action::Switch(VirtMode::Nested);
+    const SHADOW: Action = Action::Switch(VirtMode::Shadow);
 
     #[test]
     fn shadow_stays_below_the_exit_threshold_and_restarts_the_count_every_window_vexit() {
-        let mut r = Run::new(StartMode::Shadow);
+        let mut r = Run::new(VirtMode::Shadow);
         assert_eq!(r.d.exit_wake(), 6, "the sixth exit exceeds 5");
         assert_eq!(r.window(2.0, 0, 5), Action::Stay);
         r.at(State::Shadow, 5.0, 50.0);
@@ -494,7 +493,7 @@ mod tests {
 
     #[test]
     fn shadow_to_prenested_on_the_exit_that_exceeds_the_threshold() {
-        let mut r = Run::new(StartMode::Shadow);
+        let mut r = Run::new(VirtMode::Shadow);
         r.window(2.0, 0, 0);
         r.window(3.0, 0, 0);
         assert_eq!(r.exits(5), Action::Stay);
@@ -517,7 +516,7 @@ mod tests {
 
     #[test]
     fn a_probe_entered_between_overflows_lasts_window_vexit_full_windows() {
-        let mut r = Run::new(StartMode::Shadow);
+        let mut r = Run::new(VirtMode::Shadow);
         r.window(2.0, 0, 0);
         assert_eq!(r.exits(6), NESTED);
         // The overflow that ends the partial window does not end the probe (R9).
@@ -529,14 +528,14 @@ mod tests {
 
     #[test]
     fn a_window_whose_exits_exceed_the_threshold_also_probes() {
-        let mut r = Run::new(StartMode::Shadow);
+        let mut r = Run::new(VirtMode::Shadow);
         assert_eq!(r.window(2.0, 0, 9), NESTED);
         r.at(State::PreNested, 5.0, 50.0);
     }
 
     #[test]
     fn prenested_back_to_shadow_when_nested_is_worse_raises_threshold_vexit() {
-        let mut r = Run::new(StartMode::Shadow);
+        let mut r = Run::new(VirtMode::Shadow);
         r.window(2.0, 0, 0);
         assert_eq!(r.window(2.0, 0, 6), NESTED);
         // One nested window at CPI 6: the 2-window average is (2 + 6) / 2 = 4 > 2 × 1.1.
@@ -553,7 +552,7 @@ mod tests {
 
     #[test]
     fn prenested_to_prepaging_to_nested_when_nested_is_not_worse() {
-        let mut r = Run::new(StartMode::Shadow);
+        let mut r = Run::new(VirtMode::Shadow);
         r.window(2.0, 0, 0);
         assert_eq!(r.window(2.0, 0, 6), NESTED);
         // (2 + 2.2) / 2 = 2.1 is not above 2 × 1.1: the probe succeeded, threshold_vexit
@@ -579,7 +578,7 @@ mod tests {
 
     #[test]
     fn nested_stays_when_misses_stay_below_threshold_tmiss_and_restarts_the_count() {
-        let mut r = Run::new(StartMode::Nested);
+        let mut r = Run::new(VirtMode::Nested);
         r.at(State::Nested, 5.0, 50.0);
         for _ in 0..3 {
             assert_eq!(r.window(2.0, 16, 0), Action::Stay);
@@ -592,7 +591,7 @@ mod tests {
 
     #[test]
     fn nested_to_preshadow_when_misses_exceed_threshold_tmiss() {
-        let mut r = Run::new(StartMode::Nested);
+        let mut r = Run::new(VirtMode::Nested);
         r.window(2.0, 20, 0);
         r.window(2.0, 20, 0);
         assert_eq!(r.window(3.0, 20, 0), SHADOW);
@@ -608,7 +607,7 @@ mod tests {
 
     #[test]
     fn preshadow_back_to_nested_when_shadow_is_worse_raises_threshold_tmiss() {
-        let mut r = Run::new(StartMode::Nested);
+        let mut r = Run::new(VirtMode::Nested);
         for _ in 0..3 {
             r.window(2.0, 20, 0);
         }
@@ -622,7 +621,7 @@ mod tests {
 
     #[test]
     fn preshadow_to_shadow_when_shadow_is_not_worse() {
-        let mut r = Run::new(StartMode::Nested);
+        let mut r = Run::new(VirtMode::Nested);
         for _ in 0..3 {
             r.window(2.0, 20, 0);
         }
@@ -636,7 +635,7 @@ mod tests {
 
     #[test]
     fn preshadow_restarts_count_vexit_every_window_vexit_and_probes_nested_on_exits() {
-        let mut r = Run::new(StartMode::Nested);
+        let mut r = Run::new(VirtMode::Nested);
         for _ in 0..3 {
             r.window(2.0, 20, 0);
         }
@@ -652,7 +651,7 @@ mod tests {
 
     #[test]
     fn switches_of_one_direction_closer_than_window_trans_raise_both_thresholds() {
-        let mut r = Run::new(StartMode::Shadow);
+        let mut r = Run::new(VirtMode::Shadow);
         to_nested(&mut r);
         // Nested → PreShadow 3 windows later: the first n2s switch, not damped.
         for _ in 0..3 {
@@ -667,7 +666,7 @@ mod tests {
 
     #[test]
     fn the_pseudo_code_alone_never_lowers_a_threshold() {
-        let mut c = cfg(StartMode::Shadow);
+        let mut c = cfg(VirtMode::Shadow);
         c.lower_on_success = false;
         let mut r = Run {
             d: Dav2m::new(&c),
@@ -687,7 +686,7 @@ mod tests {
 
     #[test]
     fn the_pseudo_code_placement_keeps_counting_from_the_last_damped_switch() {
-        let mut c = cfg(StartMode::Shadow);
+        let mut c = cfg(VirtMode::Shadow);
         c.trans_reset = TransReset::WhenDamped;
         let mut r = Run {
             d: Dav2m::new(&c),
@@ -699,7 +698,7 @@ mod tests {
 
     #[test]
     fn the_time_scale_scales_the_thresholds_and_not_the_counts_of_windows() {
-        let mut c = cfg(StartMode::Shadow);
+        let mut c = cfg(VirtMode::Shadow);
         c.time_scale = 0.5;
         let d = Dav2m::new(&c);
         assert_eq!(d.threshold_vexit(), 2.5);
@@ -710,7 +709,7 @@ mod tests {
 
     #[test]
     fn the_step_is_pure() {
-        let d = Dav2m::new(&cfg(StartMode::Shadow));
+        let d = Dav2m::new(&cfg(VirtMode::Shadow));
         let (a, x) = d.step(Input::Exits(6));
         let (b, y) = d.step(Input::Exits(6));
         assert_eq!((a, x), (b, y));

@@ -17,7 +17,7 @@ pub mod costmodel;
 pub mod dav2m;
 pub mod oracle;
 
-use crate::config::{Mode, PolicyConfig, SimConfig};
+use crate::config::{PolicyConfig, SimConfig, VirtMode};
 use costmodel::CostModel;
 use dav2m::Dav2m;
 
@@ -65,7 +65,7 @@ pub enum Action {
     /// Keep the current mode.
     Stay,
     /// Switch to this paging mode (nested or shadow) at this exit.
-    Switch(Mode),
+    Switch(VirtMode),
 }
 
 /// A run-time paging-mode policy.
@@ -76,7 +76,7 @@ pub enum Policy {
     /// vmmu's cost model.
     CostModel(CostModel),
     /// One mode throughout: the static baselines (and each of the oracle's simulations).
-    Static(Mode),
+    Static(VirtMode),
 }
 
 impl Policy {
@@ -86,15 +86,15 @@ impl Policy {
         match cfg.policy.as_ref()? {
             PolicyConfig::Dav2m(c) => Some(Policy::Dav2m(Dav2m::new(c))),
             PolicyConfig::Costmodel(c) => Some(Policy::CostModel(CostModel::new(c, cfg))),
-            PolicyConfig::StaticShadow(_) => Some(Policy::Static(Mode::Shadow)),
-            PolicyConfig::StaticNested(_) => Some(Policy::Static(Mode::Nested)),
+            PolicyConfig::StaticShadow(_) => Some(Policy::Static(VirtMode::Shadow)),
+            PolicyConfig::StaticNested(_) => Some(Policy::Static(VirtMode::Nested)),
             PolicyConfig::Oracle(_) => None,
         }
     }
 
     /// The end of a PMU window: `c` the window's counters, `exits` the paging-related exits
     /// since the start, `mode` the mode the VM is in.
-    pub fn on_window(&mut self, c: &Counters, exits: u64, mode: Mode) -> Action {
+    pub fn on_window(&mut self, c: &Counters, exits: u64, mode: VirtMode) -> Action {
         match self {
             Policy::Dav2m(d) => d.on_window(c, exits),
             Policy::CostModel(m) => m.on_window(c, exits, mode),
@@ -126,9 +126,7 @@ impl Policy {
         match self {
             Policy::Dav2m(d) => d.state().name(),
             Policy::CostModel(m) => m.state(),
-            Policy::Static(Mode::Nested) => "nested",
-            Policy::Static(Mode::Shadow) => "shadow",
-            Policy::Static(Mode::Native | Mode::Adaptive) => "static",
+            Policy::Static(m) => m.name(),
         }
     }
 

@@ -8,7 +8,7 @@
 //! for nothing), and between the two modes favour shadow paging, so the result is
 //! deterministic.
 
-use crate::config::Mode;
+use crate::config::VirtMode;
 
 /// The cycles of one window in each mode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub struct SwitchCost {
 
 /// The cheapest schedule: the mode of every window, and its total cycles (windows and
 /// switches). `switches[k]` prices the boundary before window `k` (`switches[0]` is unused).
-pub fn schedule(windows: &[WindowCost], switches: &[SwitchCost]) -> (Vec<Mode>, u64) {
+pub fn schedule(windows: &[WindowCost], switches: &[SwitchCost]) -> (Vec<VirtMode>, u64) {
     assert_eq!(windows.len(), switches.len(), "one switch price per window");
     if windows.is_empty() {
         return (Vec::new(), 0);
@@ -58,9 +58,13 @@ pub fn schedule(windows: &[WindowCost], switches: &[SwitchCost]) -> (Vec<Mode>, 
     }
     let mut m = if best[1] < best[0] { 1 } else { 0 };
     let total = best[m];
-    let mut modes = vec![Mode::Shadow; windows.len()];
+    let mut modes = vec![VirtMode::Shadow; windows.len()];
     for k in (0..windows.len()).rev() {
-        modes[k] = if m == 0 { Mode::Shadow } else { Mode::Nested };
+        modes[k] = if m == 0 {
+            VirtMode::Shadow
+        } else {
+            VirtMode::Nested
+        };
         m = came[k][m];
     }
     (modes, total)
@@ -87,7 +91,10 @@ mod tests {
     #[test]
     fn one_mode_best_throughout_is_chosen_throughout() {
         let ws = [w(10, 20), w(11, 30), w(12, 13)];
-        assert_eq!(schedule(&ws, &flat(3, 0, 0)), (vec![Mode::Shadow; 3], 33));
+        assert_eq!(
+            schedule(&ws, &flat(3, 0, 0)),
+            (vec![VirtMode::Shadow; 3], 33)
+        );
     }
 
     #[test]
@@ -96,7 +103,12 @@ mod tests {
         let (modes, total) = schedule(&ws, &flat(4, 5, 7));
         assert_eq!(
             modes,
-            [Mode::Shadow, Mode::Shadow, Mode::Nested, Mode::Nested]
+            [
+                VirtMode::Shadow,
+                VirtMode::Shadow,
+                VirtMode::Nested,
+                VirtMode::Nested
+            ]
         );
         assert_eq!(total, 10 + 10 + 7 + 20 + 20);
     }
@@ -106,7 +118,7 @@ mod tests {
         let ws = [w(10, 20), w(30, 20), w(10, 20)];
         // Two switches (5 + 7) cost more than the 10 cycles the middle window would save.
         let (modes, total) = schedule(&ws, &flat(3, 5, 7));
-        assert_eq!(modes, vec![Mode::Shadow; 3]);
+        assert_eq!(modes, vec![VirtMode::Shadow; 3]);
         assert_eq!(total, 50);
     }
 
@@ -115,13 +127,16 @@ mod tests {
         let ws = [w(100, 1), w(100, 1)];
         assert_eq!(
             schedule(&ws, &flat(2, 1000, 1000)),
-            (vec![Mode::Nested; 2], 2)
+            (vec![VirtMode::Nested; 2], 2)
         );
     }
 
     #[test]
     fn ties_keep_the_mode_and_favour_shadow() {
         let ws = [w(5, 5), w(5, 5)];
-        assert_eq!(schedule(&ws, &flat(2, 0, 0)), (vec![Mode::Shadow; 2], 10));
+        assert_eq!(
+            schedule(&ws, &flat(2, 0, 0)),
+            (vec![VirtMode::Shadow; 2], 10)
+        );
     }
 }

@@ -12,6 +12,7 @@ use crate::shadow::ShadowStats;
 use crate::sim::{Counters, CyclesByCause, PagerLockCounts, ShootdownCounts, Simulator, Warmup};
 use crate::timing::CoreStalls;
 use crate::vmm::exits::{ExitReason, ExitStats};
+use crate::vmm::InMode;
 use crate::walk::WalkStats;
 
 /// Every counter a [`RunResult`](super::RunResult) reports of one vCPU's simulation, at one
@@ -46,8 +47,8 @@ pub(crate) struct Counts {
     pub shadow: Option<ShadowStats>,
     /// Changes of paging mode.
     pub mode_switches: u64,
-    /// Instructions retired per mode (index [`crate::vmm::mode_index`]).
-    pub in_mode: [u64; 3],
+    /// Instructions retired per mode.
+    pub in_mode: InMode,
     /// The guest kernel's counters.
     pub os: OsStats,
     /// The nested tables' counters.

@@ -8,7 +8,7 @@ mod counts;
 pub mod oracle;
 mod stitch;
 
-use crate::config::{CoreModel, Mode, PolicyConfig, SimConfig, Technique};
+use crate::config::{CoreModel, PolicyConfig, SimConfig};
 use crate::error::Result;
 use crate::event::EventSource;
 use crate::hw::HitMiss;
@@ -19,7 +19,6 @@ use crate::sim::{
 };
 use crate::timing::{whole, Stall};
 use crate::vmm::exits::ExitCount;
-use crate::vmm::mode_index;
 use crate::walk::step::{step_name, Grid, COL_G, GRID};
 use counts::Counts;
 use oracle::OracleSummary;
@@ -334,8 +333,7 @@ impl RunResult {
         let steps = StepGrids {
             refs: w.refs,
             pwc_hits: w.pwc_hits,
-            two_d: in_mode[mode_index(Mode::Nested)] > 0
-                || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0)),
+            two_d: in_mode.nested > 0 || (1..GRID).any(|col| w.refs[col].iter().any(|&n| n > 0)),
         };
         let cache_stats = m.hw.caches.named(&k.caches);
         let mut served = BTreeMap::new();
@@ -346,13 +344,9 @@ impl RunResult {
         served.insert("dram".to_string(), w.served_level[cache_stats.len()]);
         let host = &k.host;
         let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-        let virtualized = cfg.mode != Mode::Native;
-        // The nested tables are the guest-physical map of nested and shadow (hvm) paging.
-        let has_nested_tables = match (cfg.mode, cfg.hypervisor.technique) {
-            (Mode::Native, _) | (Mode::Shadow, Technique::Pv | Technique::Previrt) => false,
-            (Mode::Nested | Mode::Adaptive, _) | (Mode::Shadow, Technique::Hvm) => true,
-        };
-        let shadow_technique = matches!(cfg.mode, Mode::Shadow | Mode::Adaptive);
+        let virtualized = cfg.mode.virtualized();
+        let has_nested_tables = sim.vmm.describe().nested_tables;
+        let shadow_technique = cfg.mode.uses_technique();
         let r = RunResult {
             schema: SCHEMA.to_string(),
             mode: cfg.mode.name().to_string(),
@@ -418,10 +412,11 @@ impl RunResult {
                 }
             }),
             mode_switches: k.mode_switches,
-            instructions_in_mode: [Mode::Native, Mode::Nested, Mode::Shadow]
+            instructions_in_mode: in_mode
+                .named()
                 .into_iter()
-                .filter(|&md| in_mode[mode_index(md)] > 0 || md == cfg.mode)
-                .map(|md| (md.name().to_string(), in_mode[mode_index(md)]))
+                .filter(|&(name, n)| n > 0 || name == cfg.mode.name())
+                .map(|(name, n)| (name.to_string(), n))
                 .collect(),
             page_faults: os.page_faults_instr + os.page_faults_data,
             page_faults_by_side: BySide {

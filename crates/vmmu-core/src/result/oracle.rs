@@ -28,7 +28,7 @@
 use super::counts::Counts;
 use super::stitch::{add, delta, rename_keys, tree};
 use super::RunResult;
-use crate::config::{Mode, SimConfig};
+use crate::config::{SimConfig, VirtMode};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
 use crate::hw::tlb::{COUNT_L1D, COUNT_L2};
@@ -85,11 +85,12 @@ pub fn run(
         .as_ref()
         .map(|p| p.window())
         .ok_or_else(|| Error::config("policy", "the oracle needs a policy section"))?;
+    cfg.validate()?;
     let mut sims = Vec::with_capacity(2);
     let mut configs = Vec::with_capacity(2);
-    for mode in [Mode::Shadow, Mode::Nested] {
+    for v in VirtMode::BOTH {
         let mut c = cfg.clone();
-        c.mode = mode;
+        c.mode = v.mode();
         c.policy = None;
         let mut sim = Simulator::new(&c)?;
         sim.set_dependences(source.tracks_dependences());
@@ -218,9 +219,9 @@ fn stitch(
         })
         .collect();
     let (modes, bound) = schedule(&costs, &prices);
-    let side = |m: Mode| usize::from(m == Mode::Nested);
+    let side = |m: VirtMode| usize::from(m == VirtMode::Nested);
     // The schedule's stretches in one mode: (mode, first window, window after the last).
-    let mut runs: Vec<(Mode, usize, usize)> = Vec::new();
+    let mut runs: Vec<(VirtMode, usize, usize)> = Vec::new();
     for (k, &m) in modes.iter().enumerate() {
         match runs.last_mut() {
             Some(r) if r.0 == m => r.2 = k + 1,
@@ -229,12 +230,12 @@ fn stitch(
     }
     // A stretch's change is the sum of its windows' changes (integers telescope), so JSON
     // trees are made only of the counters at the stretches' ends, not of every window's.
-    let any_nested = modes.contains(&Mode::Nested);
+    let any_nested = modes.contains(&VirtMode::Nested);
     let mut acc = Value::Object(Map::new());
     for &(m, a, b) in &runs {
         let run = &sims[side(m)];
         let mut d = delta(&run.tree(a), &run.tree(b));
-        if m == Mode::Shadow && any_nested {
+        if m == VirtMode::Shadow && any_nested {
             // A run that used nested paging names the guest column of its 1D walks too.
             rename_keys(&mut d, "walk_refs_by_step", |s| {
                 if s.starts_with('L') {
@@ -256,8 +257,8 @@ fn stitch(
         if k == 0 || modes[k - 1] != m {
             if k > 0 {
                 cost = match m {
-                    Mode::Shadow => prices[k].to_shadow,
-                    Mode::Nested | Mode::Native | Mode::Adaptive => {
+                    VirtMode::Shadow => prices[k].to_shadow,
+                    VirtMode::Nested => {
                         unshadowed += live(k);
                         prices[k].to_nested
                     }
@@ -313,8 +314,8 @@ fn stitch(
         });
     }
     let fins = [sims[0].tree(n), sims[1].tree(n)];
-    let last = modes.last().copied().unwrap_or(Mode::Shadow);
-    let fin = |m: Mode| &fins[side(m)];
+    let last = modes.last().copied().unwrap_or(VirtMode::Shadow);
+    let fin = |m: VirtMode| &fins[side(m)];
     bump(&mut acc, &["cycles"], switch_cycles);
     bump(&mut acc, &["cycles_by_cause", "mode_switch"], switch_cycles);
     if acc.get("core").is_some_and(Value::is_object) {
@@ -336,8 +337,8 @@ fn stitch(
     if acc.get("shadow").is_some_and(Value::is_object) {
         bump(&mut acc, &["shadow", "pages_removed"], unshadowed);
         acc["shadow"]["pages_live"] = match last {
-            Mode::Shadow => json!(u(fin(Mode::Shadow), &["shadow", "pages_live"])),
-            Mode::Nested | Mode::Native | Mode::Adaptive => json!(0),
+            VirtMode::Shadow => json!(u(fin(VirtMode::Shadow), &["shadow", "pages_live"])),
+            VirtMode::Nested => json!(0),
         };
     }
     acc["nested"] = fin(last)["nested"].clone();
@@ -345,7 +346,7 @@ fn stitch(
     let (cycles, instructions) = (u(&acc, &["cycles"]), u(&acc, &["instructions"]));
     acc["cpi"] = json!(ratio(cycles, instructions));
     acc["walk_refs_per_walk"] = json!(ratio(u(&acc, &["walk_refs"]), u(&acc, &["walks"])));
-    let id = fin(Mode::Shadow);
+    let id = fin(VirtMode::Shadow);
     for key in [
         "schema",
         "machine",
@@ -356,7 +357,7 @@ fn stitch(
     ] {
         acc[key] = id[key].clone();
     }
-    acc["mode"] = json!(Mode::Adaptive.name());
+    acc["mode"] = json!(cfg.mode.name());
     acc["policy"] = json!("oracle");
     acc["technique"] = json!(cfg.hypervisor.technique.name());
     acc["workload"] = json!(workload);
@@ -369,8 +370,8 @@ fn stitch(
     acc["config"] = serde_json::to_value(cfg).expect("a config serializes");
     let summary = OracleSummary {
         bound_cycles: bound,
-        static_shadow_cycles: u(fin(Mode::Shadow), &["cycles"]),
-        static_nested_cycles: u(fin(Mode::Nested), &["cycles"]),
+        static_shadow_cycles: u(fin(VirtMode::Shadow), &["cycles"]),
+        static_nested_cycles: u(fin(VirtMode::Nested), &["cycles"]),
         window,
         schedule: stretches,
         shadow_cycles: costs.iter().map(|c| c.shadow).collect(),

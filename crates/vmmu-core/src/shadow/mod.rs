@@ -311,7 +311,7 @@ impl ShadowPager {
         };
         // 1. The software walk of the guest tables (the one descent, recording the path).
         let mut trace = Trace::new(gmem, geo);
-        let leaf = match descend(&geo, &mut trace, gpt.root.raw(), geo.levels, va.raw()) {
+        let leaf = match descend(&geo, &mut trace, gpt.root, geo.levels, va) {
             Descent::Leaf(l) if l.perms.allow(write, fetch) => l,
             Descent::Leaf(_) | Descent::NotPresent { .. } => return Ok(FaultKind::Guest),
             Descent::Stopped(never) => match never {},
@@ -323,13 +323,13 @@ impl ShadowPager {
         if write {
             bits |= Pte::D;
         }
-        gpt.set_bits(gmem, Gpa(leaf.entry), leaf.level, bits, &mut scratch);
+        gpt.set_bits(gmem, leaf.entry, leaf.level, bits, &mut scratch);
         let dirty = leaf.pte.dirty() || write;
         // 3. The shadow path: one shadow page per guest table.
         let mut spage = sroot;
         for l in ((leaf.level + 1)..=geo.levels).rev() {
             let (t, e) = path[l as usize];
-            if let Some(g) = self.gfns.get_mut(&(t >> 12)) {
+            if let Some(g) = self.gfns.get_mut(&(t.raw() >> 12)) {
                 g.flood = 0;
             }
             let child_key = SpKey {
@@ -341,12 +341,12 @@ impl ShadowPager {
             spage = self.link(host, spage, va, l, child, child_key);
         }
         let leaf_table = path[leaf.level as usize].0;
-        if let Some(g) = self.gfns.get_mut(&(leaf_table >> 12)) {
+        if let Some(g) = self.gfns.get_mut(&(leaf_table.raw() >> 12)) {
             g.flood = 0;
         }
         // 4. The leaf: at the guest size if the host backs it with pages as large, else
         //    splintered through direct shadow tables.
-        let data_gpa = Gpa(leaf.page(&geo) | va.page_offset(leaf.size));
+        let data_gpa = leaf.page(&geo).add(va.page_offset(leaf.size));
         let mut backed = 0;
         let (hpa, hsize) = match host.translate(data_gpa) {
             Some(t) => t,
@@ -425,7 +425,7 @@ impl ShadowPager {
         &mut self,
         gmem: &crate::mem::PhysMem<Gpa>,
         host: &mut Host,
-        guest_table: u64,
+        guest_table: Gpa,
         spage: Hpa,
         va: Gva,
         path: Perms,
@@ -438,7 +438,7 @@ impl ShadowPager {
             if j == idx {
                 continue;
             }
-            let g = geo.read_entry(gmem, Gpa(guest_table + j * geo.entry_bytes as u64));
+            let g = geo.read_entry(gmem, guest_table.add(j * geo.entry_bytes as u64));
             if !g.present() || !g.accessed() {
                 continue;
             }

@@ -10,8 +10,7 @@
 //! The policy starts when counting starts (after a warm-up, which runs in its start mode).
 
 use super::Simulator;
-use crate::config::Mode;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::policy::{self, Action, Policy};
 use crate::vmm::exits::ExitReason;
 use serde::{Deserialize, Serialize};
@@ -98,7 +97,7 @@ impl Snapshot {
 #[derive(Clone, Copy, Debug)]
 struct InForce {
     state: &'static str,
-    mode: Mode,
+    mode: &'static str,
     thresholds: (Option<f64>, Option<f64>),
 }
 
@@ -123,7 +122,7 @@ impl Adaptive {
         let policy = Policy::new(cfg)?;
         let now = InForce {
             state: policy.state(),
-            mode: sim.vmm.mode(),
+            mode: sim.vmm.describe().paging.name(),
             thresholds: policy.thresholds(),
         };
         Some(Box::new(Adaptive {
@@ -169,7 +168,7 @@ impl Adaptive {
             threshold_vexit: self.now.thresholds.0,
             threshold_tmiss: self.now.thresholds.1,
             state: self.now.state.to_string(),
-            mode: self.now.mode.name().to_string(),
+            mode: self.now.mode.to_string(),
             switches: 0,
             decision: "end".to_string(),
         });
@@ -229,11 +228,13 @@ impl Simulator {
         let c = now.since(&a.last);
         self.close_window(a, &now);
         a.next = (instr / a.window + 1) * a.window;
-        let act = a
-            .policy
-            .on_window(&c, self.vmm.paging_exits(), self.vmm.mode());
+        let mode = self.vmm.virt_mode().ok_or_else(|| Error::Check {
+            event: 0,
+            detail: "an adaptive run's VM is in neither shadow nor nested paging".into(),
+        })?;
+        let act = a.policy.on_window(&c, self.vmm.paging_exits(), mode);
         let effective = match act {
-            Action::Switch(to) if to == self.vmm.mode() => Action::Stay,
+            Action::Switch(to) if to == mode => Action::Stay,
             other => other,
         };
         if let Some(r) = a.timeline.last_mut() {
@@ -242,7 +243,7 @@ impl Simulator {
         self.act(act)?;
         a.now = InForce {
             state: a.policy.state(),
-            mode: self.vmm.mode(),
+            mode: self.vmm.describe().paging.name(),
             thresholds: a.policy.thresholds(),
         };
         Ok(())
@@ -261,7 +262,7 @@ impl Simulator {
     /// Carries out a policy's action.
     fn act(&mut self, action: Action) -> Result<()> {
         match action {
-            Action::Switch(to) if to != self.vmm.mode() => {
+            Action::Switch(to) if Some(to) != self.vmm.virt_mode() => {
                 self.core.drain();
                 self.vmm
                     .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)
@@ -273,7 +274,7 @@ impl Simulator {
     /// Counting starts (after a warm-up): the first window begins now.
     pub(super) fn start_windows(&mut self) {
         let now = self.snapshot();
-        let mode = self.vmm.mode();
+        let mode = self.vmm.describe().paging.name();
         if let Some(a) = &mut self.adaptive {
             a.last = now;
             a.next = a.window;

@@ -26,7 +26,7 @@ impl Simulator {
                 detail: format!(
                     "{va}: the MMU gave {hpa}, the mappings give {gpa} -> {expect:?} (process \
                      {pid}, {} paging)",
-                    self.vmm.mode().name()
+                    self.vmm.describe().paging.name()
                 ),
             });
         }

@@ -30,7 +30,7 @@ use crate::mmu::{Lookup, Mmu, MmuStats};
 use crate::paging::Geometry;
 use crate::timing::{Core, CoreStalls, RefCost};
 use crate::vmm::exits::{ExitReason, ExitStats};
-use crate::vmm::{Resolution, Vmm};
+use crate::vmm::{Fault, Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
 use adaptive::Adaptive;
 use serde::{Deserialize, Serialize};
@@ -631,7 +631,16 @@ impl Simulator {
         }
         let res = self
             .vmm
-            .fault(&mut self.mmu, &mut self.os, pid, r.va, access, f)
+            .fault(
+                &mut self.mmu,
+                &mut self.os,
+                Fault {
+                    pid,
+                    va: r.va,
+                    access,
+                    cause: f,
+                },
+            )
             .map_err(|e| e.at(idx))?;
         match res {
             Resolution::Retry => Ok(()),

@@ -16,8 +16,8 @@
 //! line is an [`Error::TraceLine`] with its 1-based number and what was expected; so is a file
 //! with no event at all (a Valgrind log without `--trace-mem=yes`, say).
 
-use super::compress::{open_read, CompressedWriter, Compression};
 use crate::addr::Gva;
+use crate::compress::{open_read, CompressedWriter, Compression};
 use crate::error::{Error, Result};
 use crate::event::{AccessKind, Advice, Event, EventSource, MapFlags, MemRef, Prot};
 use std::io::{self, BufRead, Write};

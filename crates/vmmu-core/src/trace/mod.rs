@@ -19,7 +19,6 @@
 //! text, [`crate::Error::TraceCorrupt`] (byte offset) for binary; an empty file is an error too.
 
 mod codec;
-mod compress;
 mod format;
 mod hash;
 mod info;
@@ -27,8 +26,7 @@ mod lackey;
 mod reader;
 mod writer;
 
-pub use compress::Compression;
-pub(crate) use compress::{open_read, BackgroundWriter, CompressedWriter};
+pub use crate::compress::Compression;
 pub use info::{convert, info, RefCounts, TraceInfo};
 pub use lackey::{LackeyReader, LackeyWriter};
 pub use reader::VtraceReader;

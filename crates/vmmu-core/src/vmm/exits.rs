@@ -6,8 +6,10 @@
 //! pre-virtualization in-place VMM are listed here as well, but they are function calls inside
 //! the guest, not world switches ([`ExitReason::is_world_switch`]). Without VPIDs every world
 //! switch flushes the TLB, and the simulation pays for the refills — that indirect cost is
-//! simulated, never folded into these constants.
+//! simulated, never folded into these constants. [`Account`] is the one place every mode
+//! charges through.
 
+use crate::mmu::Mmu;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -211,4 +213,69 @@ pub struct ExitCount {
     pub cycles: u64,
     /// Whether they switch from the guest to the hypervisor and back.
     pub world_switch: bool,
+}
+
+/// The hypervisor's bill: exits by reason with their cycles, and the paging-related ones a
+/// policy watches.
+pub(super) struct Account {
+    /// A VM exit and the entry that resumes the guest (the profile's `exit_round_trip`).
+    round_trip: u64,
+    /// TLB entries are tagged by VPID/ASID, so world switches keep them.
+    tagged: bool,
+    /// Exits by reason.
+    pub(super) exits: ExitStats,
+    /// Paging-related exits ([`ExitReason::is_paging`]) and their cycles: what a policy
+    /// watches under shadow paging.
+    pub(super) paging_exits: u64,
+    pub(super) paging_exit_cycles: u64,
+}
+
+impl Account {
+    /// An empty bill, with exits of `round_trip` cycles; `tagged`: the VM's TLB entries carry
+    /// a VPID.
+    pub(super) fn new(round_trip: u64, tagged: bool) -> Self {
+        Account {
+            round_trip,
+            tagged,
+            exits: ExitStats::default(),
+            paging_exits: 0,
+            paging_exit_cycles: 0,
+        }
+    }
+
+    /// Charges one hypervisor operation of `reason` with handler cost `handler`: the exit
+    /// round trip where the operation is an exit, and, without VPIDs, a flush of the VM's
+    /// TLBs (`mmu`'s) at every world switch.
+    pub(super) fn charge(&mut self, mmu: &mut Mmu, reason: ExitReason, handler: u64) {
+        let round_trip = match reason {
+            ExitReason::Hypercall | ExitReason::FaultBounce | ExitReason::InPlaceCall => 0,
+            ExitReason::HiddenFault
+            | ExitReason::GuestFault
+            | ExitReason::PtWrite
+            | ExitReason::Cr3Write
+            | ExitReason::Invlpg
+            | ExitReason::NestedFault
+            | ExitReason::ModeSwitch
+            | ExitReason::IpiSend
+            | ExitReason::IpiDeliver
+            | ExitReason::Eoi
+            | ExitReason::RemoteFlush
+            | ExitReason::PmuOverflow => self.round_trip,
+        };
+        self.exits.record(reason, round_trip + handler);
+        if reason.is_paging() {
+            self.paging_exits += 1;
+            self.paging_exit_cycles += round_trip + handler;
+        }
+        if reason.is_world_switch() && !self.tagged {
+            mmu.flush_vm();
+        }
+    }
+
+    /// Zeroes the counts (the end of a warm-up).
+    pub(super) fn reset_stats(&mut self) {
+        self.exits = ExitStats::default();
+        self.paging_exits = 0;
+        self.paging_exit_cycles = 0;
+    }
 }

@@ -20,9 +20,9 @@ pub mod nested;
 pub mod step;
 mod tables;
 
-pub use tables::{GuestTables, ShadowTables, TableSource};
+pub use tables::{GuestTables, ShadowTables, TableSource, Tables};
 
-use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::addr::{Gpa, Gva, Hpa, PageSize, Space};
 use crate::config::{MachineConfig, PwcDesign};
 use crate::event::AccessKind;
 use crate::hw::cache::{MemoryHierarchy, MAX_LEVELS};
@@ -32,6 +32,7 @@ use crate::hw::pwc::Pwc;
 use crate::hw::tlb::Translation;
 use crate::paging::descent::{descend, Descent, Levels};
 use crate::paging::{Geometry, Pte};
+use nested::NestedWalker;
 use step::{Grid, COL_G, GRID, ROW_GPA};
 
 /// Counters of the walkers.
@@ -283,89 +284,149 @@ impl NestedDim for IdentityDim {
     }
 }
 
-/// The hardware walk of a 1D table tree whose root is at `root` (in the tables' space), for
-/// `va`, tagged `psc_tag` (VPID and PCID) in the paging-structure caches. Adds its latency to
-/// `cycles`; returns the translation to fill into the TLB (at the splintered size) or the
-/// fault.
-///
-/// The walk consults the paging-structure caches first (Intel SDM Vol. 3A §4.10.3: a hit lets
-/// the walk start below the root), references each entry at `{G,level}`, fills the PSC with
-/// every non-leaf entry it uses, sets accessed bits (and the leaf's dirty bit for a store)
-/// where the tables keep them, and translates the data's address through the source (the
-/// `gPA` row of the 2D walk).
-#[allow(clippy::too_many_arguments)]
-#[inline]
-pub fn walk<S: TableSource>(
-    hw: &mut WalkHw,
-    src: &mut S,
-    geo: Geometry,
-    root: u64,
+/// One hardware walk of `va` for `access`, built once per TLB miss by the MMU: in the address
+/// space tagged `psc_tag` (VPID and PCID) in the paging-structure caches, of the VM `vpid`
+/// (which tags its NTLB and nested PSC entries).
+pub struct Walker<'a> {
+    hw: &'a mut WalkHw,
     va: Gva,
     access: Access,
     psc_tag: u32,
-    cycles: &mut u64,
-) -> Result<Translation, WalkFault> {
-    hw.stats.walks += 1;
-    let use_psc = hw.uses_psc() && geo.levels >= 4;
-    let (mut table, mut level) = (root, geo.levels);
-    if use_psc {
-        *cycles += hw.psc_latency as u64;
-        if let Some((l, base)) = hw.psc_guest.lookup(va.raw(), psc_tag, geo.levels) {
-            table = base;
-            level = l - 1;
+    vpid: u16,
+}
+
+impl<'a> Walker<'a> {
+    /// A walk of `va` for `access` with the hardware `hw`.
+    #[inline(always)]
+    pub fn new(hw: &'a mut WalkHw, va: Gva, access: Access, psc_tag: u32, vpid: u16) -> Self {
+        Walker {
+            hw,
+            va,
+            access,
+            psc_tag,
+            vpid,
         }
     }
-    let mut lv = HwLevels {
-        hw,
-        src,
-        cycles,
-        geo,
-        va: va.raw(),
-        psc_tag,
-        use_psc,
-        entry: Hpa(0),
-    };
-    let leaf = match descend(&geo, &mut lv, table, level, va.raw()) {
-        Descent::Leaf(l) => l,
-        Descent::NotPresent { level, .. } => {
+
+    /// Walks `tables`: the guest's tables natively, over the nested tables in the 2D walk, or
+    /// the shadow tables. Adds the walk's latency to `cycles`; returns the translation to fill
+    /// into the TLB (at the splintered size) or the fault.
+    #[inline(always)]
+    pub fn walk(mut self, tables: Tables<'_>, cycles: &mut u64) -> Result<Translation, WalkFault> {
+        match tables {
+            Tables::Guest { mem, pt } => {
+                let mut src = GuestTables {
+                    mem,
+                    geo: pt.geo,
+                    nested: IdentityDim,
+                };
+                self.descend(&mut src, pt.geo, pt.root, cycles)
+            }
+            Tables::Nested { mem, pt, hmem, npt } => {
+                let nested = NestedWalker::new(self.hw, hmem, npt, self.vpid);
+                let mut src = GuestTables {
+                    mem,
+                    geo: pt.geo,
+                    nested,
+                };
+                self.descend(&mut src, pt.geo, pt.root, cycles)
+            }
+            Tables::Shadow { hmem, pt: Some(pt) } => {
+                let mut src = ShadowTables {
+                    mem: hmem,
+                    geo: pt.geo,
+                };
+                self.descend(&mut src, pt.geo, pt.root, cycles)
+            }
+            Tables::Shadow { pt: None, .. } => {
+                self.hw.stats.walks += 1;
+                self.hw.stats.walk_faults += 1;
+                Err(WalkFault::NotPresent { level: 0 })
+            }
+        }
+    }
+
+    /// The walk of the 1D table tree of `src` in format `geo` whose root table is at `root`.
+    ///
+    /// It consults the paging-structure caches first (Intel SDM Vol. 3A §4.10.3: a hit lets
+    /// the walk start below the root), references each entry at `{G,level}`, fills the PSC
+    /// with every non-leaf entry it uses, sets accessed bits (and the leaf's dirty bit for a
+    /// store) where the tables keep them, and translates the data's address through the source
+    /// (the `gPA` row of the 2D walk).
+    #[inline(always)]
+    fn descend<S: TableSource>(
+        &mut self,
+        src: &mut S,
+        geo: Geometry,
+        root: S::Table,
+        cycles: &mut u64,
+    ) -> Result<Translation, WalkFault> {
+        let (hw, va, access, psc_tag) = (&mut *self.hw, self.va, self.access, self.psc_tag);
+        hw.stats.walks += 1;
+        let use_psc = hw.uses_psc() && geo.levels >= 4;
+        let (mut table, mut level) = (root, geo.levels);
+        if use_psc {
+            *cycles += hw.psc_latency as u64;
+            if let Some((l, base)) = hw.psc_guest.lookup(va.raw(), psc_tag, geo.levels) {
+                table = S::Table::from_raw(base);
+                level = l - 1;
+            }
+        }
+        let mut lv = HwLevels {
+            hw,
+            src,
+            cycles,
+            geo,
+            va,
+            psc_tag,
+            use_psc,
+            entry: Hpa(0),
+        };
+        let leaf = match descend(&geo, &mut lv, table, level, va) {
+            Descent::Leaf(l) => l,
+            Descent::NotPresent { level, .. } => {
+                lv.hw.stats.walk_faults += 1;
+                return Err(WalkFault::NotPresent { level });
+            }
+            Descent::Stopped(gpa) => {
+                lv.hw.stats.walk_faults += 1;
+                return Err(WalkFault::Nested { gpa });
+            }
+        };
+        if !leaf.perms.allow(access.write, access.fetch) {
             lv.hw.stats.walk_faults += 1;
-            return Err(WalkFault::NotPresent { level });
+            return Err(WalkFault::Protection);
         }
-        Descent::Stopped(gpa) => {
-            lv.hw.stats.walk_faults += 1;
-            return Err(WalkFault::Nested { gpa });
+        let e = leaf.pte;
+        let mut bits = 0;
+        if !e.accessed() {
+            bits |= Pte::A;
         }
-    };
-    if !leaf.perms.allow(access.write, access.fetch) {
-        lv.hw.stats.walk_faults += 1;
-        return Err(WalkFault::Protection);
+        if access.write && !e.dirty() {
+            bits |= Pte::D;
+        }
+        if bits != 0 && lv.src.set_bits(leaf.entry, bits) {
+            *lv.cycles += lv.hw.ad_update(lv.entry);
+        }
+        let data = leaf.page(&geo).add(va.page_offset(leaf.size));
+        let (data_hpa, nsize) = match lv.src.data(lv.hw, data, lv.cycles) {
+            Ok(d) => d,
+            Err(gpa) => {
+                lv.hw.stats.walk_faults += 1;
+                return Err(WalkFault::Nested { gpa });
+            }
+        };
+        let size = leaf.size.min(nsize);
+        Ok(Translation {
+            page: data_hpa.page_base(size),
+            size,
+            writable: leaf.perms.writable,
+            user: leaf.perms.user,
+            executable: leaf.perms.exec,
+            dirty: e.dirty() || access.write,
+            global: e.global(),
+        })
     }
-    let e = leaf.pte;
-    let mut bits = 0;
-    if !e.accessed() {
-        bits |= Pte::A;
-    }
-    if access.write && !e.dirty() {
-        bits |= Pte::D;
-    }
-    if bits != 0 && lv.src.set_bits(leaf.entry, bits) {
-        *lv.cycles += lv.hw.ad_update(lv.entry);
-    }
-    let data = leaf.page(&geo) | va.page_offset(leaf.size);
-    let Some((data_hpa, nsize)) = lv.src.data(lv.hw, data, lv.cycles) else {
-        lv.hw.stats.walk_faults += 1;
-        return Err(WalkFault::Nested { gpa: Gpa(data) });
-    };
-    let size = leaf.size.min(nsize);
-    Ok(Translation {
-        page: Hpa(data_hpa.raw() & !size.offset_mask()),
-        size,
-        writable: leaf.perms.writable,
-        user: leaf.perms.user,
-        executable: leaf.perms.exec,
-        dirty: e.dirty() || access.write,
-        global: e.global(),
-    })
 }
 
 /// The hardware side of a 1D descent: locate each table, reference its entry, keep A bits and
@@ -375,7 +436,7 @@ struct HwLevels<'a, S> {
     src: &'a mut S,
     cycles: &'a mut u64,
     geo: Geometry,
-    va: u64,
+    va: Gva,
     psc_tag: u32,
     use_psc: bool,
     /// Host address of the entry read last (where an A/D update goes).
@@ -383,27 +444,27 @@ struct HwLevels<'a, S> {
 }
 
 impl<S: TableSource> Levels for HwLevels<'_, S> {
+    type Table = S::Table;
     type Stop = Gpa;
 
     #[inline]
-    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Gpa> {
-        let base = self
-            .src
-            .locate(self.hw, table, level, self.cycles)
-            .ok_or(Gpa(table))?;
+    fn read(&mut self, table: S::Table, off: u64, level: u8) -> Result<Pte, Gpa> {
+        let base = self.src.locate(self.hw, table, level, self.cycles)?;
         self.entry = base.add(off);
         *self.cycles += self.hw.pe_ref(self.entry, COL_G, level as usize);
-        Ok(self.src.read(table + off))
+        Ok(self.src.read(table.add(off)))
     }
 
     #[inline]
-    fn pass(&mut self, table: u64, off: u64, level: u8, e: Pte) {
-        if self.geo.restricts(level) && !e.accessed() && self.src.set_bits(table + off, Pte::A) {
+    fn pass(&mut self, table: S::Table, off: u64, level: u8, e: Pte) {
+        if self.geo.restricts(level) && !e.accessed() && self.src.set_bits(table.add(off), Pte::A) {
             *self.cycles += self.hw.ad_update(self.entry);
         }
         if self.use_psc && level >= 2 {
             let next = e.frame(self.geo.frame_mask());
-            self.hw.psc_guest.fill(self.va, self.psc_tag, level, next);
+            self.hw
+                .psc_guest
+                .fill(self.va.raw(), self.psc_tag, level, next);
         }
     }
 }

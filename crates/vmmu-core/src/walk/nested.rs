@@ -60,14 +60,13 @@ impl<'a> NestedWalker<'a> {
         cycles: &mut u64,
     ) -> Option<(Hpa, PageSize)> {
         let geo = self.npt.geo;
-        let g = gpa.raw();
-        let (mut table, mut level) = (self.npt.root.raw(), geo.levels);
+        let (mut table, mut level) = (self.npt.root, geo.levels);
         let use_psc = self.use_psc;
         let tag = self.vpid as u32;
         if use_psc {
             *cycles += hw.psc_latency as u64;
-            if let Some((l, base)) = hw.psc_nested.lookup(g, tag, geo.levels) {
-                table = base;
+            if let Some((l, base)) = hw.psc_nested.lookup(gpa.raw(), tag, geo.levels) {
+                table = Hpa(base);
                 level = l - 1;
             }
         }
@@ -77,13 +76,13 @@ impl<'a> NestedWalker<'a> {
             geo,
             cycles: 0,
             row,
-            gpa: g,
+            gpa,
             tag,
             use_psc,
         };
-        let out = match descend(&geo, &mut lv, table, level, g) {
+        let out = match descend(&geo, &mut lv, table, level, gpa) {
             Descent::Leaf(leaf) => {
-                let page = Hpa(leaf.page(&geo));
+                let page = leaf.page(&geo);
                 if use_ntlb {
                     lv.hw.ntlb.fill(gpa, self.vpid, page, leaf.size);
                 }
@@ -106,26 +105,29 @@ struct NestedLevels<'a> {
     /// The descent's cycles so far.
     cycles: u64,
     row: usize,
-    gpa: u64,
+    gpa: Gpa,
     tag: u32,
     use_psc: bool,
 }
 
 impl Levels for NestedLevels<'_> {
+    type Table = Hpa;
     type Stop = Infallible;
 
     #[inline]
-    fn read(&mut self, table: u64, off: u64, level: u8) -> Result<Pte, Infallible> {
-        let entry = Hpa(table + off);
+    fn read(&mut self, table: Hpa, off: u64, level: u8) -> Result<Pte, Infallible> {
+        let entry = table.add(off);
         self.cycles += self.hw.pe_ref(entry, level as usize, self.row);
         Ok(self.geo.read_entry(self.hmem, entry))
     }
 
     #[inline]
-    fn pass(&mut self, _: u64, _: u64, level: u8, e: Pte) {
+    fn pass(&mut self, _: Hpa, _: u64, level: u8, e: Pte) {
         if self.use_psc && level >= 2 {
             let next = e.frame(self.geo.frame_mask());
-            self.hw.psc_nested.fill(self.gpa, self.tag, level, next);
+            self.hw
+                .psc_nested
+                .fill(self.gpa.raw(), self.tag, level, next);
         }
     }
 }

@@ -1,29 +1,77 @@
 //! What a hardware walk descends: the guest's own tables (natively, under direct paging, and as
-//! the guest dimension of the 2D walk) or shadow tables in host memory.
+//! the guest dimension of the 2D walk) or shadow tables in host memory — as the hypervisor hands
+//! them over ([`Tables`]) and as the walk reads them ([`TableSource`]).
 
 use super::step::ROW_GPA;
 use super::{NestedDim, WalkHw};
-use crate::addr::{Gpa, Hpa, PageSize};
-use crate::mem::PhysMem;
-use crate::paging::{Geometry, Pte};
+use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::mem::{PhysAddr, PhysMem};
+use crate::paging::{Geometry, PageTable, Pte};
 
-/// Where walked tables live and what the walk does besides reading them. Addresses are raw
-/// values of the tables' own space (guest physical or host physical).
+/// The tables the hardware walks now, as the hypervisor hands them over.
+pub enum Tables<'a> {
+    /// The guest's tables, their output used as machine addresses (native paging, and direct
+    /// paging whose guest tables hold machine frames).
+    Guest {
+        /// Guest memory (the walker sets A/D bits in it).
+        mem: &'a mut PhysMem<Gpa>,
+        /// The tables CR3 points to.
+        pt: PageTable<Gva, Gpa>,
+    },
+    /// The 2D walk: the guest's tables over the nested tables.
+    Nested {
+        /// Guest memory.
+        mem: &'a mut PhysMem<Gpa>,
+        /// The guest tables CR3 points to.
+        pt: PageTable<Gva, Gpa>,
+        /// Host memory holding the nested tables.
+        hmem: &'a PhysMem<Hpa>,
+        /// The nested tables nCR3 / the EPTP points to.
+        npt: PageTable<Gpa, Hpa>,
+    },
+    /// Shadow tables in host memory; `None` before the hypervisor loads a root (every walk
+    /// faults).
+    Shadow {
+        /// Host memory.
+        hmem: &'a PhysMem<Hpa>,
+        /// The shadow tables CR3 points to.
+        pt: Option<PageTable<Gva, Hpa>>,
+    },
+}
+
+/// Where walked tables live and what the walk does besides reading them. The tables translate
+/// guest-virtual addresses and live in one physical space, [`TableSource::Table`].
 pub trait TableSource {
+    /// The space the tables live in and point into: guest physical for the guest's tables,
+    /// host physical for shadow tables.
+    type Table: PhysAddr;
+
     /// The host address of the table at `table`, whose entries are references of row `level`
-    /// of the 2D walk; `None` for a nested fault.
-    fn locate(&mut self, hw: &mut WalkHw, table: u64, level: u8, cycles: &mut u64) -> Option<Hpa>;
+    /// of the 2D walk; `Err` names the guest-physical address of a nested fault.
+    fn locate(
+        &mut self,
+        hw: &mut WalkHw,
+        table: Self::Table,
+        level: u8,
+        cycles: &mut u64,
+    ) -> Result<Hpa, Gpa>;
 
     /// Reads the entry at `addr`.
-    fn read(&self, addr: u64) -> Pte;
+    fn read(&self, addr: Self::Table) -> Pte;
 
     /// Sets `bits` (A, D) in the entry at `addr` if the walker keeps these tables' A/D bits;
     /// returns whether it wrote.
-    fn set_bits(&mut self, addr: u64, bits: u64) -> bool;
+    fn set_bits(&mut self, addr: Self::Table, bits: u64) -> bool;
 
     /// The host address of the data at `addr` (the leaf's output) and the page size that maps
-    /// it in the host (the `gPA` row); `None` for a nested fault.
-    fn data(&mut self, hw: &mut WalkHw, addr: u64, cycles: &mut u64) -> Option<(Hpa, PageSize)>;
+    /// it in the host (the `gPA` row); `Err` names the guest-physical address of a nested
+    /// fault.
+    fn data(
+        &mut self,
+        hw: &mut WalkHw,
+        addr: Self::Table,
+        cycles: &mut u64,
+    ) -> Result<(Hpa, PageSize), Gpa>;
 }
 
 /// The guest's tables in guest memory, each guest-physical address translated by `nested`. The
@@ -39,28 +87,42 @@ pub struct GuestTables<'a, N: NestedDim> {
 }
 
 impl<N: NestedDim> TableSource for GuestTables<'_, N> {
+    type Table = Gpa;
+
     #[inline]
-    fn locate(&mut self, hw: &mut WalkHw, table: u64, level: u8, cycles: &mut u64) -> Option<Hpa> {
-        self.nested
-            .translate(hw, Gpa(table), level as usize, cycles)
-            .map(|(h, _)| h)
+    fn locate(
+        &mut self,
+        hw: &mut WalkHw,
+        table: Gpa,
+        level: u8,
+        cycles: &mut u64,
+    ) -> Result<Hpa, Gpa> {
+        match self.nested.translate(hw, table, level as usize, cycles) {
+            Some((h, _)) => Ok(h),
+            None => Err(table),
+        }
     }
 
     #[inline]
-    fn read(&self, addr: u64) -> Pte {
-        self.geo.read_entry(self.mem, Gpa(addr))
+    fn read(&self, addr: Gpa) -> Pte {
+        self.geo.read_entry(self.mem, addr)
     }
 
     #[inline]
-    fn set_bits(&mut self, addr: u64, bits: u64) -> bool {
+    fn set_bits(&mut self, addr: Gpa, bits: u64) -> bool {
         let e = self.read(addr);
-        self.geo.write_entry(self.mem, Gpa(addr), Pte(e.0 | bits));
+        self.geo.write_entry(self.mem, addr, Pte(e.0 | bits));
         true
     }
 
     #[inline]
-    fn data(&mut self, hw: &mut WalkHw, addr: u64, cycles: &mut u64) -> Option<(Hpa, PageSize)> {
-        self.nested.translate(hw, Gpa(addr), ROW_GPA, cycles)
+    fn data(
+        &mut self,
+        hw: &mut WalkHw,
+        addr: Gpa,
+        cycles: &mut u64,
+    ) -> Result<(Hpa, PageSize), Gpa> {
+        self.nested.translate(hw, addr, ROW_GPA, cycles).ok_or(addr)
     }
 }
 
@@ -75,23 +137,25 @@ pub struct ShadowTables<'a> {
 }
 
 impl TableSource for ShadowTables<'_> {
+    type Table = Hpa;
+
     #[inline]
-    fn locate(&mut self, _: &mut WalkHw, table: u64, _: u8, _: &mut u64) -> Option<Hpa> {
-        Some(Hpa(table))
+    fn locate(&mut self, _: &mut WalkHw, table: Hpa, _: u8, _: &mut u64) -> Result<Hpa, Gpa> {
+        Ok(table)
     }
 
     #[inline]
-    fn read(&self, addr: u64) -> Pte {
-        self.geo.read_entry(self.mem, Hpa(addr))
+    fn read(&self, addr: Hpa) -> Pte {
+        self.geo.read_entry(self.mem, addr)
     }
 
     #[inline]
-    fn set_bits(&mut self, _: u64, _: u64) -> bool {
+    fn set_bits(&mut self, _: Hpa, _: u64) -> bool {
         false
     }
 
     #[inline]
-    fn data(&mut self, _: &mut WalkHw, addr: u64, _: &mut u64) -> Option<(Hpa, PageSize)> {
-        Some((Hpa(addr), PageSize::Size1G))
+    fn data(&mut self, _: &mut WalkHw, addr: Hpa, _: &mut u64) -> Result<(Hpa, PageSize), Gpa> {
+        Ok((addr, PageSize::Size1G))
     }
 }

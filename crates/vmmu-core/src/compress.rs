@@ -1,4 +1,6 @@
-//! Whole-file compression of text and ChampSim traces (a `.vtrace` compresses its own chunks).
+//! Whole-file compression of text and ChampSim traces (a `.vtrace` compresses its own chunks):
+//! below both readers, [`crate::trace`]'s lackey text and [`crate::import`]'s ChampSim records,
+//! which the format dispatch of [`crate::trace`] stands above.
 //!
 //! Reading, the compression is recognised by the file's first bytes, whatever its name: gzip
 //! (`1f 8b`, concatenated members read as one stream), zstd (`28 b5 2f fd`), xz

@@ -1,0 +1,150 @@
+//! The running mode: the enum of the implementations of [`PagingOps`], which dispatches each
+//! operation once, and [`Active::build`], the one place a [`Paging`] becomes its
+//! implementation.
+
+use super::direct::Direct;
+use super::native::Native;
+use super::nested::Nested;
+use super::ops::{Fault, Paging, PagingOps, Resolution, Resume, Role};
+use super::shadow::Shadow;
+use super::shared::Shared;
+use crate::addr::{Gpa, Gva, Hpa};
+use crate::error::Result;
+use crate::guest::{GuestOs, OsEffects};
+use crate::mem::PhysMem;
+use crate::mmu::Mmu;
+use crate::paging::PageTable;
+use crate::shadow::ShadowStats;
+use crate::walk::Tables;
+
+/// The running mode: one variant per implementation of [`PagingOps`].
+pub(super) enum Active {
+    /// No hypervisor.
+    Native(Native),
+    /// Nested paging.
+    Nested(Nested),
+    /// Shadow paging by trap-and-emulate.
+    Shadow(Shadow),
+    /// Direct paging.
+    Direct(Direct),
+}
+
+/// `$e` with `$m` bound to the running mode's implementation.
+macro_rules! each {
+    ($active:expr, $m:ident => $e:expr) => {
+        match $active {
+            Active::Native($m) => $e,
+            Active::Nested($m) => $e,
+            Active::Shadow($m) => $e,
+            Active::Direct($m) => $e,
+        }
+    };
+}
+
+impl Active {
+    /// The implementation of `paging`: the one place a mode is built.
+    pub(super) fn build(paging: Paging, hv: &Shared) -> Active {
+        match paging {
+            Paging::Native => Active::Native(Native),
+            Paging::Nested => Active::Nested(Nested),
+            Paging::Shadow => Active::Shadow(Shadow::new(hv)),
+            Paging::Direct(t) => Active::Direct(Direct::new(t)),
+        }
+    }
+
+    /// [`PagingOps::role`].
+    #[inline]
+    pub(super) fn role(&self) -> Role {
+        each!(self, m => m.role())
+    }
+
+    /// [`PagingOps::tables`].
+    #[inline(always)]
+    pub(super) fn tables<'a>(
+        &'a self,
+        hv: &'a Shared,
+        mem: &'a mut PhysMem<Gpa>,
+        pt: PageTable<Gva, Gpa>,
+    ) -> Tables<'a> {
+        each!(self, m => m.tables(hv, mem, pt))
+    }
+
+    /// [`PagingOps::fault`].
+    pub(super) fn fault(
+        &mut self,
+        hv: &mut Shared,
+        mmu: &mut Mmu,
+        os: &mut GuestOs,
+        f: Fault,
+    ) -> Result<Resolution> {
+        each!(self, m => m.fault(hv, mmu, os, f))
+    }
+
+    /// [`PagingOps::writes`].
+    pub(super) fn writes(&mut self, hv: &mut Shared, mmu: &mut Mmu, fx: &OsEffects) {
+        each!(self, m => m.writes(hv, mmu, fx))
+    }
+
+    /// [`PagingOps::invlpg`].
+    pub(super) fn invlpg(
+        &mut self,
+        hv: &mut Shared,
+        mmu: &mut Mmu,
+        os: &GuestOs,
+        pid: u32,
+        va: Gva,
+    ) {
+        each!(self, m => m.invlpg(hv, mmu, os, pid, va))
+    }
+
+    /// [`PagingOps::flush`].
+    pub(super) fn flush(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, pid: u32) {
+        each!(self, m => m.flush(hv, mmu, os, pid))
+    }
+
+    /// [`PagingOps::cr3_write`].
+    pub(super) fn cr3_write(
+        &mut self,
+        hv: &mut Shared,
+        mmu: &mut Mmu,
+        os: &GuestOs,
+        pid: u32,
+    ) -> Result<()> {
+        each!(self, m => m.cr3_write(hv, mmu, os, pid))
+    }
+
+    /// [`PagingOps::unlinked`].
+    pub(super) fn unlinked(&mut self) -> bool {
+        each!(self, m => m.unlinked())
+    }
+
+    /// [`PagingOps::switch_in`].
+    pub(super) fn switch_in(&mut self, hv: &mut Shared, os: &GuestOs) -> Result<u64> {
+        each!(self, m => m.switch_in(hv, os))
+    }
+
+    /// [`PagingOps::switch_out`].
+    pub(super) fn switch_out(self, hv: &mut Shared) -> u64 {
+        each!(self, m => m.switch_out(hv))
+    }
+
+    /// [`PagingOps::resume`].
+    pub(super) fn resume(&mut self, root: Option<(Gpa, Hpa)>) -> Resume {
+        each!(self, m => m.resume(root))
+    }
+
+    /// [`PagingOps::current_root`].
+    pub(super) fn current_root(&self) -> Option<(Gpa, Hpa)> {
+        each!(self, m => m.current_root())
+    }
+
+    /// [`PagingOps::pager_stats`].
+    pub(super) fn pager_stats(&self) -> Option<ShadowStats> {
+        each!(self, m => m.pager_stats())
+    }
+
+    /// [`PagingOps::reset_stats`].
+    pub(super) fn reset_stats(&mut self) {
+        each!(self, m => m.reset_stats())
+    }
+}
