@@ -83,6 +83,23 @@ def test_points_are_each_list_entry_crossed_with_the_grid_over_base():
     assert spec.orders["mode"] == ["native", "nested"]
 
 
+def test_every_option_of_the_table_is_a_spec_option():
+    spec = parse_spec(
+        {
+            "base": {"workload": "random:refs=1K,footprint=1M", "mode": "nested"},
+            "grid": {
+                "switch_at": [[500], [200, 800]],
+                "pin": [{"3": 0}],
+                "vcpus": [2],
+                "warmup": [100],
+            },
+        }
+    )
+    assert [p.options["switch_at"] for p in spec.points] == [[500], [200, 800]]
+    assert spec.points[0].run_kwargs["pin"] == {3: 0}
+    assert len({p.key for p in spec.points}) == 2
+
+
 def test_a_table_value_of_a_set_key_sets_each_field():
     spec = parse_spec(
         {
@@ -124,6 +141,9 @@ def test_point_key_is_the_resolved_configuration_and_workload():
         ("[grid]\nlevels = ['four']\n", "`levels`: expected an integer"),
         ("[grid]\nmode = ['nestd']\n", "`nestd` is not a paging mode"),
         ("[grid]\nseed = [1.5]\n", "`seed`: expected a non-negative integer"),
+        ("[grid]\nswitch_at = [[5, -1]]\n", "`switch_at`: expected a list of non-negative"),
+        ("[grid]\npin = [{ x = 1 }]\n", "`pin`: expected a table of thread id = vCPU"),
+        ("[grid]\npolicy = ['dav']\n", "`dav` is not a policy"),
         ("[grid]\nmode = ['native']\n", "give exactly one of `workload`"),
         ("[grids]\nmode = ['native']\n", "unknown table `grids`"),
         (
