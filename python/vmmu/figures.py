@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vmmu._progress import human
-from vmmu.results import ResultSet, missing, text
+from vmmu._format import human, missing
+from vmmu.results import ResultSet, text
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vmmu import figures
-from vmmu.results import ResultSet, coerce, determined_by, missing, text
+from vmmu._format import CELL, missing, number
+from vmmu.results import ResultSet, coerce, determined_by, text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,23 +80,6 @@ class Section:
 
 # ---------------------------------------------------------------------------------------------
 # Formatting
-
-
-def fmt(v: Any) -> str:
-    """A cell: integers with separators, floats to 4 significant digits, missing as ``–``."""
-    if missing(v):
-        return "–"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        v = v.item()  # numpy scalars
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if v.is_integer() and abs(v) < 1e15:
-            return f"{int(v):,}"
-        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
-    return str(v)
 
 
 def _is_num(v: Any) -> bool:
@@ -168,12 +152,12 @@ def _given_tables(tables: Mapping[str, pd.DataFrame]) -> list[Section]:
         for k, v in attrs.items():
             if isinstance(v, Mapping):
                 v = "; ".join(f"{a}: {b}" for a, b in v.items()) or "defaults"
-            s.facts.append((str(k), fmt(v) if not isinstance(v, str) else v))
+            s.facts.append((str(k), number(v, CELL) if not isinstance(v, str) else v))
         headers = ["", *map(str, df.columns)]
         rows, classes = [], []
         verdicts = "verdict" in df.columns
         for idx, r in df.iterrows():
-            rows.append([str(idx), *(fmt(v) for v in r)])
+            rows.append([str(idx), *(number(v, CELL) for v in r)])
             classes.append(_verdict_class(r["verdict"]) if verdicts else "")
         kinds = ["", *("num" if _is_num(v) else "" for v in df.iloc[0])] if len(df) else []
         if verdicts and kinds:
@@ -268,10 +252,12 @@ def _compare(rs: ResultSet) -> Section | None:
                 elif c not in df.columns:
                     continue
                 else:
-                    vals = [fmt(v) for v in df[c]]
+                    vals = [number(v, CELL) for v in df[c]]
                     if c.startswith("cycles_by_cause.") and "cycles" in df.columns:
                         vals = [
-                            f"{fmt(v)} ({100 * v / t:.1f}%)" if t and not missing(v) else fmt(v)
+                            f"{number(v, CELL)} ({100 * v / t:.1f}%)"
+                            if t and not missing(v)
+                            else number(v, CELL)
                             for v, t in zip(df[c], df["cycles"], strict=True)
                         ]
                 rows.append([label or c, *vals])
@@ -283,7 +269,7 @@ def _compare(rs: ResultSet) -> Section | None:
                 "every column",
                 Table(
                     ["column", *labels],
-                    [[c, *(fmt(v) for v in df[c])] for c in every],
+                    [[c, *(number(v, CELL) for v in df[c])] for c in every],
                     ["", *["num"] * len(labels)],
                 ),
             )
@@ -304,7 +290,7 @@ def _compare(rs: ResultSet) -> Section | None:
     headers = [*keys, *metrics]
     rows = []
     for i, r in df.head(MAX_ROWS).iterrows():
-        row = [text(r[k]) for k in keys] + [fmt(r[m]) for m in metrics]
+        row = [text(r[k]) for k in keys] + [number(r[m], CELL) for m in metrics]
         if over:
             row.append(f"{100 * over[i]:+.1f}%" if i in over else "–")
         rows.append(row)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vmmu import api
+from vmmu._format import missing
 from vmmu.sweep.store import ResultsDB, flatten
 
 if TYPE_CHECKING:
@@ -135,22 +136,6 @@ class ResultSet:
             return (2, 0.0, t)
 
         return sorted(values, key=key)
-
-
-def missing(v: Any) -> bool:
-    """True for a cell without a value: None, NaN, pandas' NA."""
-    if v is None:
-        return True
-    try:
-        return bool(v != v) or v is _NA
-    except TypeError:  # pandas.NA compares to NA, whose truth is ambiguous
-        return True
-
-
-try:
-    from pandas import NA as _NA
-except ImportError:  # pragma: no cover - pandas is a dependency
-    _NA = None
 
 
 def _text(v: Any) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from vmmu import repro
+from vmmu._format import CLAIM, number
 from vmmu.repro import _reference as ref
 from vmmu.repro import _render, bae11
 from vmmu.repro._claims import (
@@ -184,7 +185,7 @@ def test_bhargava08_figure8_hit_rates_come_from_the_per_cell_counts(
 def test_a_row_is_the_same_in_terminal_csv_and_json(quick: dict[str, Report]) -> None:
     rep = quick["kloster07"]
     row = rep.row("fork_test")
-    text = _render.value_text(row.vmmu)
+    text = number(row.vmmu, CLAIM)
     js = json.loads(_render.json_text([rep]))["kloster07"]
     j = next(r for r in js["rows"] if r["row"] == "fork_test")
     assert (j["verdict"], j["criterion"], j["explanation"]) == (
@@ -192,7 +193,7 @@ def test_a_row_is_the_same_in_terminal_csv_and_json(quick: dict[str, Report]) ->
         row.criterion,
         row.explanation,
     )
-    assert _render.value_text(j["vmmu"]) == text
+    assert number(j["vmmu"], CLAIM) == text
     csv_line = next(line for line in _render.csv_text([rep]).splitlines() if ",fork_test," in line)
     assert text in csv_line and row.verdict in csv_line
     assert text in _render.terminal_text(rep)
