@@ -18,21 +18,17 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from vmmu import headline
 from vmmu._format import DASH, human, number, pct, ratio, signed_pct
-
-TLB_ORDER = ("l1d", "l1i", "l2", "l2i")
-SERVED_ORDER = ("pwc", "l1", "l2", "l3", "dram")
-CAUSE_ORDER = (
-    "base",
-    "translation",
-    "data",
-    "guest_kernel",
-    "hypervisor",
-    "mode_switch",
-    "shootdown_wait",
-    "pager_lock_wait",
+from vmmu.api import Result
+from vmmu.headline import (
+    CAUSE_ORDER,
+    SERVED_ORDER,
+    SHOOTDOWN_ROWS,
+    TLB_ORDER,
+    WALK_CACHE_ORDER,
+    ordered,
 )
-WALK_CACHE_ORDER = ("pwc", "ntlb", "psc")
 
 
 def _get(d: Mapping[str, Any] | None, *path: str) -> Any:
@@ -41,12 +37,6 @@ def _get(d: Mapping[str, Any] | None, *path: str) -> Any:
             return None
         d = d[key]
     return d
-
-
-def _ordered(keys: Iterable[str], order: Iterable[str]) -> list[str]:
-    keys = list(keys)
-    head = [k for k in order if k in keys]
-    return head + sorted(k for k in keys if k not in head)
 
 
 def _table(title: str | Text | None = None, **kw: Any) -> Table:
@@ -71,7 +61,7 @@ def _hit_miss_table(
     t.add_column("")
     for c in ("hits", "misses", "miss rate"):
         t.add_column(c, justify="right")
-    for name in _ordered(stats, order):
+    for name in ordered(stats, order):
         h, m = _get(stats, name, "hits"), _get(stats, name, "misses")
         t.add_row(
             name, number(h), number(m), pct(m, (h or 0) + (m or 0)) if m is not None else DASH
@@ -177,7 +167,7 @@ def _shares(
     t.add_column("share", justify="right")
     if total is None:
         total = sum(v for v in counts.values() if isinstance(v, (int, float)))
-    for name in _ordered(counts, order):
+    for name in ordered(counts, order):
         t.add_row(name.replace("_", " "), number(counts[name]), pct(counts[name], total))
     return t
 
@@ -195,17 +185,6 @@ def _used_walk_caches(r: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 def _walk_caches(r: Mapping[str, Any]) -> list[Table]:
     return _hit_miss_table("page-walk caches", _used_walk_caches(r), WALK_CACHE_ORDER)
 
-
-#: The rows of a multi-vCPU run's ``shootdowns`` shown by ``compare`` and ``run``.
-SHOOTDOWN_ROWS = (
-    ("shootdowns", "shootdowns"),
-    ("ipis", "IPIs"),
-    ("remote_invlpgs", "remote INVLPGs"),
-    ("remote_context_flushes", "remote flushes"),
-    ("handler_cycles", "handler cycles"),
-    ("wait_cycles", "wait cycles"),
-    ("remote_flushes", "shadow remote flushes"),
-)
 
 #: The per-vCPU columns of ``vmmu run``.
 VCPU_COLUMNS = (
@@ -299,109 +278,20 @@ def sim_line(r: Mapping[str, Any]) -> Text:
 
 
 def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, Any]) -> Table:
-    """Modes side by side: one column per mode, one row per figure."""
+    """Modes side by side: one column per mode, one row per line of the headline
+    (:mod:`vmmu.headline`)."""
     first = next(iter(results.values()))
     t = _table(_heading(first, mode=False))
     t.add_column("", no_wrap=True)
     modes = list(results)
     for m in modes:
         t.add_column(m, justify="right", style="bold" if m != "native" else None)
-
-    def row(label: str, fn: Any, style: str | None = None) -> None:
-        t.add_row(label, *(fn(results[m]) for m in modes), style=style)
-
-    def section(label: str) -> None:
-        t.add_row(Text(label, style="bold underline"), *([""] * len(modes)))
-
-    row("cycles", lambda r: number(r.get("cycles")), style="bold")
-    t.add_row("overhead vs native", *(signed_pct(over.get(m)) for m in modes), style="bold")
-    if any(r.get("elapsed_cycles") is not None for r in results.values()):
-        row("elapsed (slowest vCPU)", lambda r: number(r.get("elapsed_cycles")), style="bold")
-    row("CPI", lambda r: number(r.get("cpi")))
-    row("instructions", lambda r: number(r.get("instructions")))
-    row("memory refs", lambda r: number(r.get("memory_refs")))
-
-    tlb_names = _ordered({k for r in results.values() for k in (r.get("tlb") or {})}, TLB_ORDER)
-    if tlb_names:
-        section("TLB misses")
-        for name in tlb_names:
-            row(f"  {name}", lambda r, n=name: number(_get(r, "tlb", n, "misses")))
-
-    section("page walks")
-    row("  walks", lambda r: number(r.get("walks")))
-    row("  walk refs", lambda r: number(r.get("walk_refs")))
-    row("  refs per walk", _refs_per_walk)
-    served = _ordered(
-        {k for r in results.values() for k in (r.get("walk_refs_served_by") or {})},
-        SERVED_ORDER,
-    )
-    for name in served:
-        row(f"  served by {name}", lambda r, n=name: number(_get(r, "walk_refs_served_by", n)))
-    for name in _ordered(
-        {k for r in results.values() for k in _used_walk_caches(r)}, WALK_CACHE_ORDER
-    ):
-        row(f"  {name} hits", lambda r, n=name: number(_get(r, "walk_caches", n, "hits")))
-    row("  D-assists", lambda r: number(r.get("d_assists")))
-
-    causes = _ordered(
-        {
-            k
-            for r in results.values()
-            for k, v in (r.get("cycles_by_cause") or {}).items()
-            if v or k in CAUSE_ORDER[:5]
-        },
-        CAUSE_ORDER,
-    )
-    if causes:
-        section("cycles by cause")
-        for name in causes:
-            row(
-                f"  {name.replace('_', ' ')}",
-                lambda r, n=name: (
-                    f"{human(_get(r, 'cycles_by_cause', n))} "
-                    f"({pct(_get(r, 'cycles_by_cause', n), r.get('cycles'))})"
-                    if _get(r, "cycles_by_cause", n) is not None
-                    else DASH
-                ),
-            )
-    if any(r.get("shootdowns") for r in results.values()):
-        section("TLB shootdowns")
-        for key, label in SHOOTDOWN_ROWS:
-            row(f"  {label}", lambda r, k=key: number(_get(r, "shootdowns", k)))
-    if any(r.get("exits") for r in results.values()):
-        section("exits (% cycles)")
-
-        def exits_cell(r: Mapping[str, Any], reason: str | None) -> str:
-            exits = r.get("exits") or {}
-            picked = exits.values() if reason is None else [exits.get(reason) or {}]
-            count = sum(_get(e, "count") or 0 for e in picked)
-            cycles = sum(_get(e, "cycles") or 0 for e in picked)
-            return f"{number(count)} ({pct(cycles, r.get('cycles'))})" if count else "0"
-
-        row("  all", lambda r: exits_cell(r, None))
-        reasons = {k for r in results.values() for k in (r.get("exits") or {})}
-        for reason in sorted(reasons):
-            row(f"  {reason}", lambda r, k=reason: exits_cell(r, k))
-    if any(r.get("mode_switches") or r.get("policy") for r in results.values()):
-        section("paging modes")
-        row("  mode switches", lambda r: number(r.get("mode_switches")))
-        row(
-            "  switch cycles",
-            lambda r: (
-                f"{human(_get(r, 'cycles_by_cause', 'mode_switch'))} "
-                f"({pct(_get(r, 'cycles_by_cause', 'mode_switch'), r.get('cycles'))})"
-            ),
-        )
-        for m in ("shadow", "nested"):
-            row(
-                f"  instructions {m}",
-                lambda r, m=m: pct(_get(r, "instructions_in_mode", m) or 0, r.get("instructions")),
-            )
-        row(
-            "  windows",
-            lambda r: number(len(r.get("timeline") or [])) if r.get("timeline") else DASH,
-        )
-    row("sim seconds", lambda r: number(_get(r, "sim", "seconds")), style="dim")
+    flat = [Result(r).flat() for r in results.values()]
+    for line in headline.lines(flat, [over.get(m) for m in modes]):
+        if line.section:
+            t.add_row(Text(line.label, style="bold underline"), *([""] * len(modes)))
+        else:
+            t.add_row(line.label, *line.cells, style=line.style)
     return t
 
 

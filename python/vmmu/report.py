@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vmmu import figures
+from vmmu import figures, headline
 from vmmu._format import CELL, missing, number
 from vmmu.results import ResultSet, coerce, determined_by, text
 
@@ -201,37 +201,6 @@ def overheads(rs: ResultSet) -> dict[Any, float]:
     return out
 
 
-#: Rows of the comparison table: (label, column) or a family of columns by prefix (label None).
-HEADLINE = (
-    ("cycles", "cycles"),
-    ("overhead vs native", "@overhead"),
-    ("CPI", "cpi"),
-    ("instructions", "instructions"),
-    ("memory refs", "memory_refs"),
-    (None, "tlb."),
-    ("walks", "walks"),
-    ("walk refs", "walk_refs"),
-    ("refs per walk", "walk_refs_per_walk"),
-    ("faulting walks", "walk_faults"),
-    (None, "walk_refs_served_by."),
-    (None, "walk_cache_hits."),
-    ("guest page faults", "page_faults"),
-    (None, "cycles_by_cause."),
-    ("world switches", "world_switches"),
-    ("mode switches", "mode_switches"),
-    (None, "exits."),
-)
-
-
-def _family(columns: Sequence[str], prefix: str) -> list[str]:
-    cols = [c for c in columns if c.startswith(prefix)]
-    if prefix == "tlb.":
-        cols = [c for c in cols if c.endswith(".misses")]
-    if prefix == "exits.":
-        cols = [c for c in cols if c.endswith(".count")]
-    return cols
-
-
 def _compare(rs: ResultSet) -> Section | None:
     df = _sorted(rs, rs.ok)
     if df.empty:
@@ -242,26 +211,15 @@ def _compare(rs: ResultSet) -> Section | None:
     if len(df) <= WIDE_POINTS:
         labels = _labels(df, rs.label_keys())
         rows: list[list[str]] = []
-        for label, col in HEADLINE:
-            cols = [col] if label else _family(list(df.columns), col)
-            for c in cols:
-                if c == "@overhead":
-                    if not over:
-                        continue
-                    vals = [f"{100 * over[i]:+.1f}%" if i in over else "–" for i in df.index]
-                elif c not in df.columns:
-                    continue
-                else:
-                    vals = [number(v, CELL) for v in df[c]]
-                    if c.startswith("cycles_by_cause.") and "cycles" in df.columns:
-                        vals = [
-                            f"{number(v, CELL)} ({100 * v / t:.1f}%)"
-                            if t and not missing(v)
-                            else number(v, CELL)
-                            for v, t in zip(df[c], df["cycles"], strict=True)
-                        ]
-                rows.append([label or c, *vals])
-        s.tables.append(Table(["", *labels], rows, ["", *["num"] * len(labels)]))
+        classes: list[str] = []
+        # Integer columns with gaps (exits only some modes have) read back as integers.
+        flat = [r.to_dict() for _, r in df.convert_dtypes().iterrows()]
+        for line in headline.lines(flat, [over.get(i) for i in df.index]):
+            rows.append([line.label.strip(), *(line.cells or [""] * len(labels))])
+            classes.append("section" if line.section else "")
+        s.tables.append(
+            Table(["", *labels], rows, ["", *["num"] * len(labels)], row_classes=classes)
+        )
         s.notes.append("Every figure is defined in docs/statistics.md.")
         every = [c for c in df.columns if c not in ("point_key",)]
         s.details.append(

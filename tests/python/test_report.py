@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import vmmu
-from vmmu import figures
+from vmmu import figures, headline
+from vmmu._format import number
 from vmmu.report import render_report, write_report
 from vmmu.results import from_results, load
 from vmmu.sweep import run_sweep
@@ -73,6 +74,44 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 def plot(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([VMMU, "plot", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def schema_keys() -> set[str]:
+    """The dotted keys of real results of every mode, and of a run on two vCPUs."""
+    keys: set[str] = set()
+    for mode in vmmu.MODES:
+        extra = {"time_scale": 1e-4} if mode == "adaptive" else {}
+        keys |= set(vmmu.run(mode=mode, workload="random:footprint=8M,refs=20K", **extra).flat())
+    two = "database:threads=4,queries=4,pool=16M,rows=16"
+    keys |= set(vmmu.run(mode="shadow", vcpus=2, workload=two).flat())
+    return keys
+
+
+def test_every_headline_key_is_in_the_result_schema(schema_keys):
+    absent = []
+    for key in headline.result_keys():
+        prefix, star, suffix = key.partition("*")
+        if star:
+            found = any(k.startswith(prefix) and k.endswith(suffix) for k in schema_keys)
+        else:
+            found = key in schema_keys
+        if not found:
+            absent.append(key)
+    assert absent == []
+
+
+def test_the_report_comparison_is_the_terminal_headline(modes):
+    page = render_report(modes, title="headline")
+    table = re.search(r'id="comparison">.*?<tbody>(.*?)</tbody>', page, re.S).group(1)
+    rows = [
+        [html.unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+    ]
+    over = vmmu.api.overhead(modes)
+    lines = headline.lines([r.flat() for r in modes.values()], [over[m] for m in modes])
+    assert rows == [[ln.label.strip(), *(ln.cells or [""] * len(modes))] for ln in lines]
+    assert ["pwc hits", *(number(r.walk_caches["pwc"]["hits"]) for r in modes.values())] in rows
 
 
 # --- vmmu plot ----------------------------------------------------------------------------
