@@ -282,15 +282,17 @@ def run_modes(
             bars.__exit__(None, None, None)
 
 
-def overhead(results: Mapping[str, Result]) -> dict[str, float | None]:
-    """Each mode's overhead against native: ``cycles / native cycles - 1`` (None without a
-    native run)."""
-    base = results.get("native")
+def overhead(
+    results: Mapping[Any, Mapping[str, Any]], native: Mapping[str, Any] | None = None
+) -> dict[Any, float | None]:
+    """Each result's overhead against native: ``cycles / native cycles - 1``, where native is
+    ``native`` or else ``results["native"]`` (None without one)."""
+    base = native if native is not None else results.get("native")
     base_cycles = base.get("cycles") if base is not None else None
-    out: dict[str, float | None] = {}
-    for mode, r in results.items():
+    out: dict[Any, float | None] = {}
+    for key, r in results.items():
         cycles = r.get("cycles")
-        out[mode] = cycles / base_cycles - 1 if base_cycles and cycles is not None else None
+        out[key] = cycles / base_cycles - 1 if base_cycles and cycles is not None else None
     return out
 
 

@@ -314,37 +314,57 @@ def bars(
 # The papers' figures
 
 
-def speedup_table(
+def baselines(
     rs: ResultSet,
     baseline: tuple[str, str] = ("mode", "native"),
     metric: str = "cycles",
-) -> pd.DataFrame:
-    """Each non-baseline point's ``speedup`` = baseline ``metric`` / its ``metric``.
+) -> dict[Any, Any]:
+    """``{row index: its baseline's row index}`` for every completed point with a baseline.
 
     A point's baseline is the baseline point (``key = value``) that agrees with it on every
-    key the baseline points themselves vary in (the workload, say); a point without one is
-    left out. Returns the points' rows with a ``speedup`` column.
+    key the baseline points themselves vary in (the workload, say); a baseline point is its
+    own. Points whose baseline or own ``metric`` is missing or zero are left out.
     """
-    import pandas as pd
-
     key, value = baseline
     rs.require(key)
     rs.require(metric)
     df = rs.ok
     is_base = df[key].map(text) == value
-    base, others = df[is_base], df[~is_base]
-    if base.empty:
-        raise ValueError(f"no completed point has {key}={value} to compare with")
-    if others.empty:
-        raise ValueError(f"every point has {key}={value}: nothing to compare with it")
+    base = df[is_base]
     match = [k for k in rs.varying_keys if k != key and base[k].map(text).nunique() > 1]
-    index = {tuple(text(r[k]) for k in match): r[metric] for _, r in base.iterrows()}
-    rows = []
-    for _, r in others.iterrows():
+    index = {tuple(text(r[k]) for k in match): i for i, r in base.iterrows() if r[metric]}
+    out = {}
+    for i, r in df.iterrows():
         b = index.get(tuple(text(r[k]) for k in match))
         if b is not None and r[metric]:
-            rows.append({**r.to_dict(), "speedup": float(b) / float(r[metric])})
+            out[i] = b
+    return out
+
+
+def speedup_table(
+    rs: ResultSet,
+    baseline: tuple[str, str] = ("mode", "native"),
+    metric: str = "cycles",
+) -> pd.DataFrame:
+    """Each non-baseline point's ``speedup`` = baseline ``metric`` / its ``metric`` (the
+    baseline of :func:`baselines`). Returns the points' rows with a ``speedup`` column."""
+    import pandas as pd
+
+    key, value = baseline
+    bases = baselines(rs, baseline, metric)
+    df = rs.ok
+    is_base = df[key].map(text) == value
+    if not is_base.any():
+        raise ValueError(f"no completed point has {key}={value} to compare with")
+    if is_base.all():
+        raise ValueError(f"every point has {key}={value}: nothing to compare with it")
+    rows = [
+        {**r.to_dict(), "speedup": float(df.at[bases[i], metric]) / float(r[metric])}
+        for i, r in df[~is_base].iterrows()
+        if i in bases
+    ]
     if not rows:
+        match = [k for k in rs.varying_keys if k != key and df[is_base][k].map(text).nunique() > 1]
         raise ValueError(f"no point has a {key}={value} point with the same {', '.join(match)}")
     return pd.DataFrame(rows)
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vmmu import figures, headline
-from vmmu._format import CELL, missing, number
+from vmmu import api, figures, headline
+from vmmu._format import CELL, missing, number, signed_pct
 from vmmu.results import ResultSet, coerce, determined_by, text
 
 if TYPE_CHECKING:
@@ -186,19 +186,15 @@ def _failed(rs: ResultSet) -> Section | None:
     return s
 
 
-def overheads(rs: ResultSet) -> dict[Any, float]:
-    """``{row index: cycles / native cycles − 1}`` for points with a native counterpart."""
+def overheads(rs: ResultSet) -> dict[Any, float | None]:
+    """``{row index: cycles / native cycles − 1}`` (:func:`vmmu.api.overhead`) for points with a
+    native counterpart (:func:`vmmu.figures.baselines`)."""
     try:
-        t = figures.speedup_table(rs, ("mode", "native"), "cycles")
+        bases = figures.baselines(rs, ("mode", "native"), "cycles")
     except ValueError:
         return {}
-    keys = t["point_key"].tolist()
-    idx = dict(zip(rs.ok["point_key"], rs.ok.index, strict=True))
-    out = {idx[k]: 1.0 / sp - 1.0 for k, sp in zip(keys, t["speedup"], strict=True)}
-    for i, r in rs.ok.iterrows():
-        if text(r.get("mode")) == "native":
-            out[i] = 0.0
-    return out
+    df = rs.ok
+    return {i: api.overhead({i: df.loc[i]}, native=df.loc[b])[i] for i, b in bases.items()}
 
 
 def _compare(rs: ResultSet) -> Section | None:
@@ -250,7 +246,7 @@ def _compare(rs: ResultSet) -> Section | None:
     for i, r in df.head(MAX_ROWS).iterrows():
         row = [text(r[k]) for k in keys] + [number(r[m], CELL) for m in metrics]
         if over:
-            row.append(f"{100 * over[i]:+.1f}%" if i in over else "–")
+            row.append(signed_pct(over.get(i)))
         rows.append(row)
     if over:
         headers.append("overhead vs native")

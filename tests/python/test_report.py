@@ -18,7 +18,7 @@ import pytest
 import vmmu
 from vmmu import figures, headline
 from vmmu._format import number
-from vmmu.report import render_report, write_report
+from vmmu.report import overheads, render_report, write_report
 from vmmu.results import from_results, load
 from vmmu.sweep import run_sweep
 
@@ -202,6 +202,15 @@ def test_speedup_is_native_cycles_over_cycles(modes):
     fig = figures.speedup(rs)
     heights = sorted(p.get_height() for p in fig.axes[0].patches)
     assert heights == pytest.approx(sorted(t["speedup"]))
+
+
+def test_a_reports_overhead_is_the_apis_against_each_points_native(modes):
+    big = vmmu.api.run_modes(workload="random:footprint=32M,refs=20K")
+    rs = from_results([*modes.values(), *big.values()])
+    over = overheads(rs)
+    want = [*vmmu.api.overhead(modes).values(), *vmmu.api.overhead(big).values()]
+    assert [over[i] for i in rs.ok.index] == want
+    assert want[0] == 0.0 and all(w > 0 for w in want[1:3])
 
 
 def test_walk_heatmap_cells_are_references_per_thousand_instructions(modes):
