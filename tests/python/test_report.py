@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import vmmu
+from conftest import install_note, require_tool
 from vmmu import figures, headline
 from vmmu._format import number
 from vmmu.report import overheads, render_report, write_report
@@ -367,21 +368,17 @@ window.addEventListener('load', function () {
 </script>"""
 
 
+@pytest.fixture(scope="module")
 def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        if path := shutil.which(name):
-            return path
-    log = Path(sys.prefix) / "chromium-install.log"
-    note = (
-        " ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
-        if log.exists()
-        else "no install log (run the tests with `make test`, which installs it)"
-    )
-    pytest.skip(f"headless Chromium is not installed: {note}")
+    """The headless Chromium the browser test runs (module-scoped, so a missing one is told
+    before the other fixtures run)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    require_tool(path is not None, "headless Chromium is not installed", install_note("chromium"))
+    return str(path)
 
 
-def test_report_renders_in_headless_chromium(sizing_db, modes, tmp_path):
-    browser = chromium()
+def test_report_renders_in_headless_chromium(chromium, sizing_db, modes, tmp_path):
+    browser = chromium
     results = dict(modes)
     results["adaptive"] = vmmu.Result(timeline_result(modes["nested"]))
     page = render_report(results, title="browser check")

@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 import vmmu
+from conftest import install_note, require_tool
 from vmmu.results import missing
 from vmmu.sweep import ResultsDB, SpecError, load_spec, parse_spec, run_sweep
 from vmmu.sweep.backends import LocalBackend
@@ -475,19 +476,14 @@ def test_a_point_that_kills_its_worker_is_recorded_failed_and_the_others_complet
     assert all(outcomes[k]["status"] == "ok" for k in "abdef")
 
 
-def _install_note(name: str) -> str:
-    log = Path(sys.prefix) / f"{name}-install.log"
-    if log.exists():
-        tail = " ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
-        return f"{log}: {tail}"
-    return "no install log (run the tests with `make test`, which installs it)"
-
-
 def test_ray_backend_on_a_loopback_head_gives_the_local_rows(tmp_path):
     try:
         import ray  # noqa: F401
+
+        absent = None
     except ImportError as e:
-        pytest.skip(f"Ray is not installed ({e}); {_install_note('ray')}")
+        absent = e
+    require_tool(absent is None, f"Ray is not installed ({absent})", install_note("ray"))
     import socket
     import tempfile
 
