@@ -5,7 +5,7 @@ Each function takes a :class:`vmmu.results.ResultSet` (or one result) and return
 :class:`matplotlib.figure.Figure`; :func:`save` writes it as PNG, SVG or PDF.
 
 - :func:`line` and :func:`bars`: a metric against a key, one series per ``hue`` value, one
-  panel per ``facet`` value;
+  panel per ``facet`` value, each panel on its own y axis;
 - :func:`sizing`: a metric against a size key on a log-2 axis, optionally as the improvement
   over the smallest size (seed 002 Figure 9);
 - :func:`speedup`: grouped bars of ``baseline cycles / cycles`` (seed 002 Figure 6);
@@ -45,15 +45,16 @@ AGGREGATES = ("mean", "median", "min", "max")
 MODE_COLORS = {"native": "#7f7f7f", "nested": "#1f77b4", "shadow": "#ff7f0e"}
 
 
-def _figure(
-    panels: int = 1, width: float = 6.4, height: float = 4.0, sharey: bool = True
-) -> tuple[Figure, list[Axes]]:
+def _figure(panels: int = 1, width: float = 6.4, height: float = 4.0) -> tuple[Figure, list[Axes]]:
+    """A figure of ``panels`` panels, up to three a row. Each panel has its own y axis: the
+    panels of a facet may differ in scale by orders of magnitude (a stream beside a random
+    workload), and a shared axis would draw the small ones flat."""
     from matplotlib.figure import Figure
 
     cols = min(panels, 3)
     rows = math.ceil(panels / cols)
     fig = Figure(figsize=(width * cols if cols > 1 else width, height * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey)
+    axes = fig.subplots(rows, cols, squeeze=False)
     flat = [ax for row in axes for ax in row]
     for ax in flat[panels:]:
         ax.set_visible(False)
@@ -433,7 +434,7 @@ def walk_heatmaps(rows: Sequence[Mapping[str, Any]], titles: Sequence[str]) -> F
     result, each cell also shows its PWC hit percentage."""
     import numpy as np
 
-    fig, axes = _figure(len(rows), width=5.2, height=3.6, sharey=False)
+    fig, axes = _figure(len(rows), width=5.2, height=3.6)
     for ax, row, title in zip(axes, rows, titles, strict=False):
         steps = step_counts(row)
         hits = step_counts(row, "pwc_hits_by_step.")

@@ -214,6 +214,43 @@ def test_a_reports_overhead_is_the_apis_against_each_points_native(modes):
     assert want[0] == 0.0 and all(w > 0 for w in want[1:3])
 
 
+@pytest.fixture(scope="module")
+def two_scales():
+    """A stream of 1 MiB and a random workload over 64 MiB, each native and nested: their
+    cycles differ by a factor of about 100."""
+    runs = [
+        vmmu.run(mode=mode, workload=w)
+        for w in ("stream:footprint=1M,refs=5K", "random:footprint=64M,refs=20K")
+        for mode in ("native", "nested")
+    ]
+    return from_results(runs)
+
+
+def _panel_tops(fig) -> list[tuple[float, float]]:
+    """Each panel's y-axis top and the largest value drawn in it."""
+    out = []
+    for ax in fig.axes:
+        drawn = [p.get_height() for p in ax.patches] + [
+            y for line in ax.get_lines() for y in line.get_ydata()
+        ]
+        out.append((ax.get_ylim()[1], max(drawn)))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["bars", "line"])
+def test_facet_panels_of_different_scales_each_have_their_own_y_axis(two_scales, kind):
+    if kind == "bars":
+        fig = figures.bars(two_scales, "mode", "cycles", facet="workload")
+    else:
+        fig = figures.line(two_scales, "instructions", "cycles", hue="mode", facet="workload")
+    tops = _panel_tops(fig)
+    assert len(tops) == 2
+    small, big = sorted(largest for _, largest in tops)
+    assert big > 50 * small, "the fixture's two scales"
+    for top, largest in tops:
+        assert largest <= top < 2 * largest, (top, largest)
+
+
 def test_walk_heatmap_cells_are_references_per_thousand_instructions(modes):
     r = modes["nested"]
     fig = figures.walk_heatmaps([r.to_dict()], ["nested"])
