@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from vmmu import _core
 from vmmu._progress import ProgressBars
 from vmmu.options import BACKINGS as BACKINGS
-from vmmu.options import BY_NAME, OPTIONS
+from vmmu.options import BY_NAME, OPTIONS, check_modes
 from vmmu.options import GUEST_PAGE_SIZES as GUEST_PAGE_SIZES
 from vmmu.options import LEVELS as LEVELS
 from vmmu.options import MODES as MODES
@@ -235,15 +235,7 @@ def run_modes(
     ``switch_at`` applies to the static virtualized modes only (a native run has no hypervisor
     to switch, an adaptive run's policy switches); ``policy`` and ``time_scale`` apply to the
     adaptive runs only."""
-    modes = list(modes or STATIC_MODES)
-    unknown = [m for m in modes if m not in MODES and m not in POLICIES]
-    if unknown:
-        raise ValueError(
-            f"unknown mode `{', '.join(unknown)}` "
-            f"(modes: {', '.join(MODES)}; policies: {', '.join(POLICIES)})"
-        )
-    if not modes:
-        raise ValueError("no modes to run")
+    modes = check_modes(modes or STATIC_MODES)
     own_bars = progress is True
     bars: ProgressBars | None = ProgressBars() if own_bars else progress or None
     stop = threading.Event()

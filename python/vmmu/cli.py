@@ -246,14 +246,10 @@ def run(as_json: bool, mode: str, **kw: Any) -> None:
 def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str]:
     if value is None:
         return list(api.STATIC_MODES)
-    modes = [m.strip() for m in value.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in api.MODES and m not in api.POLICIES]
-    if unknown or not modes:
-        raise click.BadParameter(
-            f"unknown mode `{','.join(unknown)}` (modes: {', '.join(api.MODES)}; "
-            f"policies, each an adaptive run: {', '.join(api.POLICIES)})"
-        )
-    return modes
+    try:
+        return options.check_modes(m.strip() for m in value.split(",") if m.strip())
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _parse_sensitivity(

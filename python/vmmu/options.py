@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vmmu._core import did_you_mean
 from vmmu.exceptions import ConfigError
 
 #: Paging modes the engine implements, in display order; ``adaptive`` switches between
@@ -47,6 +48,22 @@ GUEST_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G", "mixed")
 
 #: ``levels`` → the guest's paging format.
 LEVELS: dict[int, str] = {4: "long4", 5: "long5"}
+
+
+def check_modes(modes: Iterable[str]) -> list[str]:
+    """``modes`` (each a mode of :data:`MODES` or a policy of :data:`POLICIES`, an adaptive
+    run with it), checked; raises ``ValueError`` naming an unknown one and the nearest known."""
+    modes = list(modes)
+    unknown = [m for m in modes if m not in MODES and m not in POLICIES]
+    if unknown:
+        hint = did_you_mean(unknown[0], [*MODES, *POLICIES])
+        raise ValueError(
+            f"unknown mode `{', '.join(unknown)}` ({hint}modes: {', '.join(MODES)}; "
+            f"policies, each an adaptive run: {', '.join(POLICIES)})"
+        )
+    if not modes:
+        raise ValueError("no modes to run")
+    return modes
 
 
 def typed(v: Any) -> str:

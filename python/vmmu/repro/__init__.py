@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vmmu._core import did_you_mean
 from vmmu.repro import bae11, bhargava08, bhatia09, kloster07, levasseur
 from vmmu.repro._claims import COLUMNS, COUNTED, VERDICTS, Report, Row, View
 from vmmu.repro._paper import Paper, Param, Study, execute, parse_requests, study
@@ -39,7 +40,8 @@ PAPERS: dict[str, Paper] = {
 def paper(name: str) -> Paper:
     """The reproduction called ``name``; an unknown name is an error listing the known ones."""
     if name not in PAPERS:
-        raise ValueError(f"unknown reproduction `{name}`; known: {', '.join(PAPERS)}, all")
+        hint = did_you_mean(name, [*PAPERS, "all"])
+        raise ValueError(f"unknown reproduction `{name}`; {hint}known: {', '.join(PAPERS)}, all")
     return PAPERS[name]
 
 

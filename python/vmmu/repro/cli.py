@@ -31,14 +31,14 @@ def _console() -> Console:
 
 
 def _selected(name: str) -> list[Paper]:
-    papers = _papers()
+    from vmmu.repro import paper
+
     if name == "all":
-        return list(papers.values())
-    if name not in papers:
-        raise click.BadParameter(
-            f"unknown reproduction `{name}`; known: {', '.join(papers)}, all", param_hint="NAME"
-        )
-    return [papers[name]]
+        return list(_papers().values())
+    try:
+        return [paper(name)]
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="NAME") from None
 
 
 def _plans(selected: list[Paper], requests: tuple[str, ...]) -> dict[str, list]:
