@@ -10,8 +10,6 @@ import filecmp
 import json
 import math
 import re
-import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,6 +33,7 @@ from vmmu.repro._claims import (
     near,
     within,
 )
+from vmmu.repro.bae11 import adaptive_claims
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
@@ -250,7 +249,7 @@ def test_bae11_judges_the_dav2m_claims_on_the_adaptive_runs(quick: dict[str, Rep
     assert row.verdict == "reproduced" or "PreShadow probe" in row.explanation
     # The one claim the module gives no row for says so.
     assert rep.verdict("static_thresholds") == "not simulated"
-    assert "bae11_adaptive" in rep.row("static_thresholds").explanation
+    assert "adaptive_claims" in rep.row("static_thresholds").explanation
 
 
 def test_bae11_hands_the_adaptive_module_its_claims_and_the_static_runs(
@@ -264,11 +263,7 @@ def test_bae11_hands_the_adaptive_module_its_claims_and_the_static_runs(
         claims.not_simulated("dav2m_vs_best", "x", "y", "stub")
         return ["stub note"]
 
-    fake = types.ModuleType("vmmu.repro.bae11_adaptive")
-    fake.adaptive_rows = adaptive_rows  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "vmmu.repro.bae11_adaptive", fake)
-    # The real module, once imported, is also an attribute of the package.
-    monkeypatch.setattr(repro, "bae11_adaptive", fake, raising=False)
+    monkeypatch.setattr(adaptive_claims, "adaptive_rows", adaptive_rows)
     c = Claims()
     setup = bae11.Setup({}, {"gcc": ("gcc-phases:bits=32", "inputs", 1)})
     notes = bae11.adaptive_rows(None, c, {"gcc/nested": None}, setup)  # type: ignore[arg-type]

@@ -16,12 +16,7 @@ from vmmu.repro import _render
 from vmmu.repro._claims import Report
 from vmmu.repro._paper import Paper, Study, execute, parse_requests, study
 from vmmu.repro._run import WORKERS, Bar
-
-
-def _papers() -> dict[str, Paper]:
-    from vmmu.repro import PAPERS
-
-    return PAPERS
+from vmmu.repro.papers import PAPERS, paper
 
 
 def _console() -> Console:
@@ -31,10 +26,8 @@ def _console() -> Console:
 
 
 def _selected(name: str) -> list[Paper]:
-    from vmmu.repro import paper
-
     if name == "all":
-        return list(_papers().values())
+        return list(PAPERS.values())
     try:
         return [paper(name)]
     except ValueError as e:
@@ -149,7 +142,7 @@ def repro(
     `vmmu repro NAME` runs one reproduction, `vmmu repro all` every one and a summary with the
     total wall time; `--list` names them and their estimated parameters.
     """
-    papers = _papers()
+    papers = PAPERS
     if list_ or name is None:
         if name is None and not list_:
             click.echo(click.get_current_context().get_help())

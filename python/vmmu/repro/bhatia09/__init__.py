@@ -6,7 +6,7 @@ microbenchmarks ("equivalent"), and the TLB-intensive case (Figures 8 and 9: SPE
 needs guest large pages under EPT) with 171.swim's proxy at 4 KiB and 2 MiB guest pages.
 
 The claims about more than one vCPU (Apache compile at 1, 2 and 4 vCPUs as ``make -jN``;
-Database Hammer) are judged on :mod:`vmmu.vcpu_scaling`'s runs, on the run's duration (the
+Database Hammer) are judged on :mod:`vmmu.repro.bhatia09.vcpus`'s runs, on the run's duration (the
 slowest vCPU's clock).
 
 What is not: Swingbench and Order-Entry (database servers dominated by I/O), and Citrix
@@ -19,7 +19,6 @@ iterations minus the run with none (as in kloster07).
 
 from __future__ import annotations
 
-from vmmu import vcpu_scaling
 from vmmu.repro import _reference as ref
 from vmmu.repro._claims import (
     INF,
@@ -35,13 +34,14 @@ from vmmu.repro._claims import (
 )
 from vmmu.repro._paper import Paper, Param
 from vmmu.repro._run import Context, Job, Measured, System
+from vmmu.repro.bhatia09 import vcpus
 
 MACHINE, PROFILE = "nehalem-x5560", "esx-nehalem"
 
 #: ESX backs guest memory with large pages when EPT is used (seed 004, "Hardware-assisted MMU
 #: virtualization": "the ESX VMM and VMkernel aggressively try to use large pages for their own
 #: memory when EPT is used"): the nested tables map 2 MiB pages. Shadow runs keep 4 KiB.
-ESX_EPT = vcpu_scaling.ESX_EPT
+ESX_EPT = vcpus.ESX_EPT
 
 #: 171.swim's ~190 MB of arrays, initialised page by page as the program does: the
 #: TLB-intensive proxy (SPECjbb2005 in the paper, whose heap is large and sparsely reused).
@@ -304,14 +304,14 @@ def _tlb(c: Claims, m: dict[str, Measured]) -> None:
 
 
 def _vcpus(c: Claims, ctx: Context) -> None:
-    rows = vcpu_scaling.run(quick=ctx.quick)
+    rows = vcpus.run(quick=ctx.quick)
     ratio = {(r["workload"], r["vcpus"]): 1 + r["nested_advantage"] for r in rows}
     share = {(r["workload"], r["vcpus"]): r["shadow_lock_wait_share"] for r in rows}
-    why = dict(zip(vcpu_scaling.WORKLOADS, vcpu_scaling.explain(rows), strict=True))
+    why = dict(zip(vcpus.WORKLOADS, vcpus.explain(rows), strict=True))
     grows = ref.claim("bhatia09_claims", "EPT gain grows with vCPUs")
     top_text = ref.claim("bhatia09_claims", "EPT vs shadow on MMU-intensive benchmarks")
     top = 1 + ref.numbers(top_text)[0] / 100
-    for name in vcpu_scaling.WORKLOADS:
+    for name in vcpus.WORKLOADS:
         r1, r2, r4 = (ratio[(name, n)] for n in (1, 2, 4))
         series = f"1 vCPU {r1:.3f}, 2 vCPUs {r2:.3f}"
         if name == "compile":

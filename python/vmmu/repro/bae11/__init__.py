@@ -2,12 +2,12 @@
 
 What is reproduced (§4, Figure 4): 171.swim is best under shadow paging, 403.gcc under nested
 paging, compute-bound benchmarks are insensitive, and the modes differ by up to 105% of native.
-The DAV²M rows (§7: Figures 10–12, switch costs) come from the adaptive-policy module,
-:mod:`vmmu.repro.bae11_adaptive` (:func:`adaptive_rows`), judged on the runs of
-:func:`vmmu.adaptive_repro.bae11_adaptive`.
+The DAV²M rows (§7: Figures 10–12, switch costs) come from
+:mod:`vmmu.repro.bae11.adaptive_claims` (:func:`adaptive_rows`), judged on the runs of
+:func:`vmmu.repro.bae11.adaptive.bae11_adaptive`.
 
 What is not: the Phenom II machine; 434.zeusmp, 164.gzip and the insensitive 301.apsi,
-191.fma3d and 186.crafty have proxies, run by :mod:`vmmu.adaptive_repro`, not by the static
+191.fma3d and 186.crafty have proxies, run by :mod:`vmmu.repro.bae11.adaptive`, not by the static
 rows here (whose insensitive row is a compute-bound definition).
 
 Workloads are defined once (docs/workloads.md): ``swim`` from 171.swim's reference input;
@@ -29,9 +29,10 @@ from typing import Any
 from vmmu import api
 from vmmu.repro import _reference as ref
 from vmmu.repro._claims import Claims, Report, above, below, coverage, holds, near
-from vmmu.repro._palacios import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
 from vmmu.repro._paper import Paper, Param
 from vmmu.repro._run import Context, Job, Measured, System
+from vmmu.repro.bae11 import adaptive_claims
+from vmmu.repro.bae11.palacios import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
 
 MACHINE, PROFILE = "opteron2350", "palacios-opteron2350"
 
@@ -327,30 +328,14 @@ ADAPTIVE_CLAIMS = (
 def adaptive_rows(
     ctx: Context, claims: Claims, static: dict[str, Measured], setup: Setup
 ) -> list[str]:
-    """The DAV²M rows: the adaptive-policy module's, once it exists.
-
-    Contract for that module, ``vmmu/repro/bae11_adaptive.py``: a function
-    ``adaptive_rows(ctx, claims, static, setup) -> list[str]`` that runs the policy on
-    ``setup.work`` with ``setup.systems`` (``ctx.measure``), adds one row per key of
-    :data:`ADAPTIVE_CLAIMS` to ``claims`` (``claims.judge`` with a criterion from the paper's
-    precision, or ``claims.not_simulated``), may compare with the static runs in ``static``
-    (keys ``"swim/shadow"``, ``"gcc/nested"``, ...), and returns notes to print. A key it gives
-    no row for is listed as not simulated, saying so. Returns the notes.
-    """
-    notes: list[str] = []
-    why = (
-        "not judged here yet: vmmu.adaptive_repro.bae11_adaptive() runs DAV²M, the oracle and "
-        "the cost model on this machine and prints these claims in its own table (yes/no, "
-        "docs/policies.md); its rows still need criteria from the paper's precision to join "
-        "this verdict engine through vmmu/repro/bae11_adaptive.py"
-    )
-    try:
-        from vmmu.repro import bae11_adaptive  # type: ignore[attr-defined]
-    except ImportError:
-        pass
-    else:
-        notes = list(bae11_adaptive.adaptive_rows(ctx, claims, static, setup))
-        why = "the adaptive-policy module (vmmu/repro/bae11_adaptive.py) gives no row for it"
+    """The DAV²M rows, from :func:`vmmu.repro.bae11.adaptive_claims.adaptive_rows`: it runs the
+    policies (``ctx.measure``), adds one row per key of :data:`ADAPTIVE_CLAIMS` it can judge
+    (``claims.judge`` with a criterion from the paper's precision, or
+    ``claims.not_simulated``), may compare with the static runs in ``static`` (keys
+    ``"swim/shadow"``, ``"gcc/nested"``, ...) and returns notes. A key it gives no row for is
+    listed as not simulated, saying so. Returns the notes."""
+    notes = list(adaptive_claims.adaptive_rows(ctx, claims, static, setup))
+    why = "the adaptive-policy module (vmmu/repro/bae11/adaptive_claims.py) gives no row for it"
     have = {r.key for r in claims.rows}
     for key, name in ADAPTIVE_CLAIMS:
         if key not in have:
