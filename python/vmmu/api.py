@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from vmmu import _core
+import vmmu._core as _core
 from vmmu._progress import ProgressBars
 from vmmu.options import BACKINGS as BACKINGS
 from vmmu.options import BY_NAME, OPTIONS, check_modes

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from vmmu import _core
+import vmmu._core as _core
 from vmmu._format import human
 
 
