@@ -11,7 +11,9 @@ scalars, booleans, infinities, thousands grouped — and leaves the digits a num
 - :data:`CLAIM` — a reproduction's values (``vmmu repro``, docs/repro.md): at least 3
   significant digits;
 - :func:`places` — a fixed number of places, whole from 1,000 (a claim's criterion band);
-- :data:`SI` — counts and rates with an SI prefix (``1.23M``).
+- :data:`SI` — counts and rates with an SI prefix (``1.23M``; :func:`human` adds a unit);
+- :func:`nbytes` and :func:`mib` — sizes in bytes, with a binary prefix (``1.5 MiB``) or as
+  MiB in a column headed so (``1,234.5``).
 
 :func:`pct`, :func:`signed_pct` and :func:`ratio` show a share, a change and a ratio.
 """
@@ -128,6 +130,31 @@ def signed_pct(x: float | None) -> str:
     return DASH if x is None else f"{100.0 * x:+.1f}%"
 
 
-def human(n: float) -> str:
-    """``1234567`` → ``1.23M`` (:data:`SI`)."""
-    return number(n, SI)
+def human(n: float | None, unit: str = "") -> str:
+    """``1234567`` → ``1.23M`` (:data:`SI`); with ``unit``, ``1.23M refs``."""
+    text = number(n, SI)
+    return f"{text} {unit}" if unit and not missing(n) else text
+
+
+def _binary(x: int | float) -> str:
+    for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(x) >= div:
+            return f"{x / div:.1f} {unit}"
+    return f"{x:.0f} B"
+
+
+#: Sizes in bytes with a binary prefix, one place (``1.5 MiB``, ``512 B``).
+BINARY = Style(_binary)
+
+#: One place, thousands grouped (``1,234.5``).
+ONE_PLACE = Style(lambda x: f"{x:,.1f}")
+
+
+def nbytes(n: float | None) -> str:
+    """A size in bytes with a binary prefix (:data:`BINARY`)."""
+    return number(n, BINARY)
+
+
+def mib(n: float | None) -> str:
+    """A size in bytes as MiB to one place, for a column that says MiB (``1,234.5``)."""
+    return DASH if missing(n) else number(n / (1 << 20), ONE_PLACE)

@@ -24,6 +24,7 @@ import vmmu._core as _core
 from vmmu._progress import ProgressBars
 from vmmu.options import BACKINGS as BACKINGS
 from vmmu.options import BY_NAME, OPTIONS, check_modes
+from vmmu.options import CORE_MODELS as CORE_MODELS
 from vmmu.options import GUEST_PAGE_SIZES as GUEST_PAGE_SIZES
 from vmmu.options import LEVELS as LEVELS
 from vmmu.options import MODES as MODES
@@ -31,6 +32,7 @@ from vmmu.options import NESTED_PAGE_SIZES as NESTED_PAGE_SIZES
 from vmmu.options import POLICIES as POLICIES
 from vmmu.options import PWC_DESIGNS as PWC_DESIGNS
 from vmmu.options import TECHNIQUES as TECHNIQUES
+from vmmu.options import THP_MODES as THP_MODES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -208,7 +210,9 @@ def run(
     ``vcpus``, ...; each entry says what it sets, docs/python-api.md lists them); ``set``
     overrides any field by its dotted path. ``mode="adaptive"`` switches between shadow and
     nested paging by ``policy`` (:data:`POLICIES`, default ``dav2m``) whose windows
-    ``time_scale`` shrinks (``docs/policies.md``). ``progress`` is ``True`` for a progress bar
+    ``time_scale`` shrinks (``docs/policies.md``). ``core_model`` (:data:`CORE_MODELS`) chooses
+    how the counts are timed: ``additive`` (the default: no overlap) or ``interval`` (an
+    out-of-order window; ``docs/model.md``, "Timing"). ``progress`` is ``True`` for a progress bar
     on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
     events (return ``False`` to stop).
     """

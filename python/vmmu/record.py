@@ -21,14 +21,7 @@ import time
 from typing import Any, TextIO
 
 import vmmu._core as _core
-from vmmu._format import human
-
-
-def _bytes(n: float) -> str:
-    for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if n >= div:
-            return f"{n / div:.1f} {unit}"
-    return f"{n:.0f} B"
+from vmmu._format import human, nbytes
 
 
 class ProgressLine:
@@ -53,7 +46,7 @@ class ProgressLine:
         minutes, seconds = divmod(int(elapsed), 60)
         line = (
             f"recording: {human(p['refs'])} refs, {human(p['events'])} events, "
-            f"{_bytes(p['bytes_written'])} written"
+            f"{nbytes(p['bytes_written'])} written"
             + (f" ({ratio:.0f}x)" if ratio > 0 else "")
             + f", {human(rate)} refs/s, {minutes}:{seconds:02d}"
         )
@@ -83,12 +76,16 @@ def record(
     follow_children: bool,
     native_layout: bool,
     progress: bool,
+    no_deps: bool = False,
 ) -> dict:
     """Records ``cmd`` into ``output`` and returns the summary (docs/recording.md,
     "Summary"): ``refs``, ``events``, ``processes``, ``trace_bytes``, ``bytes_per_ref``,
     ``refs_per_s``, ``exit_code``, ``signal``, ``truncated``, ``interrupted``, and
     ``warnings``: one sentence per child or exec that was not recorded, naming its pid and
     program...
+
+    ``no_deps`` leaves load dependences untracked (the trace's ``dependences`` is then false);
+    otherwise ``dependent_refs`` counts the data references whose address depends on a load.
 
     ``progress`` shows a live line on stderr when it is a terminal. Ctrl-C stops the program
     and finishes the trace as truncated (``interrupted`` is then true). Errors (command not
@@ -103,6 +100,7 @@ def record(
             no_instr=no_instr,
             follow_children=follow_children,
             native_layout=native_layout,
+            no_deps=no_deps,
             progress=line,
         )
     finally:

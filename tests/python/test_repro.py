@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from vmmu import published as ref
 from vmmu import repro
 from vmmu._format import CLAIM, number
-from vmmu.repro import _reference as ref
 from vmmu.repro import _render, bae11
 from vmmu.repro._claims import (
     COUNTED,

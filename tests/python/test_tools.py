@@ -1,5 +1,6 @@
-"""The tests that need a tool beyond the package (headless Chromium, Ray, Valgrind): under
-``CI=true`` a missing tool fails them; elsewhere they are skipped, naming what is missing.
+"""The tests that need a tool beyond the package (headless Chromium, Ray, Valgrind for
+``vmmu record`` and the suite's recordings): under ``CI=true`` a missing tool fails them;
+elsewhere they are skipped, naming what is missing.
 
 Each case runs the test in a child pytest with the tool hidden (an empty ``PATH`` for a
 program, a package on ``PYTHONPATH`` that refuses to import for Ray) and reads the outcome.
@@ -33,7 +34,15 @@ CASES = {
         "path",
         "valgrind is not installed",
     ),
+    "suite": (
+        "test_suite.py::test_a_small_entry_records_measures_and_replays[redis]",
+        "path",
+        "valgrind is not installed",
+    ),
 }
+
+#: The cases whose tool is Valgrind: outside CI, VMMU_SKIP_VALGRIND=REASON skips them.
+VALGRIND = ("valgrind", "suite")
 
 
 def _child(name: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
@@ -60,7 +69,7 @@ def _child(name: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_missing_tool_fails_under_ci(name, tmp_path):
     env = {"CI": "true"}
-    if name == "valgrind":
+    if name in VALGRIND:
         env["VMMU_SKIP_VALGRIND"] = "a reason CI must not accept"
     r = _child(name, tmp_path, **env)
     # A check in a fixture fails as an error, one in the test body as a failure.
@@ -70,7 +79,7 @@ def test_a_missing_tool_fails_under_ci(name, tmp_path):
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_missing_tool_is_skipped_naming_why_outside_ci(name, tmp_path):
-    env = {"VMMU_SKIP_VALGRIND": "no valgrind here"} if name == "valgrind" else {}
+    env = {"VMMU_SKIP_VALGRIND": "no valgrind here"} if name in VALGRIND else {}
     r = _child(name, tmp_path, **env)
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-2000:]
     assert CASES[name][2] in r.stdout

@@ -8,7 +8,7 @@ table, ``adaptive_claims`` the DAV²M rows judged on them), :mod:`~vmmu.repro.bh
 :mod:`~vmmu.repro.bhatia09` (004; ``vcpus`` the vCPU-scaling runs). They share one verdict
 engine (:mod:`._claims`), one runner with one progress bar (:mod:`._run`), one renderer
 (:mod:`._render`) and the published numbers shipped in ``vmmu/reference/``
-(:mod:`._reference`).
+(:mod:`vmmu.published`).
 
 >>> from vmmu import repro
 >>> report = repro.reproduce("kloster07", quick=True)

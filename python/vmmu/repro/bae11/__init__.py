@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from vmmu import api
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import Claims, Report, above, below, coverage, holds, near
 from vmmu.repro._paper import Paper, Param
-from vmmu.repro._run import Context, Job, Measured, System
+from vmmu.repro._run import Context, Job, Measured, System, versus_native
 from vmmu.repro.bae11 import adaptive_claims
 from vmmu.repro.bae11.palacios import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
 
@@ -232,13 +232,6 @@ def run(ctx: Context) -> Report:
     )
 
 
-def _note(m: dict[str, Measured], k: str) -> str:
-    nat = m[f"{k}/native"].cycles
-    n = 100.0 * (m[f"{k}/nested"].cycles / nat - 1)
-    s = 100.0 * (m[f"{k}/shadow"].cycles / nat - 1)
-    return f"vs native: nested {n:+.1f}%, shadow {s:+.1f}%"
-
-
 def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
     r = m["swim/shadow"].cycles / m["swim/nested"].cycles
     c.judge(
@@ -251,7 +244,7 @@ def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
         "nested paging wins: with 2 MiB nested pages and a 2-level guest a 2D walk is short, "
         "and the proxy's initialisation faults cost shadow paging more than its TLB misses "
         "cost nested paging",
-        _note(m, "swim"),
+        versus_native(m, "swim"),
     )
     r = m["gcc/shadow"].cycles / m["gcc/nested"].cycles
     exits = m["gcc/shadow"].per_iteration()
@@ -263,7 +256,7 @@ def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
         "× (shadow / nested)",
         holds(above(1.0), "the paper states the direction"),
         "shadow paging wins: the proxy's page-table churn per phase is too small against its work",
-        _note(m, "gcc")
+        versus_native(m, "gcc")
         + "; exits per input: "
         + ", ".join(f"{v:,.0f} {k}" for k, v in list(exits.items())[:3]),
     )
@@ -276,7 +269,7 @@ def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
         "× (shadow / nested)",
         "a cache- and TLB-resident loop neither misses the TLB nor exits, so the modes are "
         "equal by construction",
-        _note(m, "compute"),
+        versus_native(m, "compute"),
     )
     gaps = {
         k: 100.0 * abs(m[f"{k}/shadow"].cycles - m[f"{k}/nested"].cycles) / m[f"{k}/native"].cycles

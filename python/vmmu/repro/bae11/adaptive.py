@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from vmmu.repro._reference import claim as _claim
+from vmmu.published import claim as _claim
 from vmmu.repro._run import WORKERS, Bar, Context, Job, Measured, System
 from vmmu.repro.bae11.palacios import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
 from vmmu.repro.bhatia09 import SWIM

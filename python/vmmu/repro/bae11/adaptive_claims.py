@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import Band, Claims, Criterion, above, below, holds, near
 from vmmu.repro._run import Context, Measured
 from vmmu.repro.bae11 import adaptive

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import (
     Band,
     Claims,

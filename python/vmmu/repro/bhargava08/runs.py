@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import vmmu
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._run import Context, Job, Measured
 from vmmu.repro.bhargava08 import setup
 from vmmu.repro.bhargava08.setup import DESIGNS, SUITES, TRACE_WARMUP, TRACES

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import View
 from vmmu.repro._run import Context, Measured
 from vmmu.repro.bhargava08 import setup

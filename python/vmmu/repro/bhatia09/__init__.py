@@ -19,7 +19,7 @@ iterations minus the run with none (as in kloster07).
 
 from __future__ import annotations
 
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import (
     INF,
     Band,
@@ -33,7 +33,7 @@ from vmmu.repro._claims import (
     near,
 )
 from vmmu.repro._paper import Paper, Param
-from vmmu.repro._run import Context, Job, Measured, System
+from vmmu.repro._run import Context, Job, Measured, System, versus_native
 from vmmu.repro.bhatia09 import vcpus
 
 MACHINE, PROFILE = "nehalem-x5560", "esx-nehalem"
@@ -87,13 +87,6 @@ PARAMETERS = (
 
 def _ratio(m: dict[str, Measured], k: str) -> float:
     return m[f"{k}/shadow"].cycles / m[f"{k}/nested"].cycles
-
-
-def _ovh(m: dict[str, Measured], k: str) -> str:
-    nat = m[f"{k}/native"].cycles
-    n = 100.0 * (m[f"{k}/nested"].cycles / nat - 1)
-    s = 100.0 * (m[f"{k}/shadow"].cycles / nat - 1)
-    return f"vs native: nested {n:+.1f}%, shadow {s:+.1f}%"
 
 
 #: Every table and figure of seed 004 and where this reproduction has it.
@@ -204,7 +197,7 @@ def _micro(c: Claims, m: dict[str, Measured]) -> None:
             f"the gain exceeds the paper's largest ({top:g}×): {_WHY_MICRO[k]}"
             if r > 1
             else "shadow paging is not slower here: the proxy's loop exits too rarely",
-            _ovh(m, k),
+            versus_native(m, k),
         )
     gains = {k: _ratio(m, k) for k in MICRO}
     best = max(gains, key=lambda k: gains[k])
@@ -230,7 +223,7 @@ def _micro(c: Claims, m: dict[str, Measured]) -> None:
         "× (shadow / nested)",
         "vmmu's system-call proxy (aim9-brk_test) writes no page-table entry, so neither mode "
         "exits and they are equal by construction",
-        _ovh(m, "syscall"),
+        versus_native(m, "syscall"),
     )
 
 
@@ -265,7 +258,7 @@ def _compile(c: Claims, m: dict[str, Measured]) -> None:
         ),
         "the `compile` proxy's short-lived processes exit under shadow paging more than a "
         "1-vCPU Apache compile does: the paper's 48% is at 4 vCPUs and shrinks with fewer",
-        _ovh(m, "compile"),
+        versus_native(m, "compile"),
     )
 
 
@@ -281,7 +274,7 @@ def _tlb(c: Claims, m: dict[str, Measured]) -> None:
         holds(below(1.0), "the paper states the direction only"),
         "the proxy's TLB misses cost less under EPT with 2 MiB nested pages than its faults "
         "and hidden fills cost under shadow paging",
-        _ovh(m, "swim"),
+        versus_native(m, "swim"),
     )
     r2 = _ratio(m, "swim_2m")
     c.judge(
@@ -299,7 +292,7 @@ def _tlb(c: Claims, m: dict[str, Measured]) -> None:
         ),
         "EPT still loses with 2 MiB guest pages: the proxy's random references miss even the "
         "2 MiB TLB entries and each 2D walk still costs more than a shadow walk",
-        f"4 KiB guest pages: {r4:.3f}; " + _ovh(m, "swim_2m"),
+        f"4 KiB guest pages: {r4:.3f}; " + versus_native(m, "swim_2m"),
     )
 
 
