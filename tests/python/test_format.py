@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vmmu._format import CELL, CLAIM, DASH, SI, TABLE, human, number, places
+from vmmu._format import BINARY, CELL, CLAIM, DASH, SI, TABLE, human, mib, nbytes, number, places
 
-STYLES = [TABLE, CELL, CLAIM, SI, places(2)]
+STYLES = [TABLE, CELL, CLAIM, SI, BINARY, places(2)]
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -56,3 +56,18 @@ def test_each_style_keeps_its_digits(style, values, texts):
 
 def test_human_is_the_si_style():
     assert human(1234567) == "1.23M"
+
+
+def test_a_unit_follows_a_number_but_not_a_dash():
+    assert human(2.5e6, "refs") == "2.50M refs"
+    assert human(None, "refs") == DASH
+
+
+def test_sizes_in_bytes_take_a_binary_prefix_or_read_as_mib():
+    assert [nbytes(n) for n in (512, 1536, 3 << 20, 1 << 50)] == [
+        "512 B",
+        "1.5 KiB",
+        "3.0 MiB",
+        "1048576.0 GiB",
+    ]
+    assert [mib(n) for n in (None, 0, 3 << 19, 1234 << 20)] == [DASH, "0.0", "1.5", "1,234.0"]

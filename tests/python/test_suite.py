@@ -71,6 +71,8 @@ def test_an_entry_is_complete_and_its_scales_change_only_sizes(entry):
 def test_an_unknown_entry_or_scale_is_an_error_naming_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown suite entry `nope` \(entries: sqlite-tpcb"):
         entries.by_name(["nope"])
+    with pytest.raises(ValueError, match=r"unknown suite entry `jvm` \(did you mean `jvm-txn`\?"):
+        entries.by_name(["jvm"])
     with pytest.raises(ValueError, match=r"no scale `huge` \(scales: small, full\)"):
         entries.ENTRIES[0].params("huge")
 
