@@ -45,7 +45,7 @@ TEST_PROFILE := --config 'profile.quicktest.inherits="dev"' \
 # Property tests draw from a fixed seed in `make test`, so CI is deterministic; run
 # `cargo test` directly (or set PROPTEST_RNG_SEED) to explore new cases. The recording tests
 # need Valgrind and the vg-memtrace tool, so `tool` comes first; without them they fail unless
-# VMMU_SKIP_VALGRIND=REASON is set (docs/recording.md, "Testing").
+# VMMU_SKIP_VALGRIND=REASON is set outside CI (docs/recording.md, "Testing").
 test-rust: tool
 	PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-20261122} $(CARGO) test --workspace $(TEST_PROFILE)
 
@@ -54,9 +54,9 @@ test-python: install test-tools
 
 # Tools some Python tests need beyond the package: Ray (the sweep's cluster backend) in the
 # venv, headless Chromium (the report test) and the Debian packages of the suite entries the
-# tests record (tests/python/test_suite.py: redis, gcc, swim), installed when root. A
-# failed install is logged to $(VENV)/*-install.log, and the test that needs the tool is
-# reported skipped with that log's last lines.
+# tests record (tests/python/test_suite.py: redis, gcc, swim), installed when root. A failed
+# install is logged to $(VENV)/*-install.log; the test that needs the tool then fails under
+# CI=true (.ci/run sets it) and is reported skipped with that log's last lines elsewhere.
 RAY_REQ := ray>=2.9
 SUITE_TEST_PACKAGES := redis-server gcc
 test-tools: install

@@ -38,6 +38,9 @@ def config_toml(machine: str, overrides: Sequence[tuple[str, str]]) -> str:
 def workloads() -> str:
     """JSON list: ``[{name, description, params: [{name, default, description}]}]``."""
 
+def did_you_mean(name: str, known: list[str]) -> str:
+    """``"did you mean `X`? "`` for the name of ``known`` nearest ``name``, or ``""``."""
+
 def trace_info(path: str, progress: Progress | None = None) -> str:
     """JSON summary of a trace file (read to the end)."""
 

@@ -24,15 +24,9 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from vmmu._format import human
+
 Callback = Callable[[int, "int | None"], bool]
-
-
-def human(n: float) -> str:
-    """``1234567`` → ``1.23M`` (SI prefixes, for counts and rates)."""
-    for div, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= div:
-            return f"{n / div:.2f}{unit}"
-    return f"{n:.0f}"
 
 
 class _RateColumn(ProgressColumn):

@@ -18,49 +18,17 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from vmmu._progress import human
-
-DASH = "–"
-TLB_ORDER = ("l1d", "l1i", "l2", "l2i")
-SERVED_ORDER = ("pwc", "l1", "l2", "l3", "dram")
-CAUSE_ORDER = (
-    "base",
-    "translation",
-    "data",
-    "guest_kernel",
-    "hypervisor",
-    "mode_switch",
-    "shootdown_wait",
-    "pager_lock_wait",
+from vmmu import headline
+from vmmu._format import DASH, human, number, pct, ratio, signed_pct
+from vmmu.api import Result
+from vmmu.headline import (
+    CAUSE_ORDER,
+    SERVED_ORDER,
+    SHOOTDOWN_ROWS,
+    TLB_ORDER,
+    WALK_CACHE_ORDER,
+    ordered,
 )
-WALK_CACHE_ORDER = ("pwc", "ntlb", "psc")
-
-
-def num(v: Any) -> str:
-    """An integer with thousands separators, a float with 3 decimals, else ``–``."""
-    if isinstance(v, bool) or v is None:
-        return DASH if v is None else str(v)
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        return f"{v:,.3f}"
-    return str(v)
-
-
-def pct(part: float | None, whole: float | None) -> str:
-    if part is None or not whole:
-        return DASH
-    return f"{100.0 * part / whole:.1f}%"
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    if a is None or not b:
-        return DASH
-    return f"{a / b:.2f}"
-
-
-def signed_pct(x: float | None) -> str:
-    return DASH if x is None else f"{100.0 * x:+.1f}%"
 
 
 def _get(d: Mapping[str, Any] | None, *path: str) -> Any:
@@ -69,12 +37,6 @@ def _get(d: Mapping[str, Any] | None, *path: str) -> Any:
             return None
         d = d[key]
     return d
-
-
-def _ordered(keys: Iterable[str], order: Iterable[str]) -> list[str]:
-    keys = list(keys)
-    head = [k for k in order if k in keys]
-    return head + sorted(k for k in keys if k not in head)
 
 
 def _table(title: str | Text | None = None, **kw: Any) -> Table:
@@ -99,9 +61,11 @@ def _hit_miss_table(
     t.add_column("")
     for c in ("hits", "misses", "miss rate"):
         t.add_column(c, justify="right")
-    for name in _ordered(stats, order):
+    for name in ordered(stats, order):
         h, m = _get(stats, name, "hits"), _get(stats, name, "misses")
-        t.add_row(name, num(h), num(m), pct(m, (h or 0) + (m or 0)) if m is not None else DASH)
+        t.add_row(
+            name, number(h), number(m), pct(m, (h or 0) + (m or 0)) if m is not None else DASH
+        )
     return [t]
 
 
@@ -126,7 +90,7 @@ def walk_step_grid(steps: Mapping[str, int]) -> Table | None:
         cols = sorted(steps, key=_level)
         for c in cols:
             t.add_column(c, justify="right")
-        t.add_row(*(num(steps[c]) for c in cols))
+        t.add_row(*(number(steps[c]) for c in cols))
         return t
     cells: dict[tuple[str, str], int] = {}
     for key, n in steps.items():
@@ -143,13 +107,13 @@ def walk_step_grid(steps: Mapping[str, int]) -> Table | None:
         vals = [cells.get((row, c)) for c in cols]
         t.add_row(
             row,
-            *(num(v) if v else "·" for v in vals),
-            num(sum(v or 0 for v in vals)),
+            *(number(v) if v else "·" for v in vals),
+            number(sum(v or 0 for v in vals)),
         )
     t.add_row(
         "total",
-        *(num(sum(cells.get((r, c), 0) for r in rows)) for c in cols),
-        num(sum(cells.values())),
+        *(number(sum(cells.get((r, c), 0) for r in rows)) for c in cols),
+        number(sum(cells.values())),
         style="bold",
     )
     return t
@@ -171,19 +135,19 @@ def _summary(r: Mapping[str, Any]) -> Table:
     t.add_column("")
     t.add_column("", justify="right")
     for label, value in (
-        ("cycles", num(r.get("cycles"))),
-        ("CPI", num(r.get("cpi"))),
-        ("instructions", num(r.get("instructions"))),
-        ("memory refs", num(r.get("memory_refs"))),
-        ("instruction fetches", num(r.get("fetches"))),
-        ("page walks", num(r.get("walks"))),
-        ("walk refs", num(r.get("walk_refs"))),
+        ("cycles", number(r.get("cycles"))),
+        ("CPI", number(r.get("cpi"))),
+        ("instructions", number(r.get("instructions"))),
+        ("memory refs", number(r.get("memory_refs"))),
+        ("instruction fetches", number(r.get("fetches"))),
+        ("page walks", number(r.get("walks"))),
+        ("walk refs", number(r.get("walk_refs"))),
         ("walk refs per walk", _refs_per_walk(r)),
-        ("faulting walks", num(r.get("walk_faults"))),
-        ("D-assist walks", num(r.get("d_assists"))),
-        ("A/D-bit updates", num(r.get("ad_updates"))),
-        ("guest page faults", num(r.get("page_faults"))),
-        ("mode switches", num(r.get("mode_switches"))),
+        ("faulting walks", number(r.get("walk_faults"))),
+        ("D-assist walks", number(r.get("d_assists"))),
+        ("A/D-bit updates", number(r.get("ad_updates"))),
+        ("guest page faults", number(r.get("page_faults"))),
+        ("mode switches", number(r.get("mode_switches"))),
     ):
         if value != DASH:
             t.add_row(label, value)
@@ -203,8 +167,8 @@ def _shares(
     t.add_column("share", justify="right")
     if total is None:
         total = sum(v for v in counts.values() if isinstance(v, (int, float)))
-    for name in _ordered(counts, order):
-        t.add_row(name.replace("_", " "), num(counts[name]), pct(counts[name], total))
+    for name in ordered(counts, order):
+        t.add_row(name.replace("_", " "), number(counts[name]), pct(counts[name], total))
     return t
 
 
@@ -221,17 +185,6 @@ def _used_walk_caches(r: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 def _walk_caches(r: Mapping[str, Any]) -> list[Table]:
     return _hit_miss_table("page-walk caches", _used_walk_caches(r), WALK_CACHE_ORDER)
 
-
-#: The rows of a multi-vCPU run's ``shootdowns`` shown by ``compare`` and ``run``.
-SHOOTDOWN_ROWS = (
-    ("shootdowns", "shootdowns"),
-    ("ipis", "IPIs"),
-    ("remote_invlpgs", "remote INVLPGs"),
-    ("remote_context_flushes", "remote flushes"),
-    ("handler_cycles", "handler cycles"),
-    ("wait_cycles", "wait cycles"),
-    ("remote_flushes", "shadow remote flushes"),
-)
 
 #: The per-vCPU columns of ``vmmu run``.
 VCPU_COLUMNS = (
@@ -257,7 +210,7 @@ def _vcpus(r: Mapping[str, Any]) -> list[Table]:
     for _, label in VCPU_COLUMNS:
         t.add_column(label, justify="right")
     for v in vcpus:
-        t.add_row(str(v.get("vcpu")), *(num(v.get(k)) for k, _ in VCPU_COLUMNS))
+        t.add_row(str(v.get("vcpu")), *(number(v.get(k)) for k, _ in VCPU_COLUMNS))
     tables = [t]
     sd = r.get("shootdowns") or {}
     if sd:
@@ -278,7 +231,7 @@ def _exits(r: Mapping[str, Any]) -> list[Table]:
     t.add_column("share of run", justify="right")
     for reason in sorted(exits, key=lambda k: -(_get(exits, k, "cycles") or 0)):
         c = _get(exits, reason, "cycles")
-        t.add_row(reason, num(_get(exits, reason, "count")), num(c), pct(c, r.get("cycles")))
+        t.add_row(reason, number(_get(exits, reason, "count")), number(c), pct(c, r.get("cycles")))
     return [t]
 
 
@@ -316,7 +269,7 @@ def sim_line(r: Mapping[str, Any]) -> Text:
     events, secs, rate = sim.get("events"), sim.get("seconds"), sim.get("events_per_second")
     if events is None:
         return Text("")
-    text = f"simulated {num(events)} events"
+    text = f"simulated {number(events)} events"
     if secs is not None:
         text += f" in {secs:.2f} s"
     if rate:
@@ -325,106 +278,20 @@ def sim_line(r: Mapping[str, Any]) -> Text:
 
 
 def compare_table(results: Mapping[str, Mapping[str, Any]], over: Mapping[str, Any]) -> Table:
-    """Modes side by side: one column per mode, one row per figure."""
+    """Modes side by side: one column per mode, one row per line of the headline
+    (:mod:`vmmu.headline`)."""
     first = next(iter(results.values()))
     t = _table(_heading(first, mode=False))
     t.add_column("", no_wrap=True)
     modes = list(results)
     for m in modes:
         t.add_column(m, justify="right", style="bold" if m != "native" else None)
-
-    def row(label: str, fn: Any, style: str | None = None) -> None:
-        t.add_row(label, *(fn(results[m]) for m in modes), style=style)
-
-    def section(label: str) -> None:
-        t.add_row(Text(label, style="bold underline"), *([""] * len(modes)))
-
-    row("cycles", lambda r: num(r.get("cycles")), style="bold")
-    t.add_row("overhead vs native", *(signed_pct(over.get(m)) for m in modes), style="bold")
-    if any(r.get("elapsed_cycles") is not None for r in results.values()):
-        row("elapsed (slowest vCPU)", lambda r: num(r.get("elapsed_cycles")), style="bold")
-    row("CPI", lambda r: num(r.get("cpi")))
-    row("instructions", lambda r: num(r.get("instructions")))
-    row("memory refs", lambda r: num(r.get("memory_refs")))
-
-    tlb_names = _ordered({k for r in results.values() for k in (r.get("tlb") or {})}, TLB_ORDER)
-    if tlb_names:
-        section("TLB misses")
-        for name in tlb_names:
-            row(f"  {name}", lambda r, n=name: num(_get(r, "tlb", n, "misses")))
-
-    section("page walks")
-    row("  walks", lambda r: num(r.get("walks")))
-    row("  walk refs", lambda r: num(r.get("walk_refs")))
-    row("  refs per walk", _refs_per_walk)
-    served = _ordered(
-        {k for r in results.values() for k in (r.get("walk_refs_served_by") or {})},
-        SERVED_ORDER,
-    )
-    for name in served:
-        row(f"  served by {name}", lambda r, n=name: num(_get(r, "walk_refs_served_by", n)))
-    for name in _ordered(
-        {k for r in results.values() for k in _used_walk_caches(r)}, WALK_CACHE_ORDER
-    ):
-        row(f"  {name} hits", lambda r, n=name: num(_get(r, "walk_caches", n, "hits")))
-    row("  D-assists", lambda r: num(r.get("d_assists")))
-
-    causes = _ordered(
-        {
-            k
-            for r in results.values()
-            for k, v in (r.get("cycles_by_cause") or {}).items()
-            if v or k in CAUSE_ORDER[:5]
-        },
-        CAUSE_ORDER,
-    )
-    if causes:
-        section("cycles by cause")
-        for name in causes:
-            row(
-                f"  {name.replace('_', ' ')}",
-                lambda r, n=name: (
-                    f"{human(_get(r, 'cycles_by_cause', n))} "
-                    f"({pct(_get(r, 'cycles_by_cause', n), r.get('cycles'))})"
-                    if _get(r, "cycles_by_cause", n) is not None
-                    else DASH
-                ),
-            )
-    if any(r.get("shootdowns") for r in results.values()):
-        section("TLB shootdowns")
-        for key, label in SHOOTDOWN_ROWS:
-            row(f"  {label}", lambda r, k=key: num(_get(r, "shootdowns", k)))
-    if any(r.get("exits") for r in results.values()):
-        section("exits (% cycles)")
-
-        def exits_cell(r: Mapping[str, Any], reason: str | None) -> str:
-            exits = r.get("exits") or {}
-            picked = exits.values() if reason is None else [exits.get(reason) or {}]
-            count = sum(_get(e, "count") or 0 for e in picked)
-            cycles = sum(_get(e, "cycles") or 0 for e in picked)
-            return f"{num(count)} ({pct(cycles, r.get('cycles'))})" if count else "0"
-
-        row("  all", lambda r: exits_cell(r, None))
-        reasons = {k for r in results.values() for k in (r.get("exits") or {})}
-        for reason in sorted(reasons):
-            row(f"  {reason}", lambda r, k=reason: exits_cell(r, k))
-    if any(r.get("mode_switches") or r.get("policy") for r in results.values()):
-        section("paging modes")
-        row("  mode switches", lambda r: num(r.get("mode_switches")))
-        row(
-            "  switch cycles",
-            lambda r: (
-                f"{human(_get(r, 'cycles_by_cause', 'mode_switch'))} "
-                f"({pct(_get(r, 'cycles_by_cause', 'mode_switch'), r.get('cycles'))})"
-            ),
-        )
-        for m in ("shadow", "nested"):
-            row(
-                f"  instructions {m}",
-                lambda r, m=m: pct(_get(r, "instructions_in_mode", m) or 0, r.get("instructions")),
-            )
-        row("  windows", lambda r: num(len(r.get("timeline") or [])) if r.get("timeline") else DASH)
-    row("sim seconds", lambda r: num(_get(r, "sim", "seconds")), style="dim")
+    flat = [Result(r).flat() for r in results.values()]
+    for line in headline.lines(flat, [over.get(m) for m in modes]):
+        if line.section:
+            t.add_row(Text(line.label, style="bold underline"), *([""] * len(modes)))
+        else:
+            t.add_row(line.label, *line.cells, style=line.style)
     return t
 
 
@@ -465,7 +332,7 @@ def timeline_table(result: Mapping[str, Any], limit: int | None = None) -> Table
                     else human(v)
                 )
             elif isinstance(v, int):
-                cells.append(num(v))
+                cells.append(number(v))
             else:
                 cells.append(str(v))
         style = "bold" if w.get("decision") not in ("stay", "end") else None
@@ -482,10 +349,10 @@ def key_values(d: Mapping[str, Any], title: str | None = None) -> Table:
     t.add_column("")
     for k, v in d.items():
         if isinstance(v, Mapping):
-            v = ", ".join(f"{ik}={num(iv)}" for ik, iv in v.items())
+            v = ", ".join(f"{ik}={number(iv)}" for ik, iv in v.items())
         elif isinstance(v, list):
             v = " ".join(map(str, v))
-        t.add_row(Text(str(k)), Text(num(v)))
+        t.add_row(Text(str(k)), Text(number(v)))
     return t
 
 
@@ -568,15 +435,15 @@ def sizing_table(study: Any) -> RenderableType:
         t.add_column(c, justify="right")
     for row in study.rows.to_dict("records"):
         cells = [
-            num(int(row["entries"])) + (" *" if row["configured"] else ""),
-            num(int(row["ways"])),
-            num(int(row["lookups"])),
-            num(int(row["misses"])),
+            number(int(row["entries"])) + (" *" if row["configured"] else ""),
+            number(int(row["ways"])),
+            number(int(row["lookups"])),
+            number(int(row["misses"])),
             pct(row["misses"], row["lookups"]),
             f"{row['mpki']:.3f}",
         ]
         if separate:
-            cells += [num(int(row["walks"])), f"{row['cpi']:.3f}"]
+            cells += [number(int(row["walks"])), f"{row['cpi']:.3f}"]
         t.add_row(*cells, style="bold" if row["configured"] else None)
     note = Text(f"method: {study.method} — {study.reason}", style="dim")
     if any(study.rows["configured"]):

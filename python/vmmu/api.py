@@ -5,8 +5,11 @@
 >>> r.cycles, r.walk_refs / r.walks
 >>> vmmu.compare(workload="random:footprint=1G,refs=1M")[["cycles", "overhead"]]
 
-Every keyword maps to one configuration field (``docs/python-api.md``); ``set`` overrides any
-other field by its dotted path and is applied last. Errors are :mod:`vmmu.exceptions`.
+Every option keyword is an entry of :data:`vmmu.options.OPTIONS`, which names the
+configuration fields it sets (``docs/python-api.md``); ``set`` overrides any other field by its
+dotted path and is applied last. Errors are :mod:`vmmu.exceptions`. The options' vocabularies
+(:data:`MODES`, :data:`POLICIES`, :data:`PWC_DESIGNS`, ...) are :mod:`vmmu.options`'s,
+importable from here too.
 """
 
 from __future__ import annotations
@@ -17,46 +20,29 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from vmmu import _core
+import vmmu._core as _core
 from vmmu._progress import ProgressBars
+from vmmu.options import BACKINGS as BACKINGS
+from vmmu.options import BY_NAME, OPTIONS, check_modes
+from vmmu.options import CORE_MODELS as CORE_MODELS
+from vmmu.options import GUEST_PAGE_SIZES as GUEST_PAGE_SIZES
+from vmmu.options import LEVELS as LEVELS
+from vmmu.options import MODES as MODES
+from vmmu.options import NESTED_PAGE_SIZES as NESTED_PAGE_SIZES
+from vmmu.options import POLICIES as POLICIES
+from vmmu.options import PWC_DESIGNS as PWC_DESIGNS
+from vmmu.options import TECHNIQUES as TECHNIQUES
+from vmmu.options import THP_MODES as THP_MODES
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: Paging modes the engine implements, in display order; ``adaptive`` switches between
-#: shadow and nested paging by a policy (``docs/policies.md``).
-MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive")
-
 #: The modes :func:`compare` runs by default.
 STATIC_MODES: tuple[str, ...] = ("native", "nested", "shadow")
-
-#: Paging-mode policies of an adaptive run (``policy.kind``, ``docs/policies.md``).
-POLICIES: tuple[str, ...] = ("dav2m", "costmodel", "oracle", "static-shadow", "static-nested")
 
 #: The adaptive columns ``vmmu compare --adaptive`` adds: seed 001's DAV²M, the oracle bound
 #: and vmmu's cost model.
 ADAPTIVE_COLUMNS: tuple[str, ...] = ("dav2m", "oracle", "costmodel")
-
-#: How sensitive operations reach the hypervisor (``--technique``).
-TECHNIQUES: tuple[str, ...] = ("hvm", "pv", "previrt")
-
-#: When nested-paging memory is backed (``--backing``).
-BACKINGS: tuple[str, ...] = ("eager", "lazy")
-
-#: Page-walk caching designs (``--pwc``).
-PWC_DESIGNS: tuple[str, ...] = ("none", "1d", "2d", "2d+nt", "psc")
-
-#: Core models (``--core-model``, ``machine.core.model``; docs/model.md "Timing").
-CORE_MODELS: tuple[str, ...] = ("additive", "interval")
-
-#: Page sizes of the nested tables and of the guest's mappings.
-NESTED_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G")
-GUEST_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G", "mixed")
-#: Linux's transparent huge page modes (``guest.thp``).
-THP_MODES: tuple[str, ...] = ("never", "madvise", "always")
-
-#: ``levels`` → the guest's paging format.
-LEVELS: dict[int, str] = {4: "long4", 5: "long5"}
 
 DEFAULT_MACHINE = "bhargava08"
 
@@ -93,85 +79,18 @@ def _set_pairs(set: SetArg) -> list[tuple[str, str]]:
     return pairs
 
 
-def overrides(
-    mode: str | None = None,
-    pwc: str | None = None,
-    nested_page_size: str | None = None,
-    guest_page_size: str | None = None,
-    levels: int | None = None,
-    seed: int | None = None,
-    check: bool = False,
-    set: SetArg = None,
-    thp: str | None = None,
-    technique: str | None = None,
-    profile: str | None = None,
-    vpid: bool | None = None,
-    pcid: bool | None = None,
-    backing: str | None = None,
-    switch_at: Iterable[int] | None = None,
-    warmup: int | None = None,
-    warmup_instructions: int | None = None,
-    vcpus: int | None = None,
-    overcommit: bool = False,
-    pin: Mapping[int, int] | None = None,
-    policy: str | None = None,
-    time_scale: float | None = None,
-    core_model: str | None = None,
-) -> list[tuple[str, str]]:
-    """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
+def overrides(mode: str | None = None, set: SetArg = None, **options: Any) -> list[tuple[str, str]]:
+    """The ``(dotted.path, value)`` overrides ``mode`` and the keyword options stand for, ``set``
+    last. The keywords are the names of :data:`vmmu.options.OPTIONS`, each setting the
+    configuration fields its entry names."""
+    unknown = [k for k in options if k not in BY_NAME]
+    if unknown:
+        raise TypeError(f"overrides() got an unexpected keyword argument '{unknown[0]}'")
     pairs: list[tuple[str, str]] = []
     if mode is not None:
         pairs.append(("mode", f'"{mode}"'))
-    if policy is not None:
-        pairs.append(("policy.kind", f'"{policy}"'))
-    if time_scale is not None:
-        pairs.append(("policy.time_scale", repr(float(time_scale))))
-    if pwc is not None:
-        pairs.append(("machine.pwc.design", f'"{pwc}"'))
-    if core_model is not None:
-        pairs.append(("machine.core.model", f'"{core_model}"'))
-    if nested_page_size is not None:
-        pairs.append(("host.nested_page_size", f'"{nested_page_size}"'))
-    if guest_page_size is not None:
-        pairs.append(("guest.page_size", f'"{guest_page_size}"'))
-    if thp is not None:
-        pairs.append(("guest.thp", f'"{thp}"'))
-    if levels is not None:
-        levels = int(levels)
-        if levels not in LEVELS:
-            raise _core.ConfigError(
-                f"invalid configuration: levels: {levels} is not one of "
-                f"{', '.join(map(str, LEVELS))}"
-            )
-        pairs.append(("guest.format", f'"{LEVELS[levels]}"'))
-        pairs.append(("host.nested_levels", str(levels)))
-    if seed is not None:
-        pairs.append(("seed", str(int(seed))))
-    if check:
-        pairs.append(("check", "true"))
-    if technique is not None:
-        pairs.append(("hypervisor.technique", f'"{technique}"'))
-    if profile is not None:
-        pairs.append(("hypervisor.profile", f'"{profile}"'))
-    if vpid is not None:
-        pairs.append(("machine.tlb.vpid", _toml_literal(bool(vpid))))
-    if pcid is not None:
-        pairs.append(("machine.tlb.pcid", _toml_literal(bool(pcid))))
-    if backing is not None:
-        pairs.append(("hypervisor.backing", f'"{backing}"'))
-    if switch_at is not None:
-        pairs.append(("hypervisor.switch.at", json.dumps([int(n) for n in switch_at])))
-    if warmup is not None:
-        pairs.append(("warmup.refs", str(int(warmup))))
-    if warmup_instructions is not None:
-        pairs.append(("warmup.instructions", str(int(warmup_instructions))))
-    if vcpus is not None:
-        pairs.append(("guest.vcpus", str(int(vcpus))))
-    if overcommit:
-        pairs.append(("guest.overcommit", "true"))
-    if pin:
-        table = ", ".join(f'"{int(t)}" = {int(v)}' for t, v in sorted(pin.items()))
-        pairs.append(("guest.affinity", "{ " + table + " }"))
+    for opt in OPTIONS:
+        pairs.extend(opt.pairs(options.get(opt.name, opt.default)))
     pairs.extend(_set_pairs(set))
     return pairs
 
@@ -287,20 +206,15 @@ def run(
 
     ``machine`` is a preset name (:func:`presets`) or a ``.toml`` file; give exactly one of
     ``workload`` (``"NAME:k=v,..."``, :func:`workloads`) and ``trace`` (a file). ``options``
-    are the keywords of :func:`overrides`: ``pwc``, page sizes, ``levels``, ``seed``,
-    ``check``; ``technique``, ``profile`` and ``backing`` configure the hypervisor;
-    ``vpid`` / ``pcid`` turn TLB tags on or off; ``switch_at`` lists the instruction counts at
-    which the VM switches between shadow and nested paging; ``warmup`` references (or
-    ``warmup_instructions`` instructions) are simulated first and left out of every count;
-    ``vcpus`` gives the guest that many vCPUs (``overcommit`` allows more than the machine's
-    cores; ``pin`` maps thread ids to the vCPU each is pinned to); ``set`` overrides any
-    field by its dotted path. ``mode="adaptive"`` switches between shadow and nested paging by
-    ``policy`` (:data:`POLICIES`, default ``dav2m``) whose windows ``time_scale`` shrinks
-    (``docs/policies.md``). ``core_model`` (:data:`CORE_MODELS`) chooses how the counts are
-    timed: ``additive`` (the default: no overlap) or ``interval`` (an out-of-order window;
-    ``docs/model.md``, "Timing"). ``progress`` is ``True`` for a progress bar on stderr, or a
-    callable ``(done, total) -> bool | None`` called about once per million events (return
-    ``False`` to stop).
+    are the keywords of :data:`vmmu.options.OPTIONS` (``pwc``, ``levels``, ``profile``,
+    ``vcpus``, ...; each entry says what it sets, docs/python-api.md lists them); ``set``
+    overrides any field by its dotted path. ``mode="adaptive"`` switches between shadow and
+    nested paging by ``policy`` (:data:`POLICIES`, default ``dav2m``) whose windows
+    ``time_scale`` shrinks (``docs/policies.md``). ``core_model`` (:data:`CORE_MODELS`) chooses
+    how the counts are timed: ``additive`` (the default: no overlap) or ``interval`` (an
+    out-of-order window; ``docs/model.md``, "Timing"). ``progress`` is ``True`` for a progress bar
+    on stderr, or a callable ``(done, total) -> bool | None`` called about once per million
+    events (return ``False`` to stop).
     """
     pairs = overrides(mode=mode, **options)
     bars, cb = _progress_arg(progress)
@@ -325,15 +239,7 @@ def run_modes(
     ``switch_at`` applies to the static virtualized modes only (a native run has no hypervisor
     to switch, an adaptive run's policy switches); ``policy`` and ``time_scale`` apply to the
     adaptive runs only."""
-    modes = list(modes or STATIC_MODES)
-    unknown = [m for m in modes if m not in MODES and m not in POLICIES]
-    if unknown:
-        raise ValueError(
-            f"unknown mode `{', '.join(unknown)}` "
-            f"(modes: {', '.join(MODES)}; policies: {', '.join(POLICIES)})"
-        )
-    if not modes:
-        raise ValueError("no modes to run")
+    modes = check_modes(modes or STATIC_MODES)
     own_bars = progress is True
     bars: ProgressBars | None = ProgressBars() if own_bars else progress or None
     stop = threading.Event()
@@ -372,15 +278,17 @@ def run_modes(
             bars.__exit__(None, None, None)
 
 
-def overhead(results: Mapping[str, Result]) -> dict[str, float | None]:
-    """Each mode's overhead against native: ``cycles / native cycles - 1`` (None without a
-    native run)."""
-    base = results.get("native")
+def overhead(
+    results: Mapping[Any, Mapping[str, Any]], native: Mapping[str, Any] | None = None
+) -> dict[Any, float | None]:
+    """Each result's overhead against native: ``cycles / native cycles - 1``, where native is
+    ``native`` or else ``results["native"]`` (None without one)."""
+    base = native if native is not None else results.get("native")
     base_cycles = base.get("cycles") if base is not None else None
-    out: dict[str, float | None] = {}
-    for mode, r in results.items():
+    out: dict[Any, float | None] = {}
+    for key, r in results.items():
         cycles = r.get("cycles")
-        out[mode] = cycles / base_cycles - 1 if base_cycles and cycles is not None else None
+        out[key] = cycles / base_cycles - 1 if base_cycles and cycles is not None else None
     return out
 
 

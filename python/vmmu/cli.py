@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 
-from vmmu import _render, api, cli_results, sizing_study
+from vmmu import _render, api, cli_results, options, sizing_study
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
@@ -109,47 +109,40 @@ def _parse_set(_ctx: click.Context, _param: click.Parameter, values: tuple[str, 
     return pairs
 
 
-def _parse_count(text: str, what: str) -> int:
-    """A count such as ``1000``, ``2.5M`` or ``1e6`` (decimal multiples)."""
-    t = text.strip().replace("_", "")
-    mult = {"K": 1e3, "M": 1e6, "G": 1e9}.get(t[-1:].upper(), 1.0)
-    body = t[:-1] if mult != 1.0 else t
-    try:
-        value = float(body) * mult
-    except ValueError:
-        raise click.BadParameter(f"{what}: `{text}` is not a count (e.g. 1000, 2.5M)") from None
-    if value < 0 or value != int(value):
-        raise click.BadParameter(f"{what}: `{text}` is not a whole non-negative count")
-    return int(value)
+def _table_option(opt: options.Option) -> Callable[[Callable], Callable]:
+    """The click option of one entry of :data:`vmmu.options.OPTIONS`."""
+    v = opt.value
+    kw: dict[str, Any] = {"help": opt.help_text()}
+    if v.flag:
+        return click.option(opt.flag, is_flag=True, **kw)
+    if v.metavar:
+        kw["metavar"] = v.metavar
+    if v.choices is not None:
+        kw["type"] = click.Choice(v.choices, case_sensitive=v.case_sensitive)
+    elif v.number is int:
+        kw["type"] = click.IntRange(min=v.minimum) if v.minimum is not None else int
+    elif v.number is float:
+        kw["type"] = float
+    if v.multiple:
+        kw["multiple"] = True
 
+    def read(_ctx: click.Context, param: click.Parameter, given: Any) -> Any:
+        try:
+            if v.multiple:
+                return v.parse_all(given, opt.flag)
+            if given is None or v.number:
+                return given
+            return v.parse(given, opt.flag)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param=param) from None
 
-def _parse_switch_at(
-    _ctx: click.Context, _param: click.Parameter, value: str | None
-) -> list[int] | None:
-    if value is None:
-        return None
-    return [_parse_count(x, "--switch-at") for x in value.split(",") if x.strip()]
-
-
-def _parse_pin(
-    _ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
-) -> dict[int, int] | None:
-    pins: dict[int, int] = {}
-    for item in value:
-        tid, sep, vcpu = item.partition("=")
-        if not sep or not tid.strip().isdigit() or not vcpu.strip().isdigit():
-            raise click.BadParameter(f"{item!r}: expected TID=VCPU, e.g. 3=1", param=param)
-        pins[int(tid)] = int(vcpu)
-    return pins or None
-
-
-def _parse_warmup(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    return None if value is None else _parse_count(value, f"--{param.name.replace('_', '-')}")
+    return click.option(opt.flag, callback=read, **kw)
 
 
 def machine_options(f: Callable) -> Callable:
-    """Options that select and change the configuration (all commands that build one)."""
-    options = [
+    """Options that select and change the configuration (all commands that build one):
+    ``--machine``, one option per entry of :data:`vmmu.options.OPTIONS`, ``--set`` last."""
+    decorators = [
         click.option(
             "--machine",
             "-m",
@@ -158,123 +151,7 @@ def machine_options(f: Callable) -> Callable:
             metavar="NAME|FILE.toml",
             help="Machine preset (see `vmmu presets`) or a machine TOML file.",
         ),
-        click.option(
-            "--pwc",
-            type=click.Choice(api.PWC_DESIGNS),
-            help="Page-walk caching design (machine.pwc.design).",
-        ),
-        click.option(
-            "--core-model",
-            type=click.Choice(api.CORE_MODELS),
-            help="How the counts become time: additive (no overlap) or interval (an "
-            "out-of-order window; machine.core.model).",
-        ),
-        click.option(
-            "--nested-page-size",
-            type=click.Choice(api.NESTED_PAGE_SIZES, case_sensitive=False),
-            help="Page size of the nested tables (host.nested_page_size).",
-        ),
-        click.option(
-            "--guest-page-size",
-            type=click.Choice(api.GUEST_PAGE_SIZES, case_sensitive=False),
-            help="Page sizes the guest maps with (guest.page_size).",
-        ),
-        click.option(
-            "--thp",
-            type=click.Choice(api.THP_MODES),
-            help="Transparent huge pages where the guest page size is 4K (guest.thp).",
-        ),
-        click.option(
-            "--levels",
-            type=click.Choice(["4", "5"]),
-            help="Paging levels of guest and nested tables (guest.format, host.nested_levels).",
-        ),
-        click.option("--seed", type=int, help="Seed for every random choice of the run (seed)."),
-        click.option(
-            "--check",
-            is_flag=True,
-            help="Verify every translation against the composed mappings (check).",
-        ),
-        click.option(
-            "--technique",
-            type=click.Choice(api.TECHNIQUES),
-            help="How sensitive operations reach the hypervisor (hypervisor.technique).",
-        ),
-        click.option(
-            "--profile",
-            metavar="NAME|FILE.toml",
-            help="Hypervisor cost profile (hypervisor.profile).",
-        ),
-        click.option(
-            "--vpid",
-            type=click.Choice(["on", "off"]),
-            help="Tag TLB entries with the VPID/ASID (machine.tlb.vpid).",
-        ),
-        click.option(
-            "--pcid",
-            type=click.Choice(["on", "off"]),
-            help="Tag TLB entries with the PCID (machine.tlb.pcid).",
-        ),
-        click.option(
-            "--backing",
-            type=click.Choice(api.BACKINGS),
-            help="Nested paging: back guest memory up front or on first touch "
-            "(hypervisor.backing).",
-        ),
-        click.option(
-            "--switch-at",
-            metavar="N,M,...",
-            callback=_parse_switch_at,
-            help="Switch the VM between shadow and nested paging at these instruction counts "
-            "(hypervisor.switch.at; strictly increasing, e.g. 1M,5M).",
-        ),
-        click.option(
-            "--warmup",
-            metavar="REFS",
-            callback=_parse_warmup,
-            help="Simulate this many references first and leave them out of every count "
-            "(warmup.refs).",
-        ),
-        click.option(
-            "--warmup-instructions",
-            metavar="N",
-            callback=_parse_warmup,
-            help="Like --warmup, counted in instructions (warmup.instructions).",
-        ),
-        click.option(
-            "--vcpus",
-            type=click.IntRange(min=0),
-            metavar="N",
-            help="Virtual processors of the guest (guest.vcpus; at most machine.core.cores "
-            "unless --overcommit).",
-        ),
-        click.option(
-            "--overcommit",
-            is_flag=True,
-            help="Allow more vCPUs than the machine has cores (guest.overcommit).",
-        ),
-        click.option(
-            "--pin",
-            multiple=True,
-            metavar="TID=VCPU",
-            callback=_parse_pin,
-            help="Pin a guest thread to a vCPU (guest.affinity; repeatable).",
-        ),
-        click.option(
-            "--policy",
-            type=click.Choice(api.POLICIES),
-            help="With --mode adaptive: the policy that switches between shadow and nested "
-            "paging (policy.kind; default dav2m); parameters as --set policy.KEY=VALUE "
-            "(docs/policies.md).",
-        ),
-        click.option(
-            "--time-scale",
-            type=float,
-            metavar="F",
-            help="With --mode adaptive: shrink every policy window (and threshold) by F, "
-            "e.g. 1e-4 for a PMU window of 1e5 instead of seed 001's 1e9 instructions "
-            "(policy.time_scale).",
-        ),
+        *(_table_option(opt) for opt in options.OPTIONS),
         click.option(
             "--set",
             "set_",
@@ -285,7 +162,7 @@ def machine_options(f: Callable) -> Callable:
             "e.g. --set machine.tlb.l2.0.entries=1024.",
         ),
     ]
-    for opt in reversed(options):
+    for opt in reversed(decorators):
         f = opt(f)
     return f
 
@@ -320,41 +197,11 @@ def source_options(f: Callable) -> Callable:
     return f
 
 
-def _upper(v: str | None) -> str | None:
-    return v.upper() if v and v.lower() != "mixed" else v
-
-
 def _options(kw: dict[str, Any]) -> dict[str, Any]:
     """CLI keyword arguments → :func:`vmmu.api.run` keywords (without the mode)."""
-    return {
-        "machine": kw["machine"],
-        "pwc": kw["pwc"],
-        "core_model": kw["core_model"],
-        "nested_page_size": _upper(kw["nested_page_size"]),
-        "guest_page_size": _upper(kw["guest_page_size"]),
-        "thp": kw["thp"],
-        "levels": int(kw["levels"]) if kw["levels"] else None,
-        "seed": kw["seed"],
-        "check": kw["check"],
-        "technique": kw["technique"],
-        "profile": kw["profile"],
-        "vpid": _on_off(kw["vpid"]),
-        "pcid": _on_off(kw["pcid"]),
-        "backing": kw["backing"],
-        "switch_at": kw["switch_at"],
-        "warmup": kw["warmup"],
-        "warmup_instructions": kw["warmup_instructions"],
-        "vcpus": kw["vcpus"],
-        "overcommit": kw["overcommit"],
-        "pin": kw["pin"],
-        "policy": kw["policy"],
-        "time_scale": kw["time_scale"],
-        "set": kw["set_"],
-    }
-
-
-def _on_off(v: str | None) -> bool | None:
-    return None if v is None else v == "on"
+    out = {"machine": kw["machine"], "set": kw["set_"]}
+    out.update({opt.name: kw[opt.name] for opt in options.OPTIONS})
+    return out
 
 
 def _source(kw: dict[str, Any]) -> dict[str, Any]:
@@ -400,14 +247,10 @@ def run(as_json: bool, mode: str, **kw: Any) -> None:
 def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str]:
     if value is None:
         return list(api.STATIC_MODES)
-    modes = [m.strip() for m in value.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in api.MODES and m not in api.POLICIES]
-    if unknown or not modes:
-        raise click.BadParameter(
-            f"unknown mode `{','.join(unknown)}` (modes: {', '.join(api.MODES)}; "
-            f"policies, each an adaptive run: {', '.join(api.POLICIES)})"
-        )
-    return modes
+    try:
+        return options.check_modes(m.strip() for m in value.split(",") if m.strip())
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _parse_sensitivity(

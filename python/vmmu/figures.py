@@ -5,7 +5,7 @@ Each function takes a :class:`vmmu.results.ResultSet` (or one result) and return
 :class:`matplotlib.figure.Figure`; :func:`save` writes it as PNG, SVG or PDF.
 
 - :func:`line` and :func:`bars`: a metric against a key, one series per ``hue`` value, one
-  panel per ``facet`` value;
+  panel per ``facet`` value, each panel on its own y axis;
 - :func:`sizing`: a metric against a size key on a log-2 axis, optionally as the improvement
   over the smallest size (seed 002 Figure 9);
 - :func:`speedup`: grouped bars of ``baseline cycles / cycles`` (seed 002 Figure 6);
@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vmmu._progress import human
-from vmmu.results import ResultSet, missing, text
+from vmmu._format import human, missing
+from vmmu.results import ResultSet, text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,15 +45,16 @@ AGGREGATES = ("mean", "median", "min", "max")
 MODE_COLORS = {"native": "#7f7f7f", "nested": "#1f77b4", "shadow": "#ff7f0e"}
 
 
-def _figure(
-    panels: int = 1, width: float = 6.4, height: float = 4.0, sharey: bool = True
-) -> tuple[Figure, list[Axes]]:
+def _figure(panels: int = 1, width: float = 6.4, height: float = 4.0) -> tuple[Figure, list[Axes]]:
+    """A figure of ``panels`` panels, up to three a row. Each panel has its own y axis: the
+    panels of a facet may differ in scale by orders of magnitude (a stream beside a random
+    workload), and a shared axis would draw the small ones flat."""
     from matplotlib.figure import Figure
 
     cols = min(panels, 3)
     rows = math.ceil(panels / cols)
     fig = Figure(figsize=(width * cols if cols > 1 else width, height * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey)
+    axes = fig.subplots(rows, cols, squeeze=False)
     flat = [ax for row in axes for ax in row]
     for ax in flat[panels:]:
         ax.set_visible(False)
@@ -314,37 +315,57 @@ def bars(
 # The papers' figures
 
 
-def speedup_table(
+def baselines(
     rs: ResultSet,
     baseline: tuple[str, str] = ("mode", "native"),
     metric: str = "cycles",
-) -> pd.DataFrame:
-    """Each non-baseline point's ``speedup`` = baseline ``metric`` / its ``metric``.
+) -> dict[Any, Any]:
+    """``{row index: its baseline's row index}`` for every completed point with a baseline.
 
     A point's baseline is the baseline point (``key = value``) that agrees with it on every
-    key the baseline points themselves vary in (the workload, say); a point without one is
-    left out. Returns the points' rows with a ``speedup`` column.
+    key the baseline points themselves vary in (the workload, say); a baseline point is its
+    own. Points whose baseline or own ``metric`` is missing or zero are left out.
     """
-    import pandas as pd
-
     key, value = baseline
     rs.require(key)
     rs.require(metric)
     df = rs.ok
     is_base = df[key].map(text) == value
-    base, others = df[is_base], df[~is_base]
-    if base.empty:
-        raise ValueError(f"no completed point has {key}={value} to compare with")
-    if others.empty:
-        raise ValueError(f"every point has {key}={value}: nothing to compare with it")
+    base = df[is_base]
     match = [k for k in rs.varying_keys if k != key and base[k].map(text).nunique() > 1]
-    index = {tuple(text(r[k]) for k in match): r[metric] for _, r in base.iterrows()}
-    rows = []
-    for _, r in others.iterrows():
+    index = {tuple(text(r[k]) for k in match): i for i, r in base.iterrows() if r[metric]}
+    out = {}
+    for i, r in df.iterrows():
         b = index.get(tuple(text(r[k]) for k in match))
         if b is not None and r[metric]:
-            rows.append({**r.to_dict(), "speedup": float(b) / float(r[metric])})
+            out[i] = b
+    return out
+
+
+def speedup_table(
+    rs: ResultSet,
+    baseline: tuple[str, str] = ("mode", "native"),
+    metric: str = "cycles",
+) -> pd.DataFrame:
+    """Each non-baseline point's ``speedup`` = baseline ``metric`` / its ``metric`` (the
+    baseline of :func:`baselines`). Returns the points' rows with a ``speedup`` column."""
+    import pandas as pd
+
+    key, value = baseline
+    bases = baselines(rs, baseline, metric)
+    df = rs.ok
+    is_base = df[key].map(text) == value
+    if not is_base.any():
+        raise ValueError(f"no completed point has {key}={value} to compare with")
+    if is_base.all():
+        raise ValueError(f"every point has {key}={value}: nothing to compare with it")
+    rows = [
+        {**r.to_dict(), "speedup": float(df.at[bases[i], metric]) / float(r[metric])}
+        for i, r in df[~is_base].iterrows()
+        if i in bases
+    ]
     if not rows:
+        match = [k for k in rs.varying_keys if k != key and df[is_base][k].map(text).nunique() > 1]
         raise ValueError(f"no point has a {key}={value} point with the same {', '.join(match)}")
     return pd.DataFrame(rows)
 
@@ -413,7 +434,7 @@ def walk_heatmaps(rows: Sequence[Mapping[str, Any]], titles: Sequence[str]) -> F
     result, each cell also shows its PWC hit percentage."""
     import numpy as np
 
-    fig, axes = _figure(len(rows), width=5.2, height=3.6, sharey=False)
+    fig, axes = _figure(len(rows), width=5.2, height=3.6)
     for ax, row, title in zip(axes, rows, titles, strict=False):
         steps = step_counts(row)
         hits = step_counts(row, "pwc_hits_by_step.")

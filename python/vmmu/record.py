@@ -20,21 +20,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from vmmu import _core
-
-
-def _human(n: float) -> str:
-    for div, unit in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= div:
-            return f"{n / div:.1f}{unit}"
-    return f"{n:.0f}"
-
-
-def _bytes(n: float) -> str:
-    for div, unit in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if n >= div:
-            return f"{n / div:.1f} {unit}"
-    return f"{n:.0f} B"
+import vmmu._core as _core
+from vmmu._format import human, nbytes
 
 
 class ProgressLine:
@@ -58,10 +45,10 @@ class ProgressLine:
         ratio = p.get("compression_ratio") or 0.0
         minutes, seconds = divmod(int(elapsed), 60)
         line = (
-            f"recording: {_human(p['refs'])} refs, {_human(p['events'])} events, "
-            f"{_bytes(p['bytes_written'])} written"
+            f"recording: {human(p['refs'])} refs, {human(p['events'])} events, "
+            f"{nbytes(p['bytes_written'])} written"
             + (f" ({ratio:.0f}x)" if ratio > 0 else "")
-            + f", {_human(rate)} refs/s, {minutes}:{seconds:02d}"
+            + f", {human(rate)} refs/s, {minutes}:{seconds:02d}"
         )
         self.stream.write("\r" + line.ljust(78) + "\x1b[K")
         self.stream.flush()

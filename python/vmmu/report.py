@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vmmu import figures
-from vmmu.results import ResultSet, coerce, determined_by, missing, text
+from vmmu import api, figures, headline
+from vmmu._format import CELL, missing, number, signed_pct
+from vmmu.results import ResultSet, coerce, determined_by, text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,23 +80,6 @@ class Section:
 
 # ---------------------------------------------------------------------------------------------
 # Formatting
-
-
-def fmt(v: Any) -> str:
-    """A cell: integers with separators, floats to 4 significant digits, missing as ``–``."""
-    if missing(v):
-        return "–"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        v = v.item()  # numpy scalars
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if v.is_integer() and abs(v) < 1e15:
-            return f"{int(v):,}"
-        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
-    return str(v)
 
 
 def _is_num(v: Any) -> bool:
@@ -168,12 +152,12 @@ def _given_tables(tables: Mapping[str, pd.DataFrame]) -> list[Section]:
         for k, v in attrs.items():
             if isinstance(v, Mapping):
                 v = "; ".join(f"{a}: {b}" for a, b in v.items()) or "defaults"
-            s.facts.append((str(k), fmt(v) if not isinstance(v, str) else v))
+            s.facts.append((str(k), number(v, CELL) if not isinstance(v, str) else v))
         headers = ["", *map(str, df.columns)]
         rows, classes = [], []
         verdicts = "verdict" in df.columns
         for idx, r in df.iterrows():
-            rows.append([str(idx), *(fmt(v) for v in r)])
+            rows.append([str(idx), *(number(v, CELL) for v in r)])
             classes.append(_verdict_class(r["verdict"]) if verdicts else "")
         kinds = ["", *("num" if _is_num(v) else "" for v in df.iloc[0])] if len(df) else []
         if verdicts and kinds:
@@ -202,50 +186,15 @@ def _failed(rs: ResultSet) -> Section | None:
     return s
 
 
-def overheads(rs: ResultSet) -> dict[Any, float]:
-    """``{row index: cycles / native cycles − 1}`` for points with a native counterpart."""
+def overheads(rs: ResultSet) -> dict[Any, float | None]:
+    """``{row index: cycles / native cycles − 1}`` (:func:`vmmu.api.overhead`) for points with a
+    native counterpart (:func:`vmmu.figures.baselines`)."""
     try:
-        t = figures.speedup_table(rs, ("mode", "native"), "cycles")
+        bases = figures.baselines(rs, ("mode", "native"), "cycles")
     except ValueError:
         return {}
-    keys = t["point_key"].tolist()
-    idx = dict(zip(rs.ok["point_key"], rs.ok.index, strict=True))
-    out = {idx[k]: 1.0 / sp - 1.0 for k, sp in zip(keys, t["speedup"], strict=True)}
-    for i, r in rs.ok.iterrows():
-        if text(r.get("mode")) == "native":
-            out[i] = 0.0
-    return out
-
-
-#: Rows of the comparison table: (label, column) or a family of columns by prefix (label None).
-HEADLINE = (
-    ("cycles", "cycles"),
-    ("overhead vs native", "@overhead"),
-    ("CPI", "cpi"),
-    ("instructions", "instructions"),
-    ("memory refs", "memory_refs"),
-    (None, "tlb."),
-    ("walks", "walks"),
-    ("walk refs", "walk_refs"),
-    ("refs per walk", "walk_refs_per_walk"),
-    ("faulting walks", "walk_faults"),
-    (None, "walk_refs_served_by."),
-    (None, "walk_cache_hits."),
-    ("guest page faults", "page_faults"),
-    (None, "cycles_by_cause."),
-    ("world switches", "world_switches"),
-    ("mode switches", "mode_switches"),
-    (None, "exits."),
-)
-
-
-def _family(columns: Sequence[str], prefix: str) -> list[str]:
-    cols = [c for c in columns if c.startswith(prefix)]
-    if prefix == "tlb.":
-        cols = [c for c in cols if c.endswith(".misses")]
-    if prefix == "exits.":
-        cols = [c for c in cols if c.endswith(".count")]
-    return cols
+    df = rs.ok
+    return {i: api.overhead({i: df.loc[i]}, native=df.loc[b])[i] for i, b in bases.items()}
 
 
 def _compare(rs: ResultSet) -> Section | None:
@@ -258,24 +207,15 @@ def _compare(rs: ResultSet) -> Section | None:
     if len(df) <= WIDE_POINTS:
         labels = _labels(df, rs.label_keys())
         rows: list[list[str]] = []
-        for label, col in HEADLINE:
-            cols = [col] if label else _family(list(df.columns), col)
-            for c in cols:
-                if c == "@overhead":
-                    if not over:
-                        continue
-                    vals = [f"{100 * over[i]:+.1f}%" if i in over else "–" for i in df.index]
-                elif c not in df.columns:
-                    continue
-                else:
-                    vals = [fmt(v) for v in df[c]]
-                    if c.startswith("cycles_by_cause.") and "cycles" in df.columns:
-                        vals = [
-                            f"{fmt(v)} ({100 * v / t:.1f}%)" if t and not missing(v) else fmt(v)
-                            for v, t in zip(df[c], df["cycles"], strict=True)
-                        ]
-                rows.append([label or c, *vals])
-        s.tables.append(Table(["", *labels], rows, ["", *["num"] * len(labels)]))
+        classes: list[str] = []
+        # Integer columns with gaps (exits only some modes have) read back as integers.
+        flat = [r.to_dict() for _, r in df.convert_dtypes().iterrows()]
+        for line in headline.lines(flat, [over.get(i) for i in df.index]):
+            rows.append([line.label.strip(), *(line.cells or [""] * len(labels))])
+            classes.append("section" if line.section else "")
+        s.tables.append(
+            Table(["", *labels], rows, ["", *["num"] * len(labels)], row_classes=classes)
+        )
         s.notes.append("Every figure is defined in docs/statistics.md.")
         every = [c for c in df.columns if c not in ("point_key",)]
         s.details.append(
@@ -283,7 +223,7 @@ def _compare(rs: ResultSet) -> Section | None:
                 "every column",
                 Table(
                     ["column", *labels],
-                    [[c, *(fmt(v) for v in df[c])] for c in every],
+                    [[c, *(number(v, CELL) for v in df[c])] for c in every],
                     ["", *["num"] * len(labels)],
                 ),
             )
@@ -304,9 +244,9 @@ def _compare(rs: ResultSet) -> Section | None:
     headers = [*keys, *metrics]
     rows = []
     for i, r in df.head(MAX_ROWS).iterrows():
-        row = [text(r[k]) for k in keys] + [fmt(r[m]) for m in metrics]
+        row = [text(r[k]) for k in keys] + [number(r[m], CELL) for m in metrics]
         if over:
-            row.append(f"{100 * over[i]:+.1f}%" if i in over else "–")
+            row.append(signed_pct(over.get(i)))
         rows.append(row)
     if over:
         headers.append("overhead vs native")

@@ -10,7 +10,6 @@ columns describe the points (their options) and which of those vary.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vmmu import api
+from vmmu._core import did_you_mean
+from vmmu._format import missing
 from vmmu.sweep.store import ResultsDB, flatten
 
 if TYPE_CHECKING:
@@ -98,8 +99,8 @@ class ResultSet:
         """``column`` if the table has it; else a :class:`ValueError` naming close matches."""
         if column in self.frame.columns:
             return column
-        near = difflib.get_close_matches(column, list(self.frame.columns), n=3, cutoff=0.6)
-        hint = f" (did you mean {', '.join(f'`{n}`' for n in near)}?)" if near else ""
+        near = did_you_mean(column, [str(c) for c in self.frame.columns]).strip()
+        hint = f" ({near})" if near else ""
         keys = ", ".join(self.varying_keys) or "none"
         raise ValueError(
             f"{self.source or 'the results'} have no {what} `{column}`{hint}; the points vary "
@@ -135,22 +136,6 @@ class ResultSet:
             return (2, 0.0, t)
 
         return sorted(values, key=key)
-
-
-def missing(v: Any) -> bool:
-    """True for a cell without a value: None, NaN, pandas' NA."""
-    if v is None:
-        return True
-    try:
-        return bool(v != v) or v is _NA
-    except TypeError:  # pandas.NA compares to NA, whose truth is ambiguous
-        return True
-
-
-try:
-    from pandas import NA as _NA
-except ImportError:  # pragma: no cover - pandas is a dependency
-    _NA = None
 
 
 def _text(v: Any) -> str:

@@ -1,9 +1,13 @@
-"""Shared fixtures: a click runner for the CLI and a probe for the simulation engine."""
+"""Shared fixtures: a click runner for the CLI and a probe for the simulation engine; the rule
+for tests that need a tool beyond the package (:func:`require_tool`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -34,3 +38,39 @@ def run_json(invoke: Callable[..., Result]) -> Callable[..., dict]:
         return json.loads(r.stdout)
 
     return run
+
+
+def in_ci() -> bool:
+    """Whether the tests run in CI (``CI=true``, as `.ci/run` and CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def install_note(name: str) -> str:
+    """What `make test` logged when it installed tool ``name`` (the last lines of
+    ``.venv/NAME-install.log``), or that it did not run."""
+    log = Path(sys.prefix) / f"{name}-install.log"
+    if log.exists():
+        tail = " ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
+        return f"{log}: {tail}"
+    return "no install log (run the tests with `make test`, which installs it)"
+
+
+def require_tool(found: bool, what: str, note: str, skip_env: str | None = None) -> None:
+    """Lets a test that needs a tool go on when ``found``; otherwise the test does not pass.
+
+    Under ``CI=true`` it fails: CI installs every tool (`make test`), so a missing one is a
+    broken install. Elsewhere it is skipped, naming ``what`` is missing and ``note`` (how to
+    get it) — except for tools whose tests are never skipped unasked (``skip_env``, e.g.
+    ``VMMU_SKIP_VALGRIND``): those fail unless that variable gives a reason to skip.
+    """
+    if found:
+        return
+    if in_ci():
+        reason = f" ({skip_env} is not honoured under CI)" if skip_env else ""
+        pytest.fail(f"{what}: CI=true, where `make test` installs it{reason}; {note}")
+    if skip_env is None:
+        pytest.skip(f"{what}: {note}")
+    reason = os.environ.get(skip_env, "").strip()
+    if reason:
+        pytest.skip(f"{what} ({skip_env}: {reason})")
+    pytest.fail(f"{what}: {note}; set {skip_env}=REASON to skip these tests instead")

@@ -105,7 +105,7 @@ def test_cli_policy_in_native_mode_is_an_error(invoke):
 
 
 def test_bae11_adaptive_repro_rows_have_verdicts_that_can_fail():
-    from vmmu.adaptive_repro import bae11_adaptive
+    from vmmu.repro.bae11.adaptive import bae11_adaptive
 
     df = bae11_adaptive(quick=True)
     assert set(df["holds"]) <= {"yes", "no", "n/a"}

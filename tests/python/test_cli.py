@@ -125,6 +125,27 @@ def test_bad_input_exits_2_naming_the_culprit(invoke, args, names):
         assert name in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "hint"),
+    [
+        (["run", "--workload", "gcc:refs=1K"], "did you mean `gcc-phases`? known generators:"),
+        (["run", "--workload", TINY, "--machine", "bhargava"], "did you mean `bhargava08`?"),
+        (["run", "--workload", TINY, "--profile", "kvm"], "did you mean `kvm-modern`?"),
+        (
+            ["run", "--workload", TINY, "--mode", "adaptive", "--set", "policy.kind=dav"],
+            "did you mean `dav2m`?",
+        ),
+        (["compare", "--workload", TINY, "--modes", "nested,shadw"], "did you mean `shadow`?"),
+        (["repro", "bhargava"], "did you mean `bhargava08`?"),
+        (["presets", "show", "zen-4"], "did you mean `zen4`?"),
+    ],
+)
+def test_an_unknown_name_suggests_the_nearest_known_one(invoke, args, hint):
+    r = invoke(*args)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert hint in r.stderr
+
+
 def test_error_lines_start_with_error(invoke):
     r = invoke("config", "--set", "machine.tlb.l1d.0.ways=3")
     assert r.stderr.startswith("error: invalid configuration: machine.tlb.l1d[0].ways:")

@@ -2,31 +2,24 @@
 checked, and a shell whose own exec is followed while its forked child is reported.
 
 They need Valgrind, gcc and the vg-memtrace tool, which ``make test`` installs and builds. A
-missing one fails the test with what to install, unless ``VMMU_SKIP_VALGRIND=REASON`` is set:
-then the test is skipped with the reason."""
+missing one fails the test with what to install; outside CI, ``VMMU_SKIP_VALGRIND=REASON`` skips
+it with the reason instead (under ``CI=true`` it still fails: conftest.require_tool)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import require_tool
+
 
 def _require(ok: bool, what: str) -> None:
-    """Fails (or, with VMMU_SKIP_VALGRIND set, skips) when ``what`` is missing."""
-    if ok:
-        return
-    reason = os.environ.get("VMMU_SKIP_VALGRIND", "").strip()
-    if reason:
-        pytest.skip(f"{what} (VMMU_SKIP_VALGRIND: {reason})")
-    pytest.fail(
-        f"{what}: `make test` installs it; set VMMU_SKIP_VALGRIND=REASON to skip the "
-        "recording tests instead"
-    )
+    """Fails (or, outside CI with VMMU_SKIP_VALGRIND set, skips) when ``what`` is missing."""
+    require_tool(ok, what, "`make test` installs it", skip_env="VMMU_SKIP_VALGRIND")
 
 
 @pytest.fixture(scope="module")

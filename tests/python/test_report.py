@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 import vmmu
-from vmmu import figures
-from vmmu.report import render_report, write_report
+from conftest import install_note, require_tool
+from vmmu import figures, headline
+from vmmu._format import number
+from vmmu.report import overheads, render_report, write_report
 from vmmu.results import from_results, load
 from vmmu.sweep import run_sweep
 
@@ -73,6 +75,44 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 def plot(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([VMMU, "plot", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def schema_keys() -> set[str]:
+    """The dotted keys of real results of every mode, and of a run on two vCPUs."""
+    keys: set[str] = set()
+    for mode in vmmu.MODES:
+        extra = {"time_scale": 1e-4} if mode == "adaptive" else {}
+        keys |= set(vmmu.run(mode=mode, workload="random:footprint=8M,refs=20K", **extra).flat())
+    two = "database:threads=4,queries=4,pool=16M,rows=16"
+    keys |= set(vmmu.run(mode="shadow", vcpus=2, workload=two).flat())
+    return keys
+
+
+def test_every_headline_key_is_in_the_result_schema(schema_keys):
+    absent = []
+    for key in headline.result_keys():
+        prefix, star, suffix = key.partition("*")
+        if star:
+            found = any(k.startswith(prefix) and k.endswith(suffix) for k in schema_keys)
+        else:
+            found = key in schema_keys
+        if not found:
+            absent.append(key)
+    assert absent == []
+
+
+def test_the_report_comparison_is_the_terminal_headline(modes):
+    page = render_report(modes, title="headline")
+    table = re.search(r'id="comparison">.*?<tbody>(.*?)</tbody>', page, re.S).group(1)
+    rows = [
+        [html.unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+    ]
+    over = vmmu.api.overhead(modes)
+    lines = headline.lines([r.flat() for r in modes.values()], [over[m] for m in modes])
+    assert rows == [[ln.label.strip(), *(ln.cells or [""] * len(modes))] for ln in lines]
+    assert ["pwc hits", *(number(r.walk_caches["pwc"]["hits"]) for r in modes.values())] in rows
 
 
 # --- vmmu plot ----------------------------------------------------------------------------
@@ -163,6 +203,52 @@ def test_speedup_is_native_cycles_over_cycles(modes):
     fig = figures.speedup(rs)
     heights = sorted(p.get_height() for p in fig.axes[0].patches)
     assert heights == pytest.approx(sorted(t["speedup"]))
+
+
+def test_a_reports_overhead_is_the_apis_against_each_points_native(modes):
+    big = vmmu.api.run_modes(workload="random:footprint=32M,refs=20K")
+    rs = from_results([*modes.values(), *big.values()])
+    over = overheads(rs)
+    want = [*vmmu.api.overhead(modes).values(), *vmmu.api.overhead(big).values()]
+    assert [over[i] for i in rs.ok.index] == want
+    assert want[0] == 0.0 and all(w > 0 for w in want[1:3])
+
+
+@pytest.fixture(scope="module")
+def two_scales():
+    """A stream of 1 MiB and a random workload over 64 MiB, each native and nested: their
+    cycles differ by a factor of about 100."""
+    runs = [
+        vmmu.run(mode=mode, workload=w)
+        for w in ("stream:footprint=1M,refs=5K", "random:footprint=64M,refs=20K")
+        for mode in ("native", "nested")
+    ]
+    return from_results(runs)
+
+
+def _panel_tops(fig) -> list[tuple[float, float]]:
+    """Each panel's y-axis top and the largest value drawn in it."""
+    out = []
+    for ax in fig.axes:
+        drawn = [p.get_height() for p in ax.patches] + [
+            y for line in ax.get_lines() for y in line.get_ydata()
+        ]
+        out.append((ax.get_ylim()[1], max(drawn)))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["bars", "line"])
+def test_facet_panels_of_different_scales_each_have_their_own_y_axis(two_scales, kind):
+    if kind == "bars":
+        fig = figures.bars(two_scales, "mode", "cycles", facet="workload")
+    else:
+        fig = figures.line(two_scales, "instructions", "cycles", hue="mode", facet="workload")
+    tops = _panel_tops(fig)
+    assert len(tops) == 2
+    small, big = sorted(largest for _, largest in tops)
+    assert big > 50 * small, "the fixture's two scales"
+    for top, largest in tops:
+        assert largest <= top < 2 * largest, (top, largest)
 
 
 def test_walk_heatmap_cells_are_references_per_thousand_instructions(modes):
@@ -319,21 +405,17 @@ window.addEventListener('load', function () {
 </script>"""
 
 
+@pytest.fixture(scope="module")
 def chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        if path := shutil.which(name):
-            return path
-    log = Path(sys.prefix) / "chromium-install.log"
-    note = (
-        " ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
-        if log.exists()
-        else "no install log (run the tests with `make test`, which installs it)"
-    )
-    pytest.skip(f"headless Chromium is not installed: {note}")
+    """The headless Chromium the browser test runs (module-scoped, so a missing one is told
+    before the other fixtures run)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    require_tool(path is not None, "headless Chromium is not installed", install_note("chromium"))
+    return str(path)
 
 
-def test_report_renders_in_headless_chromium(sizing_db, modes, tmp_path):
-    browser = chromium()
+def test_report_renders_in_headless_chromium(chromium, sizing_db, modes, tmp_path):
+    browser = chromium
     results = dict(modes)
     results["adaptive"] = vmmu.Result(timeline_result(modes["nested"]))
     page = render_report(results, title="browser check")

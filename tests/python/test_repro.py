@@ -10,15 +10,14 @@ import filecmp
 import json
 import math
 import re
-import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from vmmu import published as ref
 from vmmu import repro
-from vmmu.repro import _reference as ref
+from vmmu._format import CLAIM, number
 from vmmu.repro import _render, bae11
 from vmmu.repro._claims import (
     COUNTED,
@@ -34,6 +33,7 @@ from vmmu.repro._claims import (
     near,
     within,
 )
+from vmmu.repro.bae11 import adaptive_claims
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
@@ -184,7 +184,7 @@ def test_bhargava08_figure8_hit_rates_come_from_the_per_cell_counts(
 def test_a_row_is_the_same_in_terminal_csv_and_json(quick: dict[str, Report]) -> None:
     rep = quick["kloster07"]
     row = rep.row("fork_test")
-    text = _render.value_text(row.vmmu)
+    text = number(row.vmmu, CLAIM)
     js = json.loads(_render.json_text([rep]))["kloster07"]
     j = next(r for r in js["rows"] if r["row"] == "fork_test")
     assert (j["verdict"], j["criterion"], j["explanation"]) == (
@@ -192,7 +192,7 @@ def test_a_row_is_the_same_in_terminal_csv_and_json(quick: dict[str, Report]) ->
         row.criterion,
         row.explanation,
     )
-    assert _render.value_text(j["vmmu"]) == text
+    assert number(j["vmmu"], CLAIM) == text
     csv_line = next(line for line in _render.csv_text([rep]).splitlines() if ",fork_test," in line)
     assert text in csv_line and row.verdict in csv_line
     assert text in _render.terminal_text(rep)
@@ -249,7 +249,7 @@ def test_bae11_judges_the_dav2m_claims_on_the_adaptive_runs(quick: dict[str, Rep
     assert row.verdict == "reproduced" or "PreShadow probe" in row.explanation
     # The one claim the module gives no row for says so.
     assert rep.verdict("static_thresholds") == "not simulated"
-    assert "bae11_adaptive" in rep.row("static_thresholds").explanation
+    assert "adaptive_claims" in rep.row("static_thresholds").explanation
 
 
 def test_bae11_hands_the_adaptive_module_its_claims_and_the_static_runs(
@@ -263,11 +263,7 @@ def test_bae11_hands_the_adaptive_module_its_claims_and_the_static_runs(
         claims.not_simulated("dav2m_vs_best", "x", "y", "stub")
         return ["stub note"]
 
-    fake = types.ModuleType("vmmu.repro.bae11_adaptive")
-    fake.adaptive_rows = adaptive_rows  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "vmmu.repro.bae11_adaptive", fake)
-    # The real module, once imported, is also an attribute of the package.
-    monkeypatch.setattr(repro, "bae11_adaptive", fake, raising=False)
+    monkeypatch.setattr(adaptive_claims, "adaptive_rows", adaptive_rows)
     c = Claims()
     setup = bae11.Setup({}, {"gcc": ("gcc-phases:bits=32", "inputs", 1)})
     notes = bae11.adaptive_rows(None, c, {"gcc/nested": None}, setup)  # type: ignore[arg-type]

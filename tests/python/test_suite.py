@@ -3,9 +3,10 @@ determinism, the commands' output and errors — and, for real, the small scale 
 (a server, a compiler, a floating-point kernel) recorded, measured and replayed.
 
 The real recordings need Valgrind, the vg-memtrace tool and each entry's Debian packages, which
-``make test`` installs when run as root. A missing one fails the test under ``CI=true``;
-otherwise the test is skipped with the reason (and ``VMMU_SKIP_VALGRIND=REASON`` skips them
-too, as the other recording tests do)."""
+``make test`` installs when run as root. A missing one fails the test under ``CI=true``
+(conftest.require_tool). Elsewhere a missing package skips the test with the reason, and a
+missing Valgrind or tool fails it unless ``VMMU_SKIP_VALGRIND=REASON`` is set, as in the other
+recording tests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import install_note, require_tool
 from vmmu import suite
 from vmmu.suite import cache, driver, entries, inputs, load
 
@@ -69,6 +71,8 @@ def test_an_entry_is_complete_and_its_scales_change_only_sizes(entry):
 def test_an_unknown_entry_or_scale_is_an_error_naming_the_known_ones():
     with pytest.raises(ValueError, match=r"unknown suite entry `nope` \(entries: sqlite-tpcb"):
         entries.by_name(["nope"])
+    with pytest.raises(ValueError, match=r"unknown suite entry `jvm` \(did you mean `jvm-txn`\?"):
+        entries.by_name(["jvm"])
     with pytest.raises(ValueError, match=r"no scale `huge` \(scales: small, full\)"):
         entries.ENTRIES[0].params("huge")
 
@@ -220,23 +224,20 @@ def test_record_of_an_unknown_entry_is_an_error(invoke, tmp_path):
 # Real recordings
 
 
-def _need(ok: bool, what: str) -> None:
-    """A missing tool fails the test under CI=true and skips it otherwise."""
-    if ok:
-        return
-    reason = os.environ.get("VMMU_SKIP_VALGRIND", "").strip()
-    if os.environ.get("CI") == "true" and not reason:
-        pytest.fail(f"{what} (CI=true: `make test` installs it when run as root)")
-    pytest.skip(what + (f" (VMMU_SKIP_VALGRIND: {reason})" if reason else ""))
-
-
 @pytest.fixture(scope="module")
 def recorder() -> None:
-    _need(shutil.which("valgrind") is not None, "valgrind is not installed")
+    require_tool(
+        shutil.which("valgrind") is not None,
+        "valgrind is not installed",
+        "`make tool` installs it",
+        "VMMU_SKIP_VALGRIND",
+    )
     tool = ROOT / "tools" / "vg-memtrace" / "build" / "lib"
-    _need(
+    require_tool(
         tool.is_dir() or bool(os.environ.get("VMMU_VALGRIND_LIB")),
-        "the vg-memtrace tool is not built (make -C tools/vg-memtrace)",
+        "the vg-memtrace tool is not built",
+        "`make tool` builds it",
+        "VMMU_SKIP_VALGRIND",
     )
 
 
@@ -250,9 +251,10 @@ def _packages(name: str) -> entries.Entry:
     versions = cache.package_versions(entry)
     missing = [p for p, v in versions["packages"].items() if v is None]
     missing += [p for p, v in versions["programs"].items() if v is None]
-    _need(
+    require_tool(
         not missing,
         f"{name} needs {', '.join(missing)}: apt-get install {' '.join(entry.packages)}",
+        install_note("suite"),
     )
     return entry
 

@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 import vmmu
+from conftest import install_note, require_tool
 from vmmu.results import missing
 from vmmu.sweep import ResultsDB, SpecError, load_spec, parse_spec, run_sweep
 from vmmu.sweep.backends import LocalBackend
@@ -83,6 +84,23 @@ def test_points_are_each_list_entry_crossed_with_the_grid_over_base():
     assert spec.orders["mode"] == ["native", "nested"]
 
 
+def test_every_option_of_the_table_is_a_spec_option():
+    spec = parse_spec(
+        {
+            "base": {"workload": "random:refs=1K,footprint=1M", "mode": "nested"},
+            "grid": {
+                "switch_at": [[500], [200, 800]],
+                "pin": [{"3": 0}],
+                "vcpus": [2],
+                "warmup": [100],
+            },
+        }
+    )
+    assert [p.options["switch_at"] for p in spec.points] == [[500], [200, 800]]
+    assert spec.points[0].run_kwargs["pin"] == {3: 0}
+    assert len({p.key for p in spec.points}) == 2
+
+
 def test_a_table_value_of_a_set_key_sets_each_field():
     spec = parse_spec(
         {
@@ -124,6 +142,9 @@ def test_point_key_is_the_resolved_configuration_and_workload():
         ("[grid]\nlevels = ['four']\n", "`levels`: expected an integer"),
         ("[grid]\nmode = ['nestd']\n", "`nestd` is not a paging mode"),
         ("[grid]\nseed = [1.5]\n", "`seed`: expected a non-negative integer"),
+        ("[grid]\nswitch_at = [[5, -1]]\n", "`switch_at`: expected a list of non-negative"),
+        ("[grid]\npin = [{ x = 1 }]\n", "`pin`: expected a table of thread id = vCPU"),
+        ("[grid]\npolicy = ['dav']\n", "`dav` is not a policy"),
         ("[grid]\nmode = ['native']\n", "give exactly one of `workload`"),
         ("[grids]\nmode = ['native']\n", "unknown table `grids`"),
         (
@@ -455,19 +476,14 @@ def test_a_point_that_kills_its_worker_is_recorded_failed_and_the_others_complet
     assert all(outcomes[k]["status"] == "ok" for k in "abdef")
 
 
-def _install_note(name: str) -> str:
-    log = Path(sys.prefix) / f"{name}-install.log"
-    if log.exists():
-        tail = " ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
-        return f"{log}: {tail}"
-    return "no install log (run the tests with `make test`, which installs it)"
-
-
 def test_ray_backend_on_a_loopback_head_gives_the_local_rows(tmp_path):
     try:
         import ray  # noqa: F401
+
+        absent = None
     except ImportError as e:
-        pytest.skip(f"Ray is not installed ({e}); {_install_note('ray')}")
+        absent = e
+    require_tool(absent is None, f"Ray is not installed ({absent})", install_note("ray"))
     import socket
     import tempfile
 

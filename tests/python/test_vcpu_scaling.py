@@ -1,7 +1,7 @@
 """Seed 004's vCPU-scaling experiment: rows for every workload and vCPU count, verdicts that
 can fail, and the explanation naming the exits that grew."""
 
-from vmmu import vcpu_scaling
+from vmmu.repro.bhatia09 import vcpus as vcpu_scaling
 
 
 def test_quick_experiment_gives_rows_verdicts_and_explanations():
@@ -29,3 +29,12 @@ def test_a_shrinking_advantage_fails_the_claim():
     assert not any(v["holds"] for v in vcpu_scaling.verdicts(rows))
     rows = [dict(r, nested_advantage=0.1 * r["vcpus"]) for r in rows]
     assert all(v["holds"] for v in vcpu_scaling.verdicts(rows))
+
+
+def test_the_documented_module_names_still_import():
+    import vmmu.adaptive_repro
+    import vmmu.vcpu_scaling
+    from vmmu.repro.bae11 import adaptive
+
+    assert vmmu.vcpu_scaling.run is vcpu_scaling.run
+    assert vmmu.adaptive_repro.bae11_adaptive is adaptive.bae11_adaptive

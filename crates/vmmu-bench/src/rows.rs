@@ -85,6 +85,12 @@ pub enum Kind {
     },
     /// Decodes a `.vtrace` of `stride:footprint=1G,stride=64` into batches, simulating nothing.
     Decode,
+    /// Writes the events of `stride:footprint=1G,stride=64` to a `.vtrace` at zstd `level`
+    /// with the writer's other defaults, timing the writer alone; the bytes per reference beside
+    /// the rate.
+    Encode { level: i32 },
+    /// Draws the events of generator `spec` in batches of 4096, simulating nothing.
+    Generate { spec: &'static str },
     /// Decodes the recorded `gzip` trace (recording it first, untimed, if this bench run has
     /// not) into batches, simulating nothing.
     DecodeRecorded,
@@ -248,6 +254,45 @@ pub const ROWS: &[Row] = &[
         unit: Unit::MRefsPerSec,
         target: Target::Fixed(200.0),
         kind: Kind::Decode,
+    },
+    Row {
+        name: "encode",
+        label: "vtrace writing alone (stride, 50 M refs, zstd level 3)",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Encode { level: 3 },
+    },
+    Row {
+        name: "encode-level1",
+        label: "vtrace writing alone, zstd level 1",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Encode { level: 1 },
+    },
+    Row {
+        name: "encode-level9",
+        label: "vtrace writing alone, zstd level 9",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Encode { level: 9 },
+    },
+    Row {
+        name: "generate-stream",
+        label: "stream generator alone, 50 M refs",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Generate {
+            spec: "stream:refs=50M",
+        },
+    },
+    Row {
+        name: "generate-random",
+        label: "random generator alone, 4 GiB, 50 M refs",
+        unit: Unit::MRefsPerSec,
+        target: Target::None,
+        kind: Kind::Generate {
+            spec: "random:footprint=4G,refs=50M",
+        },
     },
     Row {
         name: "decode-gzip",
@@ -531,6 +576,8 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
         } => floor_refs(&env.spec(spec), overrides, NestedFloor::from_sim),
         Kind::Events { spec, overrides } => sim_events(spec, overrides),
         Kind::Decode => decode(env),
+        Kind::Encode { level } => encode(env, level),
+        Kind::Generate { spec } => generate(&env.spec(spec)),
         Kind::DecodeRecorded => decode_recorded(env),
         Kind::Record => record(env).map(|(m, _)| m),
         Kind::Replay { mode } => replay(env, mode),
@@ -646,12 +693,19 @@ fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
 /// The figure of a timed reference phase: `n` references in `secs` of wall clock, from CPU
 /// time `cpu0`, after `setup` seconds of untimed set-up.
 fn reference_phase(n: u64, secs: f64, setup: f64, cpu0: f64) -> Measured {
+    rate(n, secs, cpu0, vec![("setup_s", setup)])
+}
+
+/// The figure of `n` items in `secs` of wall clock (millions a second), from CPU time `cpu0`:
+/// `extra`, then the rate per CPU second (`per_cpu_s`), beside it.
+fn rate(n: u64, secs: f64, cpu0: f64, mut extra: Vec<(&'static str, f64)>) -> Measured {
+    extra.push(("per_cpu_s", per_cpu_s(n, cpu0)));
     Measured {
         value: n as f64 / secs / 1e6,
         count: n,
         secs,
         target: None,
-        extra: vec![("setup_s", setup), ("per_cpu_s", per_cpu_s(n, cpu0))],
+        extra,
     }
 }
 
@@ -688,14 +742,54 @@ fn sim_events(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     let t = Instant::now();
     sim.run(src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
-    let n = sim.counters.events;
-    Ok(Measured {
-        value: n as f64 / secs / 1e6,
-        count: n,
-        secs,
-        target: None,
-        extra: vec![("per_cpu_s", per_cpu_s(n, cpu0))],
-    })
+    Ok(rate(sim.counters.events, secs, cpu0, Vec::new()))
+}
+
+/// Writing alone: the stride stream of [`decode`], written to a `.vtrace` at zstd `level`;
+/// only the writer's calls are timed (the generator fills each batch untimed). References per
+/// second of wall clock and per CPU second of every thread (compression runs on a thread of
+/// its own, generation included in that figure), bytes per reference beside.
+fn encode(env: &Env, level: i32) -> Result<Measured> {
+    let refs = env.scaled(50_000_000);
+    let mut src = workload::open(&format!("stride:footprint=1G,refs={refs},stride=64"))?;
+    let path = env.dir.join(format!("encode-{level}.vtrace"));
+    let p = path.to_str().expect("utf-8 path");
+    let opts = trace::WriterOptions {
+        level,
+        ..trace::WriterOptions::default()
+    };
+    let cpu0 = cpu_seconds();
+    let mut secs = 0.0;
+    let t = Instant::now();
+    let mut w = trace::TraceWriter::create_with(p, trace::TraceMeta::default(), opts)?;
+    secs += t.elapsed().as_secs_f64();
+    let mut buf = Vec::with_capacity(65536);
+    loop {
+        buf.clear();
+        if src.next_batch(&mut buf, 65536)? == 0 {
+            break;
+        }
+        let t = Instant::now();
+        w.write_batch(&buf)?;
+        secs += t.elapsed().as_secs_f64();
+    }
+    let t = Instant::now();
+    let summary = w.finish()?;
+    secs += t.elapsed().as_secs_f64();
+    let n = summary.refs;
+    std::fs::remove_file(&path).map_err(|e| vmmu_core::Error::io(p, e))?;
+    let bytes_per_ref = summary.bytes as f64 / n.max(1) as f64;
+    Ok(rate(n, secs, cpu0, vec![("bytes_per_ref", bytes_per_ref)]))
+}
+
+/// A generator alone: its events drawn in batches of 4096 (as the simulator draws them) and
+/// dropped; references per second of wall clock and per CPU second.
+fn generate(spec: &str) -> Result<Measured> {
+    let mut src = workload::open(spec)?;
+    let cpu0 = cpu_seconds();
+    let t = Instant::now();
+    let n = count_refs(src.as_mut(), 4096)?;
+    Ok(rate(n, t.elapsed().as_secs_f64(), cpu0, Vec::new()))
 }
 
 /// Writes the events of `spec` to a `.vtrace` at `path` unless it exists.
@@ -719,16 +813,20 @@ fn write_trace(spec: &str, path: &Path) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(|e| vmmu_core::Error::io(p, e))
 }
 
-/// Reads the trace at `path` to its end in batches; returns the events read.
 /// Reads the trace at `path` to its end; returns its references (events of other kinds are
 /// decoded and not counted).
 fn drain(path: &Path) -> Result<u64> {
     let mut r = trace::open(path.to_str().expect("utf-8 path"))?;
-    let mut buf = Vec::with_capacity(65536);
+    count_refs(r.as_mut(), 65536)
+}
+
+/// Draws `src` to its end in batches of `batch` events; returns its references.
+fn count_refs(src: &mut dyn EventSource, batch: usize) -> Result<u64> {
+    let mut buf = Vec::with_capacity(batch);
     let mut n = 0u64;
     loop {
         buf.clear();
-        if r.next_batch(&mut buf, 65536)? == 0 {
+        if src.next_batch(&mut buf, batch)? == 0 {
             return Ok(n);
         }
         n += buf.iter().filter(|e| matches!(e, Event::Ref(_))).count() as u64;
@@ -755,16 +853,12 @@ fn decode_file(path: &Path) -> Result<Measured> {
     let t = Instant::now();
     let n = drain(path)?;
     let secs = t.elapsed().as_secs_f64();
-    Ok(Measured {
-        value: n as f64 / secs / 1e6,
-        count: n,
+    Ok(rate(
+        n,
         secs,
-        target: None,
-        extra: vec![
-            ("bytes_per_ref", bytes as f64 / n.max(1) as f64),
-            ("per_cpu_s", per_cpu_s(n, cpu0)),
-        ],
-    })
+        cpu0,
+        vec![("bytes_per_ref", bytes as f64 / n.max(1) as f64)],
+    ))
 }
 
 /// The input `gzip` compresses: 512 KiB of generated text (the same bytes every run).
@@ -996,6 +1090,33 @@ mod tests {
             "random:footprint=64M,refs=10000,prefault=1"
         );
         assert_eq!(env.spec("swim"), "swim");
+    }
+
+    /// The Rust files under `dir`, recursively.
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    #[test]
+    fn a_measurement_is_a_bench_row_not_an_ignored_test() {
+        // A test that only prints figures asserts nothing; the figure belongs here, as a row.
+        let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut files = Vec::new();
+        rust_files(&crates, &mut files);
+        let ignore = concat!("#[", "ignore");
+        let ignored: Vec<_> = files
+            .iter()
+            .filter(|p| !p.components().any(|c| c.as_os_str() == "target"))
+            .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(ignore)))
+            .collect();
+        assert!(ignored.is_empty(), "ignored tests in {ignored:?}");
     }
 
     #[test]

@@ -136,3 +136,83 @@ impl Error {
         }
     }
 }
+
+/// ``"did you mean `X`? "`` for the known name nearest `name` ([`nearest`]), or `""` when
+/// none is near: the hint an error about an unknown name (a generator, a parameter, a preset,
+/// a profile, a policy) puts before its list of the known ones.
+pub fn did_you_mean<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    nearest(name, known).map_or_else(String::new, |k| format!("did you mean `{k}`? "))
+}
+
+/// The known name a user most likely meant by `name`, if any: one that holds `name` as a word
+/// or starts with it (a renamed `gcc` is `gcc-phases`, `bhargava` is `bhargava08`), else one
+/// at most a third of `name`'s length of single-character edits away (Levenshtein distance,
+/// at least one edit: `randon` is `random`). Case is ignored; ties go to the first known.
+pub fn nearest<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let want = name.to_lowercase();
+    if want.is_empty() {
+        return None;
+    }
+    let known: Vec<(&str, String)> = known.into_iter().map(|k| (k, k.to_lowercase())).collect();
+    let closest = |candidates: &mut dyn Iterator<Item = &(&'a str, String)>| {
+        candidates
+            .map(|(k, low)| (edits(&want, low), *k))
+            .min_by_key(|(d, _)| *d)
+    };
+    let holds = |low: &String| {
+        low.starts_with(&want) || low.split(['-', '_', '.']).any(|word| word == want)
+    };
+    if let Some((_, k)) = closest(&mut known.iter().filter(|(_, low)| holds(low))) {
+        return Some(k);
+    }
+    let most = (want.chars().count() / 3).max(1);
+    closest(&mut known.iter())
+        .filter(|(d, _)| *d <= most)
+        .map(|(_, k)| k)
+}
+
+/// The Levenshtein distance between `a` and `b`: insertions, deletions and substitutions of
+/// one character that turn one into the other.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (row[j + 1] + 1)
+                .min(row[j] + 1)
+                .min(diag + usize::from(ca != *cb));
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_counts_insertions_deletions_and_substitutions() {
+        assert_eq!(edits("", ""), 0);
+        assert_eq!(edits("random", "random"), 0);
+        assert_eq!(edits("randon", "random"), 1);
+        assert_eq!(edits("kitten", "sitting"), 3);
+        assert_eq!(edits("", "abc"), 3);
+        assert_eq!(edits("stream", "strem"), 1);
+    }
+
+    #[test]
+    fn nearest_prefers_a_word_or_prefix_then_few_edits() {
+        let known = ["stream", "random", "gcc-phases", "gzip", "mixed-phases"];
+        assert_eq!(nearest("gcc", known), Some("gcc-phases"));
+        assert_eq!(nearest("RANDON", known), Some("random"));
+        assert_eq!(nearest("phases", known), Some("gcc-phases"));
+        assert_eq!(nearest("zzzzzz", known), None);
+        assert_eq!(nearest("", known), None);
+        assert_eq!(did_you_mean("strem", known), "did you mean `stream`? ");
+        assert_eq!(did_you_mean("qqq", known), "");
+    }
+}

@@ -256,6 +256,13 @@ fn workloads() -> PyResult<String> {
     Ok(serde_json::to_string(&workload::catalog()).expect("the catalog serializes"))
 }
 
+/// ``"did you mean `X`? "`` for the name of `known` nearest `name`, or `""`: the engine's hint
+/// for an unknown name (`vmmu_core::error::did_you_mean`), for the names Python resolves.
+#[pyfunction]
+fn did_you_mean(name: &str, known: Vec<String>) -> String {
+    vmmu_core::error::did_you_mean(name, known.iter().map(String::as_str))
+}
+
 /// Reads a trace to the end and returns its summary as JSON text.
 #[pyfunction]
 #[pyo3(signature = (path, progress=None))]
@@ -367,6 +374,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile_toml, m)?)?;
     m.add_function(wrap_pyfunction!(config_toml, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(did_you_mean, m)?)?;
     m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_check, m)?)?;

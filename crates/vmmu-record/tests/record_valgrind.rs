@@ -2,8 +2,9 @@
 //! and checked for exact properties.
 //!
 //! They need Valgrind, gcc and the tool (`make test` installs and builds them). A missing one
-//! fails each test with what to install; set `VMMU_SKIP_VALGRIND=REASON` to skip them instead
-//! (each prints that it was skipped and why, since the test harness has no "skipped").
+//! fails each test with what to install; outside CI, set `VMMU_SKIP_VALGRIND=REASON` to skip
+//! them instead (each prints that it was skipped and why, since the test harness has no
+//! "skipped"). Under `CI=true` a missing tool always fails.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,12 +41,25 @@ fn missing() -> Option<&'static str> {
     .as_deref()
 }
 
-/// True when `test` can record here. Otherwise it fails, naming what is missing, unless
-/// `VMMU_SKIP_VALGRIND` gives a reason to skip: then it says so and returns false.
+/// Whether the tests run in CI (`CI=true`, as `.ci/run` and CI services set it).
+fn in_ci() -> bool {
+    std::env::var("CI")
+        .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+/// True when `test` can record here. Otherwise it fails, naming what is missing; outside CI,
+/// `VMMU_SKIP_VALGRIND` may give a reason to skip instead: then it says so and returns false.
+/// Under `CI=true` the reason is refused: CI installs the tools (`make test`).
 fn available(test: &str) -> bool {
     let Some(why) = missing() else {
         return true;
     };
+    if in_ci() {
+        panic!(
+            "{test} needs Valgrind, gcc and the vg-memtrace tool: {why}. CI=true, where `make \
+             test` installs them (VMMU_SKIP_VALGRIND is not honoured under CI)"
+        );
+    }
     match std::env::var("VMMU_SKIP_VALGRIND") {
         Ok(reason) if !reason.trim().is_empty() => {
             // Straight to stderr: the harness would hide `eprintln!` of a passing test.
@@ -646,6 +660,42 @@ fn a_tool_directory_without_the_tool_is_a_clear_error() {
         .to_string();
     assert!(err.contains("make -C tools/vg-memtrace"), "{err}");
     assert!(!out.exists(), "no trace is left behind by a failed start");
+}
+
+/// Runs `test` of this file in a child process with an empty `PATH` (no Valgrind, no gcc) and
+/// `env` set (`CI` and `VMMU_SKIP_VALGRIND` cleared first); whether it passed, and its output.
+fn child_without_valgrind(test: &str, env: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", test, "--test-threads=1", "--nocapture"])
+        .env("PATH", "")
+        .env_remove("CI")
+        .env_remove("VMMU_SKIP_VALGRIND");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+#[test]
+fn under_ci_a_missing_valgrind_fails_even_with_a_skip_reason() {
+    let test = "without_fetches_the_instruction_count_is_kept";
+    let (passed, out) = child_without_valgrind(
+        test,
+        &[
+            ("CI", "true"),
+            ("VMMU_SKIP_VALGRIND", "a reason CI must not accept"),
+        ],
+    );
+    assert!(!passed, "{out}");
+    assert!(out.contains("valgrind"), "{out}");
+    let (passed, out) = child_without_valgrind(test, &[("VMMU_SKIP_VALGRIND", "no valgrind here")]);
+    assert!(passed, "{out}");
+    assert!(out.contains(&format!("SKIPPED {test}")), "{out}");
+    let (passed, out) = child_without_valgrind(test, &[]);
+    assert!(!passed, "{out}");
 }
 
 /// Compiles `src` with `vmmu.h` (the phase marker) on the include path.

@@ -1,11 +1,14 @@
 """Reproductions of the papers' tables, paper value beside vmmu's value (docs/repro.md).
 
-One module per paper holds its experiments and its claims: :mod:`~vmmu.repro.kloster07`
-(seed 000), :mod:`~vmmu.repro.bae11` (001), :mod:`~vmmu.repro.bhargava08` (002),
-:mod:`~vmmu.repro.levasseur` (003), :mod:`~vmmu.repro.bhatia09` (004). They share one
-verdict engine (:mod:`._claims`), one runner with one progress bar (:mod:`._run`), one
-renderer (:mod:`._render`) and the published numbers shipped in ``vmmu/reference/``
-(:mod:`._reference`).
+Each paper has one home, a module or, when large, a package, holding its experiments and its
+claims: :mod:`~vmmu.repro.kloster07` (seed 000), :mod:`~vmmu.repro.bae11` (001: the static
+runs; ``palacios`` the VM every run configures, ``adaptive`` the adaptive-policy runs and their
+table, ``adaptive_claims`` the DAV²M rows judged on them), :mod:`~vmmu.repro.bhargava08` (002:
+``setup``, ``runs``, ``metrics``, ``claims``, ``views``), :mod:`~vmmu.repro.levasseur` (003),
+:mod:`~vmmu.repro.bhatia09` (004; ``vcpus`` the vCPU-scaling runs). They share one verdict
+engine (:mod:`._claims`), one runner with one progress bar (:mod:`._run`), one renderer
+(:mod:`._render`) and the published numbers shipped in ``vmmu/reference/``
+(:mod:`vmmu.published`).
 
 >>> from vmmu import repro
 >>> report = repro.reproduce("kloster07", quick=True)
@@ -16,54 +19,10 @@ renderer (:mod:`._render`) and the published numbers shipped in ``vmmu/reference
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from vmmu.repro import bae11, bhargava08, bhatia09, kloster07, levasseur
 from vmmu.repro._claims import COLUMNS, COUNTED, VERDICTS, Report, Row, View
-from vmmu.repro._paper import Paper, Param, Study, execute, parse_requests, study
-from vmmu.repro._run import WORKERS, Bar
-
-#: Every reproduction, in the order `vmmu repro all` runs them.
-PAPERS: dict[str, Paper] = {
-    p.name: p
-    for p in (
-        kloster07.PAPER,
-        bhatia09.PAPER,
-        bae11.PAPER,
-        levasseur.PAPER,
-        bhargava08.PAPER,
-    )
-}
-
-
-def paper(name: str) -> Paper:
-    """The reproduction called ``name``; an unknown name is an error listing the known ones."""
-    if name not in PAPERS:
-        raise ValueError(f"unknown reproduction `{name}`; known: {', '.join(PAPERS)}, all")
-    return PAPERS[name]
-
-
-def reproduce(
-    name: str, quick: bool = False, progress: bool = False, workers: int = WORKERS
-) -> Report:
-    """Runs reproduction ``name`` (a key of :data:`PAPERS`) and returns its :class:`Report`."""
-    p = paper(name)
-    with Bar(progress) as bar:
-        return execute(p, quick=quick, bar=bar, workers=workers)
-
-
-def sensitivity(
-    name: str, parameters: Sequence[str] = (), quick: bool = False, progress: bool = False
-) -> Study:
-    """Reruns ``name`` with each estimated parameter at the ends of its plausible range
-    (``parameters``: names, ``NAME=LO:HI``, or empty for all) and says which verdicts change."""
-    p = paper(name)
-    plan = parse_requests(p, parameters)
-    with Bar(progress) as bar:
-        return study(p, plan, quick=quick, bar=bar)
-
-
-from vmmu.repro.cli import repro  # noqa: E402  (the command needs the registry above)
+from vmmu.repro._paper import Paper, Param, Study
+from vmmu.repro.cli import repro
+from vmmu.repro.papers import PAPERS, paper, reproduce, sensitivity
 
 __all__ = [
     "COLUMNS",

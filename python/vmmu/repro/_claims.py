@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vmmu._format import number, places
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -83,7 +85,7 @@ class Band:
 
     def text(self, digits: int) -> str:
         def f(x: float) -> str:
-            return _num(x, digits)
+            return number(x, places(digits))
 
         lo = f"{'>' if self.lo_open else '≥'} {f(self.lo)}"
         hi = f"{'<' if self.hi_open else '≤'} {f(self.hi)}"
@@ -96,12 +98,6 @@ class Band:
         if not self.lo_open and not self.hi_open:
             return f"{f(self.lo)}–{f(self.hi)}"
         return f"{lo} and {hi}"
-
-
-def _num(x: float, digits: int) -> str:
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}f}"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The one renderer of reproductions: terminal (rich), CSV, JSON and Markdown.
 
 Every format prints the same row for a claim — key, claim, paper value, vmmu value, unit,
-criterion, verdict, explanation, note — formatted by the same function (:func:`value_text`),
+criterion, verdict, explanation, note — with its numbers in one style (:data:`vmmu._format.CLAIM`),
 so a number in the terminal is the number in docs/repro.md and in ``--csv``.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from vmmu._format import CLAIM, number
 from vmmu.repro._claims import (
     COLUMNS,
     CONTEXT,
@@ -42,24 +42,6 @@ _STYLE = {
     CONTEXT: "dim",
     NOT_SIMULATED: "dim italic",
 }
-
-
-def value_text(v: Any) -> str:
-    """A value as every format prints it: 3 significant digits at least, thousands grouped."""
-    if v is None:
-        return "–"
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return str(v)
-    if isinstance(v, float) and not math.isfinite(v):
-        return "–" if math.isnan(v) else ("∞" if v > 0 else "−∞")
-    a = abs(v)
-    if isinstance(v, int) or a >= 100:
-        return f"{v:,.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    if a >= 0.1 or a == 0:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
 
 
 def _setup_lines(report: Report) -> list[tuple[str, str]]:
@@ -97,7 +79,7 @@ def terminal(report: Report) -> RenderableType:
             r.key,
             r.claim,
             r.paper,
-            value_text(r.vmmu),
+            number(r.vmmu, CLAIM),
             r.unit,
             r.criterion,
             Text(r.verdict, style=_STYLE.get(r.verdict, "")),
@@ -110,7 +92,7 @@ def terminal(report: Report) -> RenderableType:
         for c in v.columns:
             t.add_column(c)
         for row in v.rows:
-            t.add_row(*(value_text(x) for x in row))
+            t.add_row(*(number(x, CLAIM) for x in row))
         parts.append(t)
         if v.note:
             parts.append(Text(v.note, style="dim"))
@@ -174,12 +156,12 @@ def sensitivity(st: Study) -> RenderableType:
     t.add_column("range from", style="dim")
     for tr in st.trials:
         changed = "; ".join(
-            f"{k}: {v0} ({value_text(x0)}) → {v1} ({value_text(x1)})"
+            f"{k}: {v0} ({number(x0, CLAIM)}) → {v1} ({number(x1, CLAIM)})"
             for k, v0, x0, v1, x1 in tr.changes
         )
         t.add_row(
             tr.param.name,
-            value_text(tr.value),
+            number(tr.value, CLAIM),
             f"{tr.survived} of {tr.compared}",
             Text(changed or "none", style="yellow" if changed else "green"),
             tr.param.why,
@@ -204,7 +186,7 @@ def csv_text(reports: Iterable[Report]) -> str:
 
 def _csv_cell(r: Row, column: str) -> str:
     v = getattr(r, column)
-    return value_text(v) if column == "vmmu" else str(v)
+    return number(v, CLAIM) if column == "vmmu" else str(v)
 
 
 def json_text(reports: Iterable[Report], studies: Mapping[str, Study] | None = None) -> str:
@@ -245,7 +227,7 @@ def markdown_report(report: Report) -> list[str]:
                 f"`{r.key}`",
                 r.claim,
                 r.paper,
-                value_text(r.vmmu),
+                number(r.vmmu, CLAIM),
                 r.unit,
                 r.criterion,
                 f"**{r.verdict}**" if r.verdict in COUNTED else r.verdict,
@@ -260,7 +242,7 @@ def markdown_report(report: Report) -> list[str]:
     lines.append("")
     for v in report.views:
         lines += [f"**{v.title}**", ""]
-        lines += _md_table(v.columns, ([value_text(x) for x in row] for row in v.rows))
+        lines += _md_table(v.columns, ([number(x, CLAIM) for x in row] for row in v.rows))
         lines.append("")
         if v.note:
             lines += [v.note, ""]
@@ -279,13 +261,13 @@ def markdown_sensitivity(st: Study) -> list[str]:
     rows = []
     for tr in st.trials:
         changed = "; ".join(
-            f"`{k}`: {v0} ({value_text(x0)}) → {v1} ({value_text(x1)})"
+            f"`{k}`: {v0} ({number(x0, CLAIM)}) → {v1} ({number(x1, CLAIM)})"
             for k, v0, x0, v1, x1 in tr.changes
         )
         rows.append(
             [
                 f"`{tr.param.name}`",
-                value_text(tr.value),
+                number(tr.value, CLAIM),
                 f"{tr.survived} of {tr.compared}",
                 changed or "none",
                 tr.param.why,
@@ -354,7 +336,7 @@ def markdown(
     ]
     lines += _md_table(
         ["reproduction", "row", "vmmu", "verdict"],
-        ([rep.name, r.key, value_text(r.vmmu), r.verdict] for rep in quick for r in rep.rows),
+        ([rep.name, r.key, number(r.vmmu, CLAIM), r.verdict] for rep in quick for r in rep.rows),
     )
     lines.append("")
     return "\n".join(lines)
@@ -376,7 +358,7 @@ def parse_quick_table(text: str) -> list[tuple[str, str, str, str]]:
 def quick_rows(reports: Iterable[Report]) -> list[tuple[str, str, str, str]]:
     """The same rows, from reports (for the comparison)."""
     return [
-        (rep.name, r.key, _md(value_text(r.vmmu)).replace("\\|", "|"), r.verdict)
+        (rep.name, r.key, _md(number(r.vmmu, CLAIM)).replace("\\|", "|"), r.verdict)
         for rep in reports
         for r in rep.rows
     ]

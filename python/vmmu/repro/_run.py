@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from vmmu import api
+from vmmu._format import signed_pct
 
 #: Simulations run at once: one per core (the engine releases the GIL while it simulates).
 WORKERS = os.cpu_count() or 1
@@ -166,6 +167,13 @@ class Measured:
         n = max(self.job.n, 1)
         per = {k: v["count"] / n for k, v in self.exits().items()}
         return dict(sorted(per.items(), key=lambda kv: -kv[1]))
+
+
+def versus_native(m: Mapping[str, Measured], key: str) -> str:
+    """``key``'s nested and shadow runs against its native run (:func:`vmmu.api.overhead`):
+    ``vs native: nested +12.5%, shadow +30.1%``."""
+    over = api.overhead({mode: {"cycles": m[f"{key}/{mode}"].cycles} for mode in api.STATIC_MODES})
+    return f"vs native: nested {signed_pct(over['nested'])}, shadow {signed_pct(over['shadow'])}"
 
 
 class Bar:

@@ -16,12 +16,7 @@ from vmmu.repro import _render
 from vmmu.repro._claims import Report
 from vmmu.repro._paper import Paper, Study, execute, parse_requests, study
 from vmmu.repro._run import WORKERS, Bar
-
-
-def _papers() -> dict[str, Paper]:
-    from vmmu.repro import PAPERS
-
-    return PAPERS
+from vmmu.repro.papers import PAPERS, paper
 
 
 def _console() -> Console:
@@ -31,14 +26,12 @@ def _console() -> Console:
 
 
 def _selected(name: str) -> list[Paper]:
-    papers = _papers()
     if name == "all":
-        return list(papers.values())
-    if name not in papers:
-        raise click.BadParameter(
-            f"unknown reproduction `{name}`; known: {', '.join(papers)}, all", param_hint="NAME"
-        )
-    return [papers[name]]
+        return list(PAPERS.values())
+    try:
+        return [paper(name)]
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="NAME") from None
 
 
 def _plans(selected: list[Paper], requests: tuple[str, ...]) -> dict[str, list]:
@@ -149,7 +142,7 @@ def repro(
     `vmmu repro NAME` runs one reproduction, `vmmu repro all` every one and a summary with the
     total wall time; `--list` names them and their estimated parameters.
     """
-    papers = _papers()
+    papers = PAPERS
     if list_ or name is None:
         if name is None and not list_:
             click.echo(click.get_current_context().get_help())

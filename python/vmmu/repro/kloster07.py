@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import Claims, Report, View, above, coverage, near, within
 from vmmu.repro._paper import Paper, Param
 from vmmu.repro._run import Context, Job, Measured, System

@@ -22,7 +22,7 @@ para-virtualization (``pv``: batched, validated updates by hypercall) and pre-vi
 
 from __future__ import annotations
 
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import Band, Claims, Criterion, Report, View, above, coverage, holds
 from vmmu.repro._paper import Paper, Param
 from vmmu.repro._run import Context, Job, Measured, System

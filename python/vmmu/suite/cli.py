@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from vmmu._format import ONE_PLACE, human, mib, number
 from vmmu.suite import MACHINE, SCALES, by_name, cache, driver, table
 
 _SCALE = click.option(
@@ -33,19 +34,6 @@ _CACHE = click.option(
 def suite() -> None:
     """The recorded real-program suite: real programs per workload class, recorded at a
     small or a full scale (docs/workloads.md)."""
-
-
-def _si(n: float | None, unit: str = "") -> str:
-    if n is None:
-        return "—"
-    for div, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(n) >= div:
-            return f"{n / div:.2f} {prefix}{unit}".rstrip()
-    return f"{n:.0f} {unit}".rstrip()
-
-
-def _mib(n: int | None) -> str:
-    return "—" if n is None else f"{n / (1 << 20):,.1f}"
 
 
 @suite.command("list")
@@ -83,12 +71,12 @@ def list_cmd(scale: str, cache_dir: str | None, as_json: bool) -> None:
             r["name"],
             r["class"],
             r["state"],
-            _si(r["instructions"]),
-            _mib(r["footprint_bytes"]),
-            _mib(r["expected_footprint_bytes"]),
-            _mib(r["trace_bytes"]),
-            "—" if m is None else f"{m:.1f}",
-            f"{r['paper_misses_per_100k']:.1f}",
+            human(r["instructions"]),
+            mib(r["footprint_bytes"]),
+            mib(r["expected_footprint_bytes"]),
+            mib(r["trace_bytes"]),
+            number(m, ONE_PLACE),
+            number(r["paper_misses_per_100k"], ONE_PLACE),
         )
     Console(file=sys.stdout, highlight=False, width=max(120, Console().width)).print(t)
 
@@ -133,8 +121,8 @@ def record_cmd(
                 detail = stage
                 if p:
                     detail = (
-                        f"{stage}: {_si(p.get('refs'), 'refs')}, "
-                        f"{_mib(p.get('bytes_written'))} MiB written"
+                        f"{stage}: {human(p.get('refs'), 'refs')}, "
+                        f"{mib(p.get('bytes_written'))} MiB written"
                     )
                 bar.update(task, detail=detail)
 
@@ -158,10 +146,10 @@ def record_cmd(
                 total=1,
                 completed=1,
                 detail=f"[green]recorded[/green] in {time.monotonic() - t0:.0f} s: "
-                f"{_si(meta['instructions'])} instructions, "
-                f"{_mib(meta['footprint_bytes'])} MiB footprint, "
-                f"{_mib(meta['trace_bytes'])} MiB trace, "
-                + ("" if m is None else f"{m:.1f} misses/100K"),
+                f"{human(meta['instructions'])} instructions, "
+                f"{mib(meta['footprint_bytes'])} MiB footprint, "
+                f"{mib(meta['trace_bytes'])} MiB trace, "
+                + ("" if m is None else f"{number(m, ONE_PLACE)} misses/100K"),
             )
     if failed:
         err.print(f"[red]{len(failed)} of {len(entries)} failed:[/red] {', '.join(failed)}")

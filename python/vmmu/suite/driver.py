@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vmmu import api
+from vmmu._format import nbytes
 from vmmu.suite import cache
 from vmmu.suite import inputs as inputs_mod
 from vmmu.suite import load as load_mod
@@ -324,8 +325,8 @@ def _check_memory(entry: Entry, scale: str) -> None:
     if need > have:
         raise SuiteError(
             f"{entry.name} ({scale}) expects a footprint of "
-            f"{entry.expected_footprint(scale) / (1 << 30):.1f} GiB, which with the recording "
-            f"needs about {need / (1 << 30):.1f} GiB; this machine has {have / (1 << 30):.1f} GiB"
+            f"{nbytes(entry.expected_footprint(scale))}, which with the recording needs about "
+            f"{nbytes(need)}; this machine has {nbytes(have)}"
         )
 
 

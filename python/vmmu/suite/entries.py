@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from vmmu._core import did_you_mean
+
 #: The workload classes of seed 002's Table 1 (Bhargava et al., ASPLOS 2008), in its order.
 CLASSES: tuple[str, ...] = ("MiscServer", "WebServer", "JavaServer", "IntCpu", "FpCpu")
 
@@ -282,7 +284,7 @@ ENTRIES: tuple[Entry, ...] = (
 
 def by_name(names: list[str] | tuple[str, ...] | None = None) -> list[Entry]:
     """The entries named (all, in the suite's order, when ``names`` is empty); an unknown name
-    is a :class:`ValueError` listing the known ones."""
+    is a :class:`ValueError` suggesting the nearest known one and listing them all."""
     if not names:
         return list(ENTRIES)
     known = {e.name: e for e in ENTRIES}
@@ -290,6 +292,7 @@ def by_name(names: list[str] | tuple[str, ...] | None = None) -> list[Entry]:
     if unknown:
         raise ValueError(
             f"unknown suite entr{'y' if len(unknown) == 1 else 'ies'} "
-            f"`{', '.join(unknown)}` (entries: {', '.join(known)})"
+            f"`{', '.join(unknown)}` ({did_you_mean(unknown[0], list(known))}entries: "
+            f"{', '.join(known)})"
         )
     return [known[n] for n in names]

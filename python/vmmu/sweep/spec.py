@@ -35,6 +35,7 @@ from typing import Any
 
 from vmmu import api
 from vmmu.exceptions import VmmuError
+from vmmu.options import BY_NAME, OPTIONS, Choice, Value, typed
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -56,57 +57,6 @@ class SpecError(ValueError):
 # Options and their values
 
 
-def _choice(choices: tuple[str, ...], what: str, upper: bool = False) -> Callable[[Any], Any]:
-    def check(v: Any) -> Any:
-        if not isinstance(v, str):
-            raise TypeError(f"expected {what} ({', '.join(choices)}), got {_typed(v)}")
-        norm = v.upper() if upper and v.lower() != "mixed" else v
-        if norm not in choices:
-            raise ValueError(f"`{v}` is not {what} ({', '.join(choices)})")
-        return norm
-
-    return check
-
-
-def _string(what: str) -> Callable[[Any], Any]:
-    def check(v: Any) -> Any:
-        if not isinstance(v, str) or not v.strip():
-            raise TypeError(f"expected {what} (a non-empty string), got {_typed(v)}")
-        return v
-
-    return check
-
-
-def _levels(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"expected an integer ({', '.join(map(str, api.LEVELS))}), got {_typed(v)}")
-    if v not in api.LEVELS:
-        raise ValueError(f"{v} is not one of {', '.join(map(str, api.LEVELS))}")
-    return v
-
-
-def _seed(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise TypeError(f"expected a non-negative integer, got {_typed(v)}")
-    if v < 0:
-        raise ValueError(f"{v} is negative")
-    return v
-
-
-def _flag(v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    if v in ("on", "off"):
-        return v == "on"
-    raise TypeError(f'expected true/false (or "on"/"off"), got {_typed(v)}')
-
-
-def _scalar(v: Any) -> Any:
-    if isinstance(v, (str, int, float, bool)):
-        return v
-    raise TypeError(f"expected a string, number or boolean, got {_typed(v)}")
-
-
 def _any_toml(v: Any) -> Any:
     # A `set.` value is any TOML value; the engine checks it against the field's type.
     return v
@@ -124,58 +74,34 @@ def _expand(opts: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _typed(v: Any) -> str:
-    names = {str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
-    kind = names.get(type(v), "a list" if isinstance(v, list) else "a table")
-    return f"{kind} ({json.dumps(v, default=str)})"
-
-
-#: The checks of the options :func:`vmmu.run` takes; a keyword it gains later is accepted as a
-#: scalar and checked by the engine.
+#: The checks of the options :func:`vmmu.run` takes: its own keywords and those of the option
+#: table (:data:`vmmu.options.OPTIONS`, each checked by its value's kind).
 CHECKS: dict[str, Callable[[Any], Any]] = {
-    "machine": _string("a machine preset or .toml file"),
-    "mode": _choice(api.MODES, "a paging mode"),
-    "workload": _string("a workload NAME[:k=v,...] or a trace file"),
-    "trace": _string("a trace file"),
-    "pwc": _choice(api.PWC_DESIGNS, "a page-walk caching design"),
-    "nested_page_size": _choice(api.NESTED_PAGE_SIZES, "a nested page size", upper=True),
-    "guest_page_size": _choice(api.GUEST_PAGE_SIZES, "a guest page size", upper=True),
-    "levels": _levels,
-    "seed": _seed,
-    "check": _flag,
-    "technique": _choice(api.TECHNIQUES, "a technique"),
-    "profile": _string("a cost profile name or .toml file"),
-    "vpid": _flag,
-    "pcid": _flag,
-    "backing": _choice(api.BACKINGS, "a backing"),
+    "machine": Value("a machine preset or .toml file").check,
+    "mode": Choice("a paging mode", choices=api.MODES).check,
+    "workload": Value("a workload NAME[:k=v,...] or a trace file").check,
+    "trace": Value("a trace file").check,
+    **{opt.name: opt.value.check for opt in OPTIONS},
 }
 
-_NOT_OPTIONS = ("set", "progress", "options")
+#: :func:`vmmu.run`'s keywords that are not options of a point.
+_NOT_OPTIONS = ("progress", "options")
 
 
-def _run_parameters() -> dict[str, inspect.Parameter]:
-    """:func:`vmmu.run`'s own keywords and the option keywords it forwards to
-    :func:`vmmu.api.overrides`."""
-    params = dict(inspect.signature(api.run).parameters)
-    params.update(inspect.signature(api.overrides).parameters)
-    return {
-        name: p
-        for name, p in params.items()
+def _run_parameters() -> dict[str, Any]:
+    """The options of a point and their defaults: :func:`vmmu.run`'s own keywords, then the
+    option table's."""
+    own = {
+        name: p.default
+        for name, p in inspect.signature(api.run).parameters.items()
         if name not in _NOT_OPTIONS and p.kind is not inspect.Parameter.VAR_KEYWORD
     }
+    return {**own, **{opt.name: opt.default for opt in OPTIONS}}
 
 
 def run_options() -> list[str]:
     """The option names a spec may use besides ``set.<path>``: :func:`vmmu.run`'s keywords."""
     return list(_run_parameters())
-
-
-def _run_defaults() -> dict[str, Any]:
-    return {
-        name: p.default
-        for name, p in _run_parameters().items()
-        if p.default is not inspect.Parameter.empty
-    }
 
 
 def normalize_key(key: str) -> str:
@@ -203,7 +129,7 @@ def check_option(key: str, value: Any, where: str) -> Any:
             "configuration field)"
         )
     try:
-        return CHECKS.get(key, _scalar)(value)
+        return CHECKS[key](value)
     except (TypeError, ValueError) as e:
         raise SpecError(f"{where}: `{key}`: {e}") from None
 
@@ -337,7 +263,7 @@ def parse_spec(data: Mapping[str, Any], source: str = "<spec>", text: str | None
 def _table(data: Mapping[str, Any], name: str, source: str) -> dict[str, Any]:
     t = data.get(name, {})
     if not isinstance(t, Mapping):
-        raise SpecError(f"{source}: [{name}] must be a table, got {_typed(t)}")
+        raise SpecError(f"{source}: [{name}] must be a table, got {typed(t)}")
     return dict(t)
 
 
@@ -348,7 +274,7 @@ def _grid(table: Mapping[str, Any], source: str) -> dict[str, list[Any]]:
         where = f"{source}: [grid]"
         if not isinstance(values, list):
             raise SpecError(
-                f"{where}: `{key}`: expected a list of values, got {_typed(values)} "
+                f"{where}: `{key}`: expected a list of values, got {typed(values)} "
                 "(a value every point shares goes in [base])"
             )
         if not values:
@@ -392,11 +318,8 @@ class _Resolver:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.defaults = _run_defaults()
-        config_params = {
-            **inspect.signature(api.config).parameters,
-            **inspect.signature(api.overrides).parameters,
-        }
+        self.defaults = _run_parameters()
+        config_params = [*inspect.signature(api.config).parameters, *BY_NAME]
         self.config_params = [p for p in config_params if p in self.defaults]
         self.catalog = {g["name"]: {p["name"] for p in g["params"]} for g in api.workloads()}
         self.configs: dict[str, str] = {}

@@ -58,7 +58,8 @@ fn load_named<T: for<'de> Deserialize<'de>>(
                 Error::config(
                     field,
                     format!(
-                        "unknown {what} `{name_or_path}` ({what}s: {}; or a path ending in .toml)",
+                        "unknown {what} `{name_or_path}` ({}{what}s: {}; or a path ending in .toml)",
+                        crate::error::did_you_mean(name_or_path, names.iter().copied()),
                         names.join(", ")
                     ),
                 )
@@ -243,7 +244,8 @@ impl SimConfig {
                 Error::config(
                     "policy.kind",
                     format!(
-                        "unknown policy `{kind}` (policies: {})",
+                        "unknown policy `{kind}` ({}policies: {})",
+                        crate::error::did_you_mean(&kind, POLICY_KINDS.iter().copied()),
                         POLICY_KINDS.join(", ")
                     ),
                 )

@@ -139,7 +139,8 @@ fn unknown_generator(spec: &str, name: &str) -> crate::Error {
     workload_error(
         spec,
         format!(
-            "unknown generator `{name}`; known generators: {}",
+            "unknown generator `{name}`; {}known generators: {}",
+            crate::error::did_you_mean(name, known.iter().copied()),
             known.join(", ")
         ),
     )
@@ -220,7 +221,8 @@ fn open_phases(parsed: &Spec) -> Result<Box<dyn EventSource>> {
                 return Err(v.error(
                     letter,
                     format!(
-                        "unknown generator `{name}`; a phase is one of {}{}",
+                        "unknown generator `{name}`; {}a phase is one of {}{}",
+                        crate::error::did_you_mean(name, GENERATORS.iter().map(|g| g.name)),
                         GENERATORS
                             .iter()
                             .map(|g| g.name)

@@ -103,7 +103,8 @@ impl<'a> Values<'a> {
                 return Err(workload_error(
                     spec,
                     format!(
-                        "unknown parameter `{prefix}{k}` for generator `{generator}`; its parameters are: {}",
+                        "unknown parameter `{prefix}{k}` for generator `{generator}`; {}its parameters are: {}",
+                        crate::error::did_you_mean(k, defs.iter().map(|d| d.name)),
                         known.join(", ")
                     ),
                 ));

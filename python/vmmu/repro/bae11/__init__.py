@@ -2,12 +2,12 @@
 
 What is reproduced (§4, Figure 4): 171.swim is best under shadow paging, 403.gcc under nested
 paging, compute-bound benchmarks are insensitive, and the modes differ by up to 105% of native.
-The DAV²M rows (§7: Figures 10–12, switch costs) come from the adaptive-policy module,
-:mod:`vmmu.repro.bae11_adaptive` (:func:`adaptive_rows`), judged on the runs of
-:func:`vmmu.adaptive_repro.bae11_adaptive`.
+The DAV²M rows (§7: Figures 10–12, switch costs) come from
+:mod:`vmmu.repro.bae11.adaptive_claims` (:func:`adaptive_rows`), judged on the runs of
+:func:`vmmu.repro.bae11.adaptive.bae11_adaptive`.
 
 What is not: the Phenom II machine; 434.zeusmp, 164.gzip and the insensitive 301.apsi,
-191.fma3d and 186.crafty have proxies, run by :mod:`vmmu.adaptive_repro`, not by the static
+191.fma3d and 186.crafty have proxies, run by :mod:`vmmu.repro.bae11.adaptive`, not by the static
 rows here (whose insensitive row is a compute-bound definition).
 
 Workloads are defined once (docs/workloads.md): ``swim`` from 171.swim's reference input;
@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from vmmu import api
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import Claims, Report, above, below, coverage, holds, near
-from vmmu.repro._palacios import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
 from vmmu.repro._paper import Paper, Param
-from vmmu.repro._run import Context, Job, Measured, System
+from vmmu.repro._run import Context, Job, Measured, System, versus_native
+from vmmu.repro.bae11 import adaptive_claims
+from vmmu.repro.bae11.palacios import PALACIOS_GUEST, PALACIOS_NESTED, PALACIOS_SHADOW
 
 MACHINE, PROFILE = "opteron2350", "palacios-opteron2350"
 
@@ -231,13 +232,6 @@ def run(ctx: Context) -> Report:
     )
 
 
-def _note(m: dict[str, Measured], k: str) -> str:
-    nat = m[f"{k}/native"].cycles
-    n = 100.0 * (m[f"{k}/nested"].cycles / nat - 1)
-    s = 100.0 * (m[f"{k}/shadow"].cycles / nat - 1)
-    return f"vs native: nested {n:+.1f}%, shadow {s:+.1f}%"
-
-
 def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
     r = m["swim/shadow"].cycles / m["swim/nested"].cycles
     c.judge(
@@ -250,7 +244,7 @@ def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
         "nested paging wins: with 2 MiB nested pages and a 2-level guest a 2D walk is short, "
         "and the proxy's initialisation faults cost shadow paging more than its TLB misses "
         "cost nested paging",
-        _note(m, "swim"),
+        versus_native(m, "swim"),
     )
     r = m["gcc/shadow"].cycles / m["gcc/nested"].cycles
     exits = m["gcc/shadow"].per_iteration()
@@ -262,7 +256,7 @@ def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
         "× (shadow / nested)",
         holds(above(1.0), "the paper states the direction"),
         "shadow paging wins: the proxy's page-table churn per phase is too small against its work",
-        _note(m, "gcc")
+        versus_native(m, "gcc")
         + "; exits per input: "
         + ", ".join(f"{v:,.0f} {k}" for k, v in list(exits.items())[:3]),
     )
@@ -275,7 +269,7 @@ def _static(c: Claims, m: dict[str, Measured], work: Mapping[str, Any]) -> None:
         "× (shadow / nested)",
         "a cache- and TLB-resident loop neither misses the TLB nor exits, so the modes are "
         "equal by construction",
-        _note(m, "compute"),
+        versus_native(m, "compute"),
     )
     gaps = {
         k: 100.0 * abs(m[f"{k}/shadow"].cycles - m[f"{k}/nested"].cycles) / m[f"{k}/native"].cycles
@@ -327,30 +321,14 @@ ADAPTIVE_CLAIMS = (
 def adaptive_rows(
     ctx: Context, claims: Claims, static: dict[str, Measured], setup: Setup
 ) -> list[str]:
-    """The DAV²M rows: the adaptive-policy module's, once it exists.
-
-    Contract for that module, ``vmmu/repro/bae11_adaptive.py``: a function
-    ``adaptive_rows(ctx, claims, static, setup) -> list[str]`` that runs the policy on
-    ``setup.work`` with ``setup.systems`` (``ctx.measure``), adds one row per key of
-    :data:`ADAPTIVE_CLAIMS` to ``claims`` (``claims.judge`` with a criterion from the paper's
-    precision, or ``claims.not_simulated``), may compare with the static runs in ``static``
-    (keys ``"swim/shadow"``, ``"gcc/nested"``, ...), and returns notes to print. A key it gives
-    no row for is listed as not simulated, saying so. Returns the notes.
-    """
-    notes: list[str] = []
-    why = (
-        "not judged here yet: vmmu.adaptive_repro.bae11_adaptive() runs DAV²M, the oracle and "
-        "the cost model on this machine and prints these claims in its own table (yes/no, "
-        "docs/policies.md); its rows still need criteria from the paper's precision to join "
-        "this verdict engine through vmmu/repro/bae11_adaptive.py"
-    )
-    try:
-        from vmmu.repro import bae11_adaptive  # type: ignore[attr-defined]
-    except ImportError:
-        pass
-    else:
-        notes = list(bae11_adaptive.adaptive_rows(ctx, claims, static, setup))
-        why = "the adaptive-policy module (vmmu/repro/bae11_adaptive.py) gives no row for it"
+    """The DAV²M rows, from :func:`vmmu.repro.bae11.adaptive_claims.adaptive_rows`: it runs the
+    policies (``ctx.measure``), adds one row per key of :data:`ADAPTIVE_CLAIMS` it can judge
+    (``claims.judge`` with a criterion from the paper's precision, or
+    ``claims.not_simulated``), may compare with the static runs in ``static`` (keys
+    ``"swim/shadow"``, ``"gcc/nested"``, ...) and returns notes. A key it gives no row for is
+    listed as not simulated, saying so. Returns the notes."""
+    notes = list(adaptive_claims.adaptive_rows(ctx, claims, static, setup))
+    why = "the adaptive-policy module (vmmu/repro/bae11/adaptive_claims.py) gives no row for it"
     have = {r.key for r in claims.rows}
     for key, name in ADAPTIVE_CLAIMS:
         if key not in have:

@@ -6,7 +6,7 @@ microbenchmarks ("equivalent"), and the TLB-intensive case (Figures 8 and 9: SPE
 needs guest large pages under EPT) with 171.swim's proxy at 4 KiB and 2 MiB guest pages.
 
 The claims about more than one vCPU (Apache compile at 1, 2 and 4 vCPUs as ``make -jN``;
-Database Hammer) are judged on :mod:`vmmu.vcpu_scaling`'s runs, on the run's duration (the
+Database Hammer) are judged on :mod:`vmmu.repro.bhatia09.vcpus`'s runs, on the run's duration (the
 slowest vCPU's clock).
 
 What is not: Swingbench and Order-Entry (database servers dominated by I/O), and Citrix
@@ -19,8 +19,7 @@ iterations minus the run with none (as in kloster07).
 
 from __future__ import annotations
 
-from vmmu import vcpu_scaling
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import (
     INF,
     Band,
@@ -34,14 +33,15 @@ from vmmu.repro._claims import (
     near,
 )
 from vmmu.repro._paper import Paper, Param
-from vmmu.repro._run import Context, Job, Measured, System
+from vmmu.repro._run import Context, Job, Measured, System, versus_native
+from vmmu.repro.bhatia09 import vcpus
 
 MACHINE, PROFILE = "nehalem-x5560", "esx-nehalem"
 
 #: ESX backs guest memory with large pages when EPT is used (seed 004, "Hardware-assisted MMU
 #: virtualization": "the ESX VMM and VMkernel aggressively try to use large pages for their own
 #: memory when EPT is used"): the nested tables map 2 MiB pages. Shadow runs keep 4 KiB.
-ESX_EPT = vcpu_scaling.ESX_EPT
+ESX_EPT = vcpus.ESX_EPT
 
 #: 171.swim's ~190 MB of arrays, initialised page by page as the program does: the
 #: TLB-intensive proxy (SPECjbb2005 in the paper, whose heap is large and sparsely reused).
@@ -87,13 +87,6 @@ PARAMETERS = (
 
 def _ratio(m: dict[str, Measured], k: str) -> float:
     return m[f"{k}/shadow"].cycles / m[f"{k}/nested"].cycles
-
-
-def _ovh(m: dict[str, Measured], k: str) -> str:
-    nat = m[f"{k}/native"].cycles
-    n = 100.0 * (m[f"{k}/nested"].cycles / nat - 1)
-    s = 100.0 * (m[f"{k}/shadow"].cycles / nat - 1)
-    return f"vs native: nested {n:+.1f}%, shadow {s:+.1f}%"
 
 
 #: Every table and figure of seed 004 and where this reproduction has it.
@@ -204,7 +197,7 @@ def _micro(c: Claims, m: dict[str, Measured]) -> None:
             f"the gain exceeds the paper's largest ({top:g}×): {_WHY_MICRO[k]}"
             if r > 1
             else "shadow paging is not slower here: the proxy's loop exits too rarely",
-            _ovh(m, k),
+            versus_native(m, k),
         )
     gains = {k: _ratio(m, k) for k in MICRO}
     best = max(gains, key=lambda k: gains[k])
@@ -230,7 +223,7 @@ def _micro(c: Claims, m: dict[str, Measured]) -> None:
         "× (shadow / nested)",
         "vmmu's system-call proxy (aim9-brk_test) writes no page-table entry, so neither mode "
         "exits and they are equal by construction",
-        _ovh(m, "syscall"),
+        versus_native(m, "syscall"),
     )
 
 
@@ -265,7 +258,7 @@ def _compile(c: Claims, m: dict[str, Measured]) -> None:
         ),
         "the `compile` proxy's short-lived processes exit under shadow paging more than a "
         "1-vCPU Apache compile does: the paper's 48% is at 4 vCPUs and shrinks with fewer",
-        _ovh(m, "compile"),
+        versus_native(m, "compile"),
     )
 
 
@@ -281,7 +274,7 @@ def _tlb(c: Claims, m: dict[str, Measured]) -> None:
         holds(below(1.0), "the paper states the direction only"),
         "the proxy's TLB misses cost less under EPT with 2 MiB nested pages than its faults "
         "and hidden fills cost under shadow paging",
-        _ovh(m, "swim"),
+        versus_native(m, "swim"),
     )
     r2 = _ratio(m, "swim_2m")
     c.judge(
@@ -299,19 +292,19 @@ def _tlb(c: Claims, m: dict[str, Measured]) -> None:
         ),
         "EPT still loses with 2 MiB guest pages: the proxy's random references miss even the "
         "2 MiB TLB entries and each 2D walk still costs more than a shadow walk",
-        f"4 KiB guest pages: {r4:.3f}; " + _ovh(m, "swim_2m"),
+        f"4 KiB guest pages: {r4:.3f}; " + versus_native(m, "swim_2m"),
     )
 
 
 def _vcpus(c: Claims, ctx: Context) -> None:
-    rows = vcpu_scaling.run(quick=ctx.quick)
+    rows = vcpus.run(quick=ctx.quick)
     ratio = {(r["workload"], r["vcpus"]): 1 + r["nested_advantage"] for r in rows}
     share = {(r["workload"], r["vcpus"]): r["shadow_lock_wait_share"] for r in rows}
-    why = dict(zip(vcpu_scaling.WORKLOADS, vcpu_scaling.explain(rows), strict=True))
+    why = dict(zip(vcpus.WORKLOADS, vcpus.explain(rows), strict=True))
     grows = ref.claim("bhatia09_claims", "EPT gain grows with vCPUs")
     top_text = ref.claim("bhatia09_claims", "EPT vs shadow on MMU-intensive benchmarks")
     top = 1 + ref.numbers(top_text)[0] / 100
-    for name in vcpu_scaling.WORKLOADS:
+    for name in vcpus.WORKLOADS:
         r1, r2, r4 = (ratio[(name, n)] for n in (1, 2, 4))
         series = f"1 vCPU {r1:.3f}, 2 vCPUs {r2:.3f}"
         if name == "compile":

@@ -1,6 +1,6 @@
 """The Palacios VM of seed 001, as every bae11 experiment configures it: the guest, its shadow
 pager and its nested tables (the static runs of :mod:`vmmu.repro.bae11` and the adaptive runs
-of :mod:`vmmu.adaptive_repro` share them)."""
+of :mod:`vmmu.repro.bae11.adaptive` share them)."""
 
 from __future__ import annotations
 

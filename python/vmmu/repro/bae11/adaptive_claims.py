@@ -1,5 +1,5 @@
 """Seed 001's DAV²M claims, judged by the verdict engine on the adaptive runs of
-:mod:`vmmu.adaptive_repro` (DAV²M, the oracle and vmmu's cost model on every phase proxy; that
+:mod:`vmmu.repro.bae11.adaptive` (DAV²M, the oracle and vmmu's cost model on every phase proxy; that
 module's own table keeps a row per proxy, and docs/policies.md explains each result).
 
 Each claim is judged on the figure the paper states it for: "virtually identical (≤1%) on
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmmu import adaptive_repro
-from vmmu.repro import _reference as ref
+from vmmu import published as ref
 from vmmu.repro._claims import Band, Claims, Criterion, above, below, holds, near
 from vmmu.repro._run import Context, Measured
+from vmmu.repro.bae11 import adaptive
 
 #: Why DAV²M switches more than once on the insensitive proxies, when it does (the verdict's
 #: explanation; docs/policies.md, "Results and where each policy loses").
@@ -44,7 +44,7 @@ def adaptive_rows(
 ) -> list[str]:
     """Adds the rows of :data:`vmmu.repro.bae11.ADAPTIVE_CLAIMS` it can judge (the contract in
     :func:`vmmu.repro.bae11.adaptive_rows`); returns notes."""
-    df = adaptive_repro.bae11_adaptive(quick=ctx.quick, workers=ctx.workers)
+    df = adaptive.bae11_adaptive(quick=ctx.quick, workers=ctx.workers)
     proxies = [k.split("/")[0] for k in df.index if k.endswith("/dav2m") and k.count("/") == 1]
 
     worst = max(proxies, key=lambda p: _row(df, f"{p}/dav2m")[0])
@@ -86,7 +86,7 @@ def adaptive_rows(
     )
 
     value, note = _row(df, "transitions/insensitive")
-    calm = [p for p in adaptive_repro.INSENSITIVE if f"{p}/dav2m" in df.index]
+    calm = [p for p in adaptive.INSENSITIVE if f"{p}/dav2m" in df.index]
     gap = max((_row(df, f"{p}/dav2m")[0] for p in calm), default=float("nan"))
     claims.judge(
         "dav2m_insensitive",
@@ -114,6 +114,6 @@ def adaptive_rows(
         f"swim's proxy: {swim:.4f}",
     )
     return [
-        "DAV²M rows: judged on vmmu.adaptive_repro.bae11_adaptive(), whose own table shows "
+        "DAV²M rows: judged on vmmu.repro.bae11.adaptive.bae11_adaptive(), whose own table shows "
         "every proxy, the oracle, the cost model and the sensitivity to DAV²M's readings"
     ]

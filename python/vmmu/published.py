@@ -3,7 +3,9 @@
 ``vmmu/reference/*.csv`` are copies of the project's ``shared/reference/`` tables;
 ``vmmu/reference/transcribed/*.csv`` add the findings the papers state in their text (each row
 quotes its words and names its section). Every paper value a reproduction prints comes from
-one of these files, so a claim's number can be traced to the page it was copied from.
+one of these files, so a claim's number can be traced to the page it was copied from. The
+reproductions (:mod:`vmmu.repro`) and the recorded suite's class figures (:mod:`vmmu.suite`)
+read them here.
 """
 
 from __future__ import annotations
