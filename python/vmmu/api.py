@@ -12,6 +12,7 @@ other field by its dotted path and is applied last. Errors are :mod:`vmmu.except
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from vmmu import _core
 from vmmu._progress import ProgressBars
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,6 +117,8 @@ def overrides(
     switch_at: Iterable[int] | None = None,
     warmup: int | None = None,
     warmup_instructions: int | None = None,
+    warmup_phase: int | None = None,
+    stop_phase: int | None = None,
     vcpus: int | None = None,
     overcommit: bool = False,
     pin: Mapping[int, int] | None = None,
@@ -165,6 +173,10 @@ def overrides(
         pairs.append(("warmup.refs", str(int(warmup))))
     if warmup_instructions is not None:
         pairs.append(("warmup.instructions", str(int(warmup_instructions))))
+    if warmup_phase is not None:
+        pairs.append(("warmup.phase", str(int(warmup_phase))))
+    if stop_phase is not None:
+        pairs.append(("stop.phase", str(int(stop_phase))))
     if vcpus is not None:
         pairs.append(("guest.vcpus", str(int(vcpus))))
     if overcommit:
@@ -291,7 +303,9 @@ def run(
     ``check``; ``technique``, ``profile`` and ``backing`` configure the hypervisor;
     ``vpid`` / ``pcid`` turn TLB tags on or off; ``switch_at`` lists the instruction counts at
     which the VM switches between shadow and nested paging; ``warmup`` references (or
-    ``warmup_instructions`` instructions) are simulated first and left out of every count;
+    ``warmup_instructions`` instructions, or everything up to the trace's first phase marker
+    ``warmup_phase``) are simulated first and left out of every count; ``stop_phase`` ends the
+    run at the first marker with that id after the warm-up;
     ``vcpus`` gives the guest that many vCPUs (``overcommit`` allows more than the machine's
     cores; ``pin`` maps thread ids to the vCPU each is pinned to); ``set`` overrides any
     field by its dotted path. ``mode="adaptive"`` switches between shadow and nested paging by
@@ -466,6 +480,13 @@ def config(machine: str = DEFAULT_MACHINE, mode: str | None = None, **options: A
     :func:`run`)."""
     pairs = overrides(mode=mode, **options)
     return _core.config_toml(machine, pairs)
+
+
+def config_dict(
+    machine: str = DEFAULT_MACHINE, mode: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """:func:`config` parsed: the resolved configuration as nested dicts."""
+    return tomllib.loads(config(machine=machine, mode=mode, **options))
 
 
 def workloads() -> list[dict[str, Any]]:

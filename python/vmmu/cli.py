@@ -19,6 +19,7 @@ import click
 from rich.console import Console
 
 from vmmu import _render, api, cli_results, sizing_study
+from vmmu._options import parse_count as _parse_count
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
@@ -107,20 +108,6 @@ def _parse_set(_ctx: click.Context, _param: click.Parameter, values: tuple[str, 
             raise click.BadParameter(f"expected dotted.path=value, got `{v}`")
         pairs.append((path.strip(), value.strip()))
     return pairs
-
-
-def _parse_count(text: str, what: str) -> int:
-    """A count such as ``1000``, ``2.5M`` or ``1e6`` (decimal multiples)."""
-    t = text.strip().replace("_", "")
-    mult = {"K": 1e3, "M": 1e6, "G": 1e9}.get(t[-1:].upper(), 1.0)
-    body = t[:-1] if mult != 1.0 else t
-    try:
-        value = float(body) * mult
-    except ValueError:
-        raise click.BadParameter(f"{what}: `{text}` is not a count (e.g. 1000, 2.5M)") from None
-    if value < 0 or value != int(value):
-        raise click.BadParameter(f"{what}: `{text}` is not a whole non-negative count")
-    return int(value)
 
 
 def _parse_switch_at(
@@ -242,6 +229,20 @@ def machine_options(f: Callable) -> Callable:
             help="Like --warmup, counted in instructions (warmup.instructions).",
         ),
         click.option(
+            "--warmup-phase",
+            type=click.IntRange(0, 2**32 - 1),
+            metavar="ID",
+            help="Like --warmup, up to and including the trace's first phase marker ID "
+            "(VMMU_PHASE(ID) in a recorded program; warmup.phase).",
+        ),
+        click.option(
+            "--stop-phase",
+            type=click.IntRange(0, 2**32 - 1),
+            metavar="ID",
+            help="Stop the run at the first phase marker ID after the warm-up: nothing after "
+            "it is simulated (stop.phase; one vCPU).",
+        ),
+        click.option(
             "--vcpus",
             type=click.IntRange(min=0),
             metavar="N",
@@ -344,6 +345,8 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "switch_at": kw["switch_at"],
         "warmup": kw["warmup"],
         "warmup_instructions": kw["warmup_instructions"],
+        "warmup_phase": kw["warmup_phase"],
+        "stop_phase": kw["stop_phase"],
         "vcpus": kw["vcpus"],
         "overcommit": kw["overcommit"],
         "pin": kw["pin"],
