@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Callable
 
 import pytest
@@ -34,3 +36,32 @@ def run_json(invoke: Callable[..., Result]) -> Callable[..., dict]:
         return json.loads(r.stdout)
 
     return run
+
+
+def require_tool(ok: bool, what: str) -> None:
+    """Fails (or, with VMMU_SKIP_VALGRIND set, skips) when ``what`` is missing."""
+    if ok:
+        return
+    reason = os.environ.get("VMMU_SKIP_VALGRIND", "").strip()
+    if reason:
+        pytest.skip(f"{what} (VMMU_SKIP_VALGRIND: {reason})")
+    pytest.fail(
+        f"{what}: `make test` installs it; set VMMU_SKIP_VALGRIND=REASON to skip the "
+        "recording tests instead"
+    )
+
+
+@pytest.fixture(scope="session")
+def recording_tools(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Valgrind, gcc and the vg-memtrace tool, which ``make test`` installs and builds: a
+    missing one fails the test with what to install (``VMMU_SKIP_VALGRIND=REASON`` skips it
+    instead)."""
+    require_tool(shutil.which("valgrind") is not None, "valgrind is not installed")
+    require_tool(shutil.which("gcc") is not None, "gcc is not installed")
+    from vmmu.record import record
+
+    probe = tmp_path_factory.mktemp("probe") / "true.vtrace"
+    try:
+        record(["/bin/true"], str(probe), False, False, False, False)
+    except Exception as e:
+        require_tool("make -C tools/vg-memtrace" not in str(e), str(e))

@@ -8,39 +8,10 @@ then the test is skipped with the reason."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
-
-def _require(ok: bool, what: str) -> None:
-    """Fails (or, with VMMU_SKIP_VALGRIND set, skips) when ``what`` is missing."""
-    if ok:
-        return
-    reason = os.environ.get("VMMU_SKIP_VALGRIND", "").strip()
-    if reason:
-        pytest.skip(f"{what} (VMMU_SKIP_VALGRIND: {reason})")
-    pytest.fail(
-        f"{what}: `make test` installs it; set VMMU_SKIP_VALGRIND=REASON to skip the "
-        "recording tests instead"
-    )
-
-
-@pytest.fixture(scope="module")
-def recording_tools(tmp_path_factory: pytest.TempPathFactory) -> None:
-    _require(shutil.which("valgrind") is not None, "valgrind is not installed")
-    _require(shutil.which("gcc") is not None, "gcc is not installed")
-    from vmmu.record import record
-
-    probe = tmp_path_factory.mktemp("probe") / "true.vtrace"
-    try:
-        record(["/bin/true"], str(probe), False, False, False, False)
-    except Exception as e:
-        _require("make -C tools/vg-memtrace" not in str(e), str(e))
-
 
 PROGRAM = r"""
 #include <sys/mman.h>
