@@ -216,6 +216,27 @@ def test_the_simulated_guest_gives_the_probe_the_pages_it_asked_for(
         assert r["guest"]["thp_fault_alloc"] == huge, pages
 
 
+def test_the_additive_prediction_is_an_additive_run(tiny_check: dict, traces: Path) -> None:
+    # One interval run per host page size gives both models: its additive cycles are those
+    # of a run under the additive model, to the cycle.
+    from vmmu import api
+
+    def run(model: str) -> api.Result:
+        return api.run(
+            "zen3",
+            mode="nested",
+            trace=str(traces / "probe-4M-4k-independent.vtrace"),
+            core_model=model,
+            thp="madvise",
+            warmup_phase=host.PHASE_START,
+            stop_phase=host.PHASE_STOP,
+        )
+
+    interval, additive = run("interval"), run("additive")
+    assert interval["core"]["cycles_additive"] == additive["cycles"]
+    assert interval["cycles"] < additive["cycles"]
+
+
 def test_the_additive_model_cannot_tell_a_chase_from_independent_loads(tiny_check: dict) -> None:
     # The same counts, nothing overlapped: the interval model separates the two loops more.
     for r in tiny_check["ratios"]:

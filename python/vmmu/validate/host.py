@@ -294,6 +294,7 @@ class HostCheck:
     def predicted_ns(
         self, footprint: int, pages: str, pattern: str, host_pages: str, model: str
     ) -> float:
+        """The predicted ns per access of one combination, host page size and core model."""
         for p in self.predicted:
             if (p["footprint"], p["pages"], p["pattern"], p["host_pages"]) == (
                 footprint,
