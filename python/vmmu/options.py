@@ -476,6 +476,20 @@ OPTIONS: tuple[Option, ...] = (
         "Like --warmup, counted in instructions ({key}).",
     ),
     Option(
+        "warmup_phase",
+        Integer("a phase marker id", metavar="ID", minimum=0),
+        ("warmup.phase",),
+        "Like --warmup, up to and including the trace's first phase marker ID "
+        "(VMMU_PHASE(ID) in a recorded program; {key}).",
+    ),
+    Option(
+        "stop_phase",
+        Integer("a phase marker id", metavar="ID", minimum=0),
+        ("stop.phase",),
+        "Stop the run at the first phase marker ID after the warm-up: nothing after it is "
+        "simulated ({key}; one vCPU).",
+    ),
+    Option(
         "vcpus",
         Integer("a vCPU count", metavar="N", minimum=0),
         ("guest.vcpus",),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -26,11 +25,6 @@ from vmmu.exceptions import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 #: The structures a study can size: the L2 TLB, the page-walk cache, the Nested TLB.
 STRUCTURES: tuple[str, ...] = ("l2tlb", "pwc", "ntlb")
@@ -115,7 +109,7 @@ def parse_entries(text: str) -> list[int]:
 
 
 def _resolved(machine: str, mode: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    return tomllib.loads(api.config(machine=machine, mode=mode, **options))
+    return api.config_dict(machine=machine, mode=mode, **options)
 
 
 def _ways_for(entries: int, ways: int | str | None, base_entries: int, base_ways: int) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -74,3 +75,24 @@ def require_tool(found: bool, what: str, note: str, skip_env: str | None = None)
     if reason:
         pytest.skip(f"{what} ({skip_env}: {reason})")
     pytest.fail(f"{what}: {note}; set {skip_env}=REASON to skip these tests instead")
+
+
+def _require_recorder(ok: bool, what: str) -> None:
+    """Fails (or, outside CI with VMMU_SKIP_VALGRIND set, skips) when ``what`` is missing."""
+    require_tool(ok, what, "`make test` installs it", skip_env="VMMU_SKIP_VALGRIND")
+
+
+@pytest.fixture(scope="session")
+def recording_tools(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Valgrind, gcc and the vg-memtrace tool, which ``make test`` installs and builds: a
+    missing one fails the test with what to install (``VMMU_SKIP_VALGRIND=REASON`` skips it
+    instead)."""
+    _require_recorder(shutil.which("valgrind") is not None, "valgrind is not installed")
+    _require_recorder(shutil.which("gcc") is not None, "gcc is not installed")
+    from vmmu.record import record
+
+    probe = tmp_path_factory.mktemp("probe") / "true.vtrace"
+    try:
+        record(["/bin/true"], str(probe), False, False, False, False)
+    except Exception as e:
+        _require_recorder("make -C tools/vg-memtrace" not in str(e), str(e))

@@ -8,32 +8,10 @@ it with the reason instead (under ``CI=true`` it still fails: conftest.require_t
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-
-from conftest import require_tool
-
-
-def _require(ok: bool, what: str) -> None:
-    """Fails (or, outside CI with VMMU_SKIP_VALGRIND set, skips) when ``what`` is missing."""
-    require_tool(ok, what, "`make test` installs it", skip_env="VMMU_SKIP_VALGRIND")
-
-
-@pytest.fixture(scope="module")
-def recording_tools(tmp_path_factory: pytest.TempPathFactory) -> None:
-    _require(shutil.which("valgrind") is not None, "valgrind is not installed")
-    _require(shutil.which("gcc") is not None, "gcc is not installed")
-    from vmmu.record import record
-
-    probe = tmp_path_factory.mktemp("probe") / "true.vtrace"
-    try:
-        record(["/bin/true"], str(probe), False, False, False, False)
-    except Exception as e:
-        _require("make -C tools/vg-memtrace" not in str(e), str(e))
-
 
 PROGRAM = r"""
 #include <sys/mman.h>

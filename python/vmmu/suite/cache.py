@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import vmmu
+from vmmu._cache import user_cache_dir
 from vmmu.suite import inputs as inputs_mod
 from vmmu.suite import load as load_mod
 from vmmu.suite.entries import Entry, Server
@@ -46,8 +47,7 @@ def cache_dir(option: str | os.PathLike | None = None) -> Path:
         return Path(option).expanduser()
     if os.environ.get(ENV_CACHE):
         return Path(os.environ[ENV_CACHE]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "vmmu" / "suite"
+    return user_cache_dir("suite")
 
 
 def checkout() -> Path:

@@ -208,10 +208,19 @@ impl SimConfig {
     /// loads that policy's defaults (later `policy.KEY` overrides then apply to it, as
     /// `hypervisor.profile` loads a profile's numbers), and an adaptive run, or any
     /// `policy.KEY` override, without a policy gets DAV²M's. The optional sizing section is
-    /// created empty for `sizing` overrides to fill (validation then needs its sizes).
+    /// created empty for `sizing` overrides to fill (validation then needs its sizes), and so
+    /// are the phase markers `warmup.phase` and `stop.phase`, left out of the written config
+    /// while unset.
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
         let mut base = self.clone();
         base.prepare_policy(overrides)?;
+        let touches = |path: &str| overrides.iter().any(|(p, _)| p == path);
+        if touches("warmup.phase") {
+            base.warmup.phase.get_or_insert(0);
+        }
+        if touches("stop.phase") {
+            base.stop.phase.get_or_insert(0);
+        }
         if base.sizing.is_none()
             && overrides
                 .iter()

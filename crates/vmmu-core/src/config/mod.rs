@@ -990,6 +990,9 @@ pub struct SimConfig {
     /// A warm-up simulated in full but left out of every reported count.
     #[serde(default)]
     pub warmup: WarmupConfig,
+    /// Where the run stops before the end of its workload.
+    #[serde(default, skip_serializing_if = "StopConfig::is_unset")]
+    pub stop: StopConfig,
     /// The paging-mode policy of an adaptive run (only with `mode = "adaptive"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PolicyConfig>,
@@ -1031,8 +1034,9 @@ pub struct SizingSize {
 pub const SIZING_MAX_SIZES: usize = 64;
 
 /// A warm-up: the model runs fully (TLBs, caches, shadow tables and the guest's tables fill),
-/// then every counter restarts, as ChampSim's `--warmup-instructions`. At most one of the two
-/// is non-zero; the warm-up ends at the first event boundary at or after it.
+/// then every counter restarts, as ChampSim's `--warmup-instructions`. At most one of the
+/// three is given; a count ends the warm-up at the first event boundary at or after it, a
+/// phase right after the marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WarmupConfig {
@@ -1042,6 +1046,36 @@ pub struct WarmupConfig {
     /// Retired instructions of the warm-up.
     #[serde(default)]
     pub instructions: u64,
+    /// The warm-up ends at the first phase marker (`Event::Phase`) with this id: the marker
+    /// and everything before it are the warm-up (a program's `VMMU_PHASE(id)` before its timed
+    /// region, docs/recording.md "Phase markers").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<u32>,
+}
+
+impl WarmupConfig {
+    /// Whether a warm-up is asked for at all.
+    pub fn is_set(&self) -> bool {
+        self.refs > 0 || self.instructions > 0 || self.phase.is_some()
+    }
+}
+
+/// Where a run stops before its workload ends: the events after the stop are neither
+/// simulated nor counted (a program's `VMMU_PHASE(id)` after its timed region).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopConfig {
+    /// The run stops at the first phase marker (`Event::Phase`) with this id that comes after
+    /// the warm-up; the marker is its last event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<u32>,
+}
+
+impl StopConfig {
+    /// Whether no stop is asked for (the section is then left out of the written config).
+    pub fn is_unset(&self) -> bool {
+        self.phase.is_none()
+    }
 }
 
 impl SimConfig {
@@ -1056,6 +1090,7 @@ impl SimConfig {
             seed: 0,
             check: false,
             warmup: WarmupConfig::default(),
+            stop: StopConfig::default(),
             policy: None,
             sizing: None,
         }

@@ -197,6 +197,23 @@ impl SimConfig {
                 "give the warm-up in references or in instructions, not both",
             ));
         }
+        if w.phase.is_some() && (w.refs > 0 || w.instructions > 0) {
+            return Err(Error::config(
+                "warmup.phase",
+                "a warm-up that ends at a phase marker has no count of references or \
+                 instructions too: give one of them, not both",
+            ));
+        }
+        if self.stop.phase.is_some() && self.guest.vcpus > 1 {
+            return Err(Error::config(
+                "stop.phase",
+                format!(
+                    "a stop at a phase marker ends a one-vCPU run (guest.vcpus = {}): with \
+                     several the marker's place among the vCPUs' events is the scheduler's",
+                    self.guest.vcpus
+                ),
+            ));
+        }
         let max_guest = match self.guest.format {
             PagingFormat::X86_32 | PagingFormat::Pae => 4u64 << 30,
             PagingFormat::Long4 | PagingFormat::Long5 => u64::MAX,

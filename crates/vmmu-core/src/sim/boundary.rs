@@ -3,7 +3,8 @@
 //! PMU windows and paging-exit wake-ups (`adaptive.rs`), and the ends of the windows an
 //! observer outside the simulation watches (the oracle's), and the guest kernel's background
 //! work (khugepaged's wake-ups). Each is taken at the first event boundary at or after its
-//! point.
+//! point. Phase markers end a warm-up (`warmup.phase`) or the run (`stop.phase`) right after
+//! the marker.
 
 use super::{Counters, Simulator, Warmup};
 use crate::error::{Error, Result};
@@ -74,12 +75,49 @@ impl Simulator {
         self.start_windows();
     }
 
+    /// A phase marker `id` was simulated: the first `warmup.phase` marker ends the warm-up,
+    /// the first `stop.phase` marker after the warm-up ends the run.
+    pub(super) fn phase_marker(&mut self, id: u32) {
+        if self.warming {
+            if self.cfg.warmup.phase == Some(id) {
+                self.end_warmup();
+                self.plan();
+            }
+        } else if self.cfg.stop.phase == Some(id) {
+            self.stopped = true;
+        }
+    }
+
+    /// The run ended: a stop asked for must have been reached.
+    pub(super) fn check_stopped(&self) -> Result<()> {
+        match self.cfg.stop.phase {
+            Some(id) if !self.stopped => Err(Error::config(
+                "stop.phase",
+                format!(
+                    "the workload ended without a phase marker {id} after the warm-up: the \
+                     run was to stop there"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The run ended: a warm-up that never finished left nothing to count.
     pub(super) fn check_warmup_ended(&self) -> Result<()> {
         if !self.warming {
             return Ok(());
         }
         let w = self.cfg.warmup;
+        if let Some(id) = w.phase {
+            return Err(Error::config(
+                "warmup.phase",
+                format!(
+                    "the workload has no phase marker {id} (it ended after {} events): the \
+                     warm-up never ended and nothing would be counted",
+                    self.counters.events
+                ),
+            ));
+        }
         let (n, unit, had, field) = if w.refs > 0 {
             (
                 w.refs,

@@ -177,6 +177,8 @@ pub struct Simulator {
     switches: Vec<u64>,
     /// The warm-up is still running.
     warming: bool,
+    /// The run reached its stop (`stop.phase`): no further event is simulated.
+    stopped: bool,
     /// The next boundary, in total instructions and in total references.
     next_instr: u64,
     next_refs: u64,
@@ -242,7 +244,8 @@ impl Simulator {
             fx_serial: 0,
             geo: Geometry::of(cfg.guest.format),
             switches,
-            warming: cfg.warmup.refs > 0 || cfg.warmup.instructions > 0,
+            warming: cfg.warmup.is_set(),
+            stopped: false,
             next_instr: 0,
             next_refs: u64::MAX,
             next_exits: u64::MAX,
@@ -270,7 +273,7 @@ impl Simulator {
         let mut next_report = PROGRESS_EVERY;
         loop {
             buf.clear();
-            if source.next_batch(&mut buf, BATCH)? == 0 {
+            if self.stopped || source.next_batch(&mut buf, BATCH)? == 0 {
                 break;
             }
             self.step_batch(&buf, &mut |_| {})?;
@@ -302,10 +305,12 @@ impl Simulator {
     }
 
     /// Ends the run after the last event: the core's window drains, a warm-up must have
-    /// ended, the last window joins the timeline, the hypervisor closes its books.
+    /// ended and a stop been reached, the last window joins the timeline, the hypervisor
+    /// closes its books.
     pub fn finish(&mut self) -> Result<()> {
         self.core.drain();
         self.check_warmup_ended()?;
+        self.check_stopped()?;
         self.close_timeline();
         self.vmm.finish(self.counters.instructions);
         Ok(())
@@ -386,12 +391,13 @@ impl Simulator {
     /// Simulates `events` in order: runs of references the TLBs answer from their remembered
     /// hits in [`remembered_hits`](Self::remembered_hits), every other event one at a time
     /// after the boundary due before it, calling `observe` at the boundaries that end an
-    /// observed window ([`observe_windows`](Self::observe_windows); none without it).
+    /// observed window ([`observe_windows`](Self::observe_windows); none without it). Once
+    /// the run has stopped (`stop.phase`) it simulates nothing more.
     #[inline(always)]
     fn step_batch(&mut self, events: &[Event], observe: &mut dyn FnMut(&Simulator)) -> Result<()> {
         let mut i = 0;
         let timed = self.core.is_interval();
-        while i < events.len() {
+        while i < events.len() && !self.stopped {
             i += if timed {
                 self.remembered_hits::<true>(&events[i..])
             } else {
@@ -504,6 +510,11 @@ impl Simulator {
                 self.counters.instructions += instrs;
                 self.core.compute(*instrs);
                 Ok(())
+            }
+            Event::Phase { id } => {
+                let res = self.os_event(e, idx);
+                self.phase_marker(*id);
+                res
             }
             other => self.os_event(other, idx),
         }

@@ -1,0 +1,288 @@
+"""``vmmu validate host`` (docs/validation.md, docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from vmmu.options import parse_count
+from vmmu.validate import host
+
+
+def _list(choices: tuple[str, ...]) -> Any:
+    def parse(_ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+        items = [x.strip().lower() for x in value.split(",") if x.strip()]
+        bad = [x for x in items if x not in choices]
+        if bad or not items:
+            raise click.BadParameter(
+                f"`{value}`: give a comma-separated list of {', '.join(choices)}", param=param
+            )
+        return list(dict.fromkeys(items))
+
+    return parse
+
+
+def _footprints(_ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
+    try:
+        sizes = [host.parse_footprint(x) for x in value.split(",") if x.strip()]
+    except ValueError as e:
+        raise click.BadParameter(str(e), param=param) from None
+    if not sizes:
+        raise click.BadParameter("give at least one size, e.g. 256M,2G", param=param)
+    return list(dict.fromkeys(sizes))
+
+
+def _count(_ctx: click.Context, param: click.Parameter, value: str) -> int:
+    try:
+        n = parse_count(value, f"--{param.name.replace('_', '-')}")
+    except ValueError as e:
+        raise click.BadParameter(str(e), param=param) from None
+    if n < 1:
+        raise click.BadParameter(f"`{value}`: at least 1", param=param)
+    return n
+
+
+class _Steps(host.Steps):
+    """The stages as rich progress bars on stderr: one bar per stage, the current step's name
+    beside it, and the simulation's events while a simulation runs."""
+
+    def __init__(self, bar: Progress) -> None:
+        self.bar = bar
+        self.task: Any = None
+        self.started = False
+
+    def stage(self, name: str, total: int) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, completed=self.bar.tasks[self.task].total, detail="done")
+        self.task = self.bar.add_task(name, total=total, detail="")
+        self.started = False
+
+    def step(self, description: str) -> None:
+        if self.started:
+            self.bar.advance(self.task)
+        self.started = True
+        self.bar.update(self.task, detail=description)
+
+    def events(self, done: int, total: int | None) -> bool:
+        detail = self.bar.tasks[self.task].fields["detail"].split(" · ")[0]
+        self.bar.update(self.task, detail=f"{detail} · {done / 1e6:.1f}M events")
+        return True
+
+    def finish(self) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, completed=self.bar.tasks[self.task].total, detail="done")
+
+
+def _ns(v: float) -> str:
+    return f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
+def _measured_table(check: host.HostCheck) -> Table:
+    t = Table(title=f"ns per access: measured ({check.runs} runs) and predicted on {check.machine}")
+    for col in ("footprint", "pages", "pattern", "measured"):
+        t.add_column(col, justify="right" if col == "measured" else "left")
+    for h in host.HOST_PAGES:
+        t.add_column(f"interval, host {h}", justify="right")
+    for h in host.HOST_PAGES:
+        t.add_column(f"additive, host {h}", justify="right")
+    for fp in check.footprints:
+        for pg in check.pages:
+            for pat in check.patterns:
+                ns = check.measured_ns(fp, pg, pat)
+                cells = [
+                    _ns(check.predicted_ns(fp, pg, pat, h, m))
+                    for m in host.CORE_MODELS
+                    for h in host.HOST_PAGES
+                ]
+                t.add_row(
+                    host.size_label(fp), pg.upper(), pat, ", ".join(_ns(x) for x in ns), *cells
+                )
+    return t
+
+
+def _verdict(v: dict[str, Any], band: float) -> str:
+    if v["within"]:
+        return f"[green]within ±{band:.0%}[/green]"
+    return f"[red]off {v['error']:+.0%}[/red]"
+
+
+def _ratio_table(check: host.HostCheck) -> Table:
+    t = Table(title="ratios: measured against predicted (host 4K / host 2M)")
+    for col in ("ratio", "footprint", "of", "measured", "band"):
+        t.add_column(col)
+    for m in host.CORE_MODELS:
+        t.add_column(m, justify="right")
+        t.add_column(f"{m} verdict")
+    for r in check.ratios():
+        runs = r["measured_runs"]
+        lo, hi = min(runs), max(runs)
+        measured = f"{r['measured']:.2f}" + (f" ({lo:.2f}–{hi:.2f})" if len(runs) > 1 else "")
+        cells = []
+        for m in host.CORE_MODELS:
+            by = r["models"][m]["by_host_pages"]
+            cells.append(" / ".join(f"{by[h]:.2f}" for h in host.HOST_PAGES))
+            cells.append(_verdict(r["models"][m], r["band"]))
+        t.add_row(
+            r["kind"],
+            host.size_label(r["footprint"]),
+            r["of"],
+            measured,
+            f"±{r['band']:.0%}",
+            *cells,
+        )
+    return t
+
+
+@click.group()
+def validate() -> None:
+    """Check vmmu's predictions against the machine it runs on (docs/validation.md)."""
+
+
+@validate.command("host")
+@click.option(
+    "--footprint",
+    "footprints",
+    default="256M,2G",
+    show_default=True,
+    callback=_footprints,
+    metavar="SIZE,...",
+    help="Footprints of the probe's region (powers of two of at least 2M).",
+)
+@click.option(
+    "--pages",
+    default="4k,2m",
+    show_default=True,
+    callback=_list(host.PAGES),
+    metavar="4k,2m",
+    help="Page sizes of the region (2m: MADV_HUGEPAGE, checked through AnonHugePages).",
+)
+@click.option(
+    "--pattern",
+    "patterns",
+    default="chase,independent",
+    show_default=True,
+    callback=_list(host.PATTERNS),
+    metavar="chase,independent",
+    help="Access patterns: a dependent chase, independent loads.",
+)
+@click.option(
+    "--accesses",
+    default="20M",
+    show_default=True,
+    callback=_count,
+    metavar="N",
+    help="Timed accesses of each native run.",
+)
+@click.option(
+    "--record-accesses",
+    default="1M",
+    show_default=True,
+    callback=_count,
+    metavar="N",
+    help="Timed accesses of each recorded run (the prediction is per access).",
+)
+@click.option(
+    "--machine",
+    "-m",
+    default="zen3",
+    show_default=True,
+    metavar="NAME|FILE.toml",
+    help="Machine preset to predict with (see `vmmu presets`).",
+)
+@click.option(
+    "--runs",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Native runs of each combination (ratios pair runs of the same round).",
+)
+@click.option(
+    "--keep",
+    "keep",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Keep the recorded traces in DIR (default: a temporary directory).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole check as JSON.")
+@click.option(
+    "--save",
+    metavar="FILE.json",
+    type=click.Path(dir_okay=False),
+    help="Also write the whole check as JSON to FILE.json.",
+)
+def host_cmd(
+    footprints: list[int],
+    pages: list[str],
+    patterns: list[str],
+    accesses: int,
+    record_accesses: int,
+    machine: str,
+    runs: int,
+    keep: str | None,
+    as_json: bool,
+    save: str | None,
+) -> None:
+    """Time a probe on this machine and set it beside vmmu's prediction for it.
+
+    The probe touches one random 64-byte line per access as a dependent chase or as
+    independent loads. Each combination is timed natively (all in one sitting), recorded
+    with `vmmu record`, and simulated with nested paging on MACHINE for 4K and 2M host pages
+    (a guest cannot see its host's), under the interval core model and the additive one.
+    Prints ns per access and the ratios dependent/independent (band ±25%) and 4K/2M (±15%).
+    Needs gcc, Valgrind's headers and vmmu's Valgrind tool (make install).
+    """
+    err = Console(file=sys.stderr, highlight=False)
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[detail]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as bar:
+        steps = _Steps(bar)
+        check = host.check_host(
+            machine=machine,
+            footprints=footprints,
+            pages=pages,
+            patterns=patterns,
+            accesses=accesses,
+            record_accesses=record_accesses,
+            runs=runs,
+            steps=steps,
+            work_dir=Path(keep) if keep else None,
+        )
+        steps.finish()
+    text = json.dumps(check.to_dict(), indent=2)
+    if save:
+        Path(save).write_text(text + "\n", encoding="utf-8")
+    if as_json:
+        click.echo(text)
+        return
+    out = Console(file=sys.stdout, highlight=False, soft_wrap=False, width=200)
+    load = check.loadavg
+    out.print(
+        escape(f"{check.host['cpu']}, Linux {check.host['kernel']}, THP {check.host['thp']}; ")
+        + f"{check.started}; load average (1, 5, 15 min) "
+        f"{' '.join(f'{x:.2f}' for x in load['before'])} before measuring, "
+        f"{' '.join(f'{x:.2f}' for x in load['after_measuring'])} after"
+    )
+    out.print(_measured_table(check))
+    out.print(_ratio_table(check))
+    out.print(f"note: {host.HOST_PAGES_NOTE}.")

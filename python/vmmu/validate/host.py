@@ -1,0 +1,507 @@
+"""``vmmu validate host``: measured against predicted on the machine vmmu runs on.
+
+The probe (``probe.c`` beside this file, docs/validation.md) times one random 64-byte line
+per access over a footprint, as a dependent chase or as independent loads, with 4 KiB or
+2 MiB pages. :func:`check_host` builds it with ``gcc -O2`` into a cache directory, runs every
+combination natively (all measurements in one sitting, before anything else loads the
+machine), records each combination with ``vmmu record``, simulates each recording with nested
+paging on a preset, once per host (nested) page size because a cloud guest cannot see its
+host's, with the interval core model (whose result also carries the additive model's cycles
+for the same counts), and sets the ratios the measurement and the models give side by side:
+
+- dependent / independent, per footprint and page size, within ±25% of the measured one;
+- 4 KiB / 2 MiB, per footprint and pattern, within ±15%.
+
+A ratio is *within* its band when the bracket spanned by the two host page sizes' predictions
+reaches into the band around the measured ratio. Nothing is fitted: the preset is used as it
+is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vmmu import api
+from vmmu._cache import user_cache_dir
+from vmmu.exceptions import VmmuError
+
+#: The access patterns of the probe: a dependent chase and independent loads.
+PATTERNS: tuple[str, ...] = ("chase", "independent")
+#: The probe's page sizes (its ``--pages``; ``2m`` advises ``MADV_HUGEPAGE``).
+PAGES: tuple[str, ...] = ("4k", "2m")
+#: The host (nested) page sizes every recording is simulated under.
+HOST_PAGES: tuple[str, ...] = ("4K", "2M")
+#: The core models compared: the interval run's result holds both.
+CORE_MODELS: tuple[str, ...] = ("interval", "additive")
+#: The bands a prediction must reach: relative distance from the measured ratio.
+BANDS: dict[str, float] = {"dependent/independent": 0.25, "4K/2M": 0.15}
+#: The share of a ``2m`` region the kernel must give as 2 MiB pages (``AnonHugePages``).
+THP_MIN_SHARE = 0.9
+#: The phase markers around the probe's timed loop (``VMMU_PHASE(1)`` / ``VMMU_PHASE(2)``).
+PHASE_START, PHASE_STOP = 1, 2
+#: Schema of :meth:`HostCheck.to_dict`.
+SCHEMA = "vmmu.validate-host/1"
+
+_HERE = Path(__file__).resolve().parent
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class ProbeError(VmmuError):
+    """The probe could not be built, run or recorded; the message says which and why."""
+
+
+def parse_footprint(text: str) -> int:
+    """``256M`` → 268435456: a power of two of at least 2 MiB, with a binary K/M/G suffix."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    unit = _UNITS.get(t[-1:], 1)
+    body = t[:-1] if t[-1:] in _UNITS else t
+    if not body.isdigit():
+        raise ValueError(f"footprint `{text}`: not a size (e.g. 256M, 2G)")
+    n = int(body) * unit
+    if n < 2 << 20 or n & (n - 1):
+        raise ValueError(f"footprint `{text}`: must be a power of two of at least 2M")
+    return n
+
+
+def size_label(n: int) -> str:
+    """268435456 → ``256M``."""
+    for suffix, unit in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
+
+
+def probe_sources() -> tuple[Path, Path]:
+    """The probe's source and the recorder's header it includes (``vmmu.h``, the one in
+    ``tools/vg-memtrace``, installed beside the probe)."""
+    return _HERE / "probe.c", _HERE / "vmmu.h"
+
+
+def build_probe(cache: Path | None = None) -> Path:
+    """The probe built with ``gcc -O2`` into ``cache`` (default ``$XDG_CACHE_HOME/vmmu/probe``
+    or ``~/.cache/vmmu/probe``): taken from there when a build of the same sources with the
+    same compiler is there, else built."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        raise ProbeError(
+            "gcc not found on PATH: `vmmu validate host` builds its probe with gcc -O2 "
+            "(Debian: apt-get install gcc)"
+        )
+    src, header = probe_sources()
+    version = subprocess.run([gcc, "--version"], capture_output=True, text=True).stdout
+    digest = hashlib.sha256()
+    for part in (src.read_bytes(), header.read_bytes(), version.encode()):
+        digest.update(part)
+    out_dir = cache or user_cache_dir("probe")
+    out = out_dir / f"probe-{digest.hexdigest()[:16]}"
+    if out.exists():
+        return out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    cmd = [gcc, "-O2", "-I", str(header.parent), "-o", str(tmp), str(src)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        hint = (
+            " (valgrind/valgrind.h is missing: install Valgrind's headers, Debian: "
+            "apt-get install valgrind)"
+            if "valgrind.h" in done.stderr
+            else ""
+        )
+        raise ProbeError(f"building the probe failed{hint}: {' '.join(cmd)}\n{done.stderr.strip()}")
+    os.replace(tmp, out)
+    return out
+
+
+def probe_args(
+    footprint: int, pages: str, pattern: str, accesses: int, warmup: int | None = None
+) -> list[str]:
+    """The probe's command-line arguments (its default warm-up is a tenth of ``accesses``)."""
+    extra = [] if warmup is None else ["--warmup", str(warmup)]
+    return [
+        "--footprint",
+        str(footprint),
+        "--pages",
+        pages,
+        "--pattern",
+        pattern,
+        "--accesses",
+        str(accesses),
+        *extra,
+    ]
+
+
+def _thp_setting() -> str:
+    try:
+        return Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _check_probe_output(out: dict[str, Any], what: str) -> dict[str, Any]:
+    """The probe's JSON, refused when the 2 MiB pages it asked for were not given."""
+    if out["pages"] == "2m":
+        share = out["anon_huge_kb"] / out["region_kb"] if out["region_kb"] else 0.0
+        out["huge_share"] = share
+        if out["madvise_errno"] or share < THP_MIN_SHARE:
+            raise ProbeError(
+                f"THP refused: {what} asked for 2 MiB pages (MADV_HUGEPAGE, madvise errno "
+                f"{out['madvise_errno']}) and the kernel gave {out['anon_huge_kb']} of "
+                f"{out['region_kb']} KiB as huge pages (AnonHugePages; at least "
+                f"{THP_MIN_SHARE:.0%} needed); /sys/kernel/mm/transparent_hugepage/enabled is "
+                f"`{_thp_setting()}`"
+            )
+    else:
+        out["huge_share"] = out["anon_huge_kb"] / out["region_kb"] if out["region_kb"] else 0.0
+    return out
+
+
+#: How much the native runs raise their scheduling priority (``nice -10``) where allowed.
+NATIVE_PRIORITY = -10
+
+
+def _raise_priority() -> None:
+    """In the probe's process before it starts: ``nice`` it up where allowed (root), so a
+    shared machine's other work waits rather than the measurement."""
+    with contextlib.suppress(OSError):
+        os.nice(NATIVE_PRIORITY)
+
+
+def run_probe(
+    binary: Path, footprint: int, pages: str, pattern: str, accesses: int
+) -> dict[str, Any]:
+    """Runs the probe natively once and returns its JSON (``ns_per_access``, ``huge_share``
+    and the rest, docs/validation.md)."""
+    cmd = [str(binary), *probe_args(footprint, pages, pattern, accesses)]
+    done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_raise_priority)
+    what = f"the probe ({' '.join(cmd[1:])})"
+    if done.returncode != 0:
+        raise ProbeError(
+            f"{what} failed with status {done.returncode}: {done.stderr.strip() or 'no message'}"
+        )
+    try:
+        out = json.loads(done.stdout)
+    except json.JSONDecodeError as e:
+        raise ProbeError(f"{what} printed no JSON ({e}): {done.stdout[:200]!r}") from None
+    return _check_probe_output(out, what)
+
+
+def record_probe(
+    binary: Path,
+    footprint: int,
+    pages: str,
+    pattern: str,
+    accesses: int,
+    warmup: int,
+    trace: Path,
+) -> dict[str, Any]:
+    """Records the probe (``accesses`` timed after ``warmup``) with ``vmmu record`` into
+    ``trace`` and returns the recording's summary, with the recorded run's own probe JSON
+    under ``probe``."""
+    from vmmu import record
+
+    out_json = trace.with_suffix(".json")
+    args = probe_args(footprint, pages, pattern, accesses, warmup)
+    cmd = [str(binary), *args, "--out", str(out_json)]
+    summary = record.record(cmd, str(trace), False, False, True, False)
+    what = f"the recorded probe ({' '.join(args)})"
+    if summary.get("exit_code") or summary.get("signal") or summary.get("truncated"):
+        raise ProbeError(
+            f"{what} did not finish under vmmu record: exit code {summary.get('exit_code')}, "
+            f"signal {summary.get('signal')}, truncated {summary.get('truncated')}"
+        )
+    if summary.get("phases", 0) < 2:
+        raise ProbeError(f"{what}: the trace has {summary.get('phases', 0)} phase markers, not 2")
+    summary["probe"] = _check_probe_output(json.loads(out_json.read_text()), what)
+    return summary
+
+
+def freq_ghz(machine: str) -> float:
+    """The preset's clock (``machine.core.freq_ghz``), which turns cycles into ns."""
+    return float(api.config_dict(machine)["machine"]["core"]["freq_ghz"])
+
+
+def simulate(
+    machine: str,
+    trace: Path,
+    host_pages: str,
+    accesses: int,
+    progress: Callable[[int, int | None], Any] | None = None,
+) -> dict[str, Any]:
+    """Simulates the probe's timed loop in ``trace`` (warm-up up to its first phase marker,
+    stop at the second) with nested paging on ``machine`` and ``host_pages`` nested pages,
+    under the interval core model; returns ns per access under both core models."""
+    r = api.run(
+        machine,
+        mode="nested",
+        trace=str(trace),
+        core_model="interval",
+        nested_page_size=host_pages,
+        thp="madvise",
+        warmup_phase=PHASE_START,
+        stop_phase=PHASE_STOP,
+        progress=progress or False,
+    )
+    ghz = freq_ghz(machine)
+    return {
+        "host_pages": host_pages,
+        "ns_per_access": {
+            "interval": r["cycles"] / accesses / ghz,
+            "additive": r["core"]["cycles_additive"] / accesses / ghz,
+        },
+        "memory_refs": r["memory_refs"],
+        "l2_tlb_misses": r["tlb"]["l2"]["misses"],
+    }
+
+
+@dataclass
+class HostCheck:
+    """The outcome of :func:`check_host`: every native measurement, every prediction and the
+    ratios (see :meth:`ratios`)."""
+
+    machine: str
+    footprints: list[int]
+    pages: list[str]
+    patterns: list[str]
+    accesses: int
+    record_accesses: int
+    runs: int
+    measured: list[dict[str, Any]] = field(default_factory=list)
+    predicted: list[dict[str, Any]] = field(default_factory=list)
+    loadavg: dict[str, list[float]] = field(default_factory=dict)
+    started: str = ""
+    host: dict[str, str] = field(default_factory=dict)
+
+    def measured_ns(self, footprint: int, pages: str, pattern: str) -> list[float]:
+        """The native ns per access of each run, in run order."""
+        return [
+            m["ns_per_access"]
+            for m in self.measured
+            if (m["footprint"], m["pages"], m["pattern"]) == (footprint, pages, pattern)
+        ]
+
+    def predicted_ns(
+        self, footprint: int, pages: str, pattern: str, host_pages: str, model: str
+    ) -> float:
+        """The predicted ns per access of one combination, host page size and core model."""
+        for p in self.predicted:
+            if (p["footprint"], p["pages"], p["pattern"], p["host_pages"]) == (
+                footprint,
+                pages,
+                pattern,
+                host_pages,
+            ):
+                return p["ns_per_access"][model]
+        raise KeyError((footprint, pages, pattern, host_pages))
+
+    def _ratio(
+        self, kind: str, footprint: int, label: str, num: tuple[str, str], den: tuple[str, str]
+    ) -> dict[str, Any]:
+        """One ratio: ``num`` over ``den`` as (pages, pattern), measured run by run (each run's
+        pair from the same sitting) and predicted per core model and host page size."""
+        a, b = self.measured_ns(footprint, *num), self.measured_ns(footprint, *den)
+        runs = [x / y for x, y in zip(a, b, strict=True)]
+        measured = sum(runs) / len(runs)
+        band = BANDS[kind]
+        models = {}
+        for model in CORE_MODELS:
+            by_host = {
+                h: self.predicted_ns(footprint, *num, h, model)
+                / self.predicted_ns(footprint, *den, h, model)
+                for h in HOST_PAGES
+            }
+            models[model] = {"by_host_pages": by_host, **verdict(measured, by_host.values(), band)}
+        return {
+            "kind": kind,
+            "footprint": footprint,
+            "of": label,
+            "measured": measured,
+            "measured_runs": runs,
+            "band": band,
+            "models": models,
+        }
+
+    def ratios(self) -> list[dict[str, Any]]:
+        """Dependent / independent per footprint and page size, then 4 KiB / 2 MiB per
+        footprint and pattern (those the measured combinations allow)."""
+        out = []
+        for fp in self.footprints:
+            if set(PATTERNS) <= set(self.patterns):
+                for pg in self.pages:
+                    out.append(
+                        self._ratio(
+                            "dependent/independent",
+                            fp,
+                            f"{pg.upper()} pages",
+                            (pg, "chase"),
+                            (pg, "independent"),
+                        )
+                    )
+        for fp in self.footprints:
+            if set(PAGES) <= set(self.pages):
+                for pat in self.patterns:
+                    out.append(self._ratio("4K/2M", fp, pat, ("4k", pat), ("2m", pat)))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "machine": self.machine,
+            "started": self.started,
+            "host": self.host,
+            "loadavg": self.loadavg,
+            "footprints": self.footprints,
+            "pages": self.pages,
+            "patterns": self.patterns,
+            "accesses": self.accesses,
+            "record_accesses": self.record_accesses,
+            "runs": self.runs,
+            "host_pages_note": HOST_PAGES_NOTE,
+            "measured": self.measured,
+            "predicted": self.predicted,
+            "ratios": self.ratios(),
+        }
+
+
+HOST_PAGES_NOTE = (
+    "the host's nested page size is not visible from a guest: every prediction is made for "
+    "both 4K and 2M host pages, and a ratio is within its band when the bracket of the two "
+    "reaches it"
+)
+
+
+def verdict(measured: float, predictions: Iterable[float], band: float) -> dict[str, Any]:
+    """Whether the bracket of ``predictions`` reaches within ``band`` (relative) of
+    ``measured``, and ``error``: the bracket's nearest point relative to the measured value
+    (0 when the bracket contains it; +0.3 is 30% above)."""
+    values = list(predictions)
+    lo, hi = min(values), max(values)
+    if lo <= measured <= hi:
+        error = 0.0
+    else:
+        nearest = lo if lo > measured else hi
+        error = nearest / measured - 1.0
+    return {"error": error, "within": abs(error) <= band}
+
+
+def _host_info() -> dict[str, str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "thp": _thp_setting(),
+        "cpus": str(os.cpu_count()),
+    }
+
+
+class Steps:
+    """What :func:`check_host` reports as it goes (the CLI shows it as progress bars):
+    ``stage(name, total)`` starts a stage of ``total`` steps, ``step(description)`` starts
+    its next step, ``events(done, total)`` is an engine progress callback."""
+
+    def stage(self, name: str, total: int) -> None:
+        pass
+
+    def step(self, description: str) -> None:
+        pass
+
+    def events(self, done: int, total: int | None) -> bool:
+        return True
+
+
+def check_host(
+    machine: str = "zen3",
+    footprints: Sequence[int] = (256 << 20, 2 << 30),
+    pages: Sequence[str] = PAGES,
+    patterns: Sequence[str] = PATTERNS,
+    accesses: int = 20_000_000,
+    record_accesses: int = 1_000_000,
+    runs: int = 2,
+    steps: Steps | None = None,
+    work_dir: Path | None = None,
+    cache: Path | None = None,
+) -> HostCheck:
+    """Measures the probe natively (``runs`` times each, all in one sitting), records and
+    simulates it, and returns the :class:`HostCheck`. ``record_accesses`` is the timed loop's
+    length in the recordings (the simulated figure is per access, so a shorter loop does),
+    after the native runs' warm-up (a tenth of ``accesses``), so the simulated caches and TLBs
+    start the timed loop as warm as the real ones; ``work_dir`` keeps the traces (a temporary
+    directory otherwise)."""
+    steps = steps or Steps()
+    for name, seq, allowed in (("pages", pages, PAGES), ("pattern", patterns, PATTERNS)):
+        bad = [x for x in seq if x not in allowed]
+        if bad or not seq:
+            given = ", ".join(bad) or "none given"
+            raise ValueError(f"{name}: {given} (one of {', '.join(allowed)})")
+    if runs < 1 or accesses < 1 or record_accesses < 1:
+        raise ValueError("runs, accesses and record accesses must be at least 1")
+    freq_ghz(machine)  # an unknown machine fails before anything runs
+    combos = [(fp, pg, pat) for fp in footprints for pg in pages for pat in patterns]
+    check = HostCheck(
+        machine=machine,
+        footprints=list(footprints),
+        pages=list(pages),
+        patterns=list(patterns),
+        accesses=accesses,
+        record_accesses=record_accesses,
+        runs=runs,
+        started=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        host=_host_info(),
+    )
+    steps.stage("building the probe", 1)
+    steps.step("gcc -O2 probe.c")
+    binary = build_probe(cache)
+
+    steps.stage("measuring natively", runs * len(combos))
+    check.loadavg["before"] = list(os.getloadavg())
+    for run in range(runs):
+        for fp, pg, pat in combos:
+            steps.step(f"run {run + 1}: {size_label(fp)} {pg} {pat}")
+            out = run_probe(binary, fp, pg, pat, accesses)
+            check.measured.append({"run": run + 1, **out})
+    check.loadavg["after_measuring"] = list(os.getloadavg())
+
+    with tempfile.TemporaryDirectory(prefix="vmmu-validate-") as tmp:
+        where = work_dir or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        traces = {}
+        steps.stage("recording with vmmu record", len(combos))
+        for fp, pg, pat in combos:
+            steps.step(f"{size_label(fp)} {pg} {pat}")
+            trace = where / f"probe-{size_label(fp)}-{pg}-{pat}.vtrace"
+            summary = record_probe(binary, fp, pg, pat, record_accesses, accesses // 10, trace)
+            traces[fp, pg, pat] = (trace, summary)
+        steps.stage(f"simulating on {machine}", len(combos) * len(HOST_PAGES))
+        for (fp, pg, pat), (trace, summary) in traces.items():
+            for host_pages in HOST_PAGES:
+                steps.step(f"{size_label(fp)} {pg} {pat}, host {host_pages}")
+                sim = simulate(machine, trace, host_pages, record_accesses, steps.events)
+                check.predicted.append(
+                    {
+                        "footprint": fp,
+                        "pages": pg,
+                        "pattern": pat,
+                        "recorded_huge_share": summary["probe"]["huge_share"],
+                        "dependent_refs": summary.get("dependent_refs"),
+                        **sim,
+                    }
+                )
+    return check

@@ -1,0 +1,1 @@
+../../../tools/vg-memtrace/vmmu.h

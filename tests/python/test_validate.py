@@ -1,0 +1,262 @@
+"""``vmmu validate host``: the probe builds, runs and reports; the check end to end at tiny
+sizes; bad options and failures named. The recording tests need Valgrind, gcc and the
+vg-memtrace tool (``recording_tools`` in conftest.py: missing, they fail unless
+``VMMU_SKIP_VALGRIND=REASON`` is set)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import require_tool
+from vmmu.validate import host
+
+MIB = 1 << 20
+PROBE_FIELDS = {
+    "footprint",
+    "pages",
+    "pattern",
+    "accesses",
+    "warmup",
+    "seconds",
+    "cpu_seconds",
+    "wall_ns_per_access",
+    "ns_per_access",
+    "anon_huge_kb",
+    "region_kb",
+    "madvise_errno",
+    "checksum",
+    "huge_share",
+}
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_tool(
+        shutil.which("gcc") is not None,
+        "gcc is not installed",
+        "`make test` installs it",
+        skip_env="VMMU_SKIP_VALGRIND",
+    )
+    return host.build_probe(tmp_path_factory.mktemp("cache"))
+
+
+@pytest.mark.parametrize("pattern", host.PATTERNS)
+@pytest.mark.parametrize("pages", host.PAGES)
+def test_probe_runs_tiny_and_reports_every_field(probe: Path, pages: str, pattern: str) -> None:
+    out = host.run_probe(probe, 8 * MIB, pages, pattern, 2000)
+    assert set(out) == PROBE_FIELDS
+    assert (out["footprint"], out["pages"], out["pattern"]) == (8 * MIB, pages, pattern)
+    assert (out["accesses"], out["warmup"], out["region_kb"]) == (2000, 200, 8192)
+    assert out["ns_per_access"] > 0 and out["seconds"] > 0
+    if pages == "2m":
+        assert out["huge_share"] >= host.THP_MIN_SHARE
+    else:
+        assert out["anon_huge_kb"] == 0
+
+
+def test_the_chase_is_one_cycle_through_every_line(probe: Path) -> None:
+    # A chase's checksum is the line it ends on: the 32 Ki lines of 2 MiB take 32 Ki steps
+    # (warm-up and timed together) to come back to line 0, and no fewer.
+    lines = 2 * MIB // 64
+
+    def end(warmup: int) -> int:
+        args = [*host.probe_args(2 * MIB, "4k", "chase", 1), "--warmup", str(warmup)]
+        done = subprocess.run([str(probe), *args], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)["checksum"]
+
+    assert end(lines - 1) == 0
+    assert end(2 * lines - 1) == 0
+    assert end(lines - 2) != 0 and end(lines // 2 - 1) != 0
+
+
+def test_the_probe_is_cached_and_rebuilt_when_its_source_changes(
+    probe: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = probe.parent
+    assert host.build_probe(cache) == probe
+    src, header = host.probe_sources()
+    changed = tmp_path / "probe.c"
+    changed.write_text(src.read_text() + "\n/* changed */\n")
+    monkeypatch.setattr(host, "probe_sources", lambda: (changed, header))
+    rebuilt = host.build_probe(cache)
+    assert rebuilt != probe and rebuilt.exists() and rebuilt.parent == cache
+
+
+def test_a_failing_probe_is_named_with_its_message(probe: Path) -> None:
+    with pytest.raises(host.ProbeError, match=r"--footprint 3145728.*power of two"):
+        host.run_probe(probe, 3 * MIB, "4k", "chase", 10)
+
+
+def test_refused_huge_pages_are_an_error() -> None:
+    out = {"pages": "2m", "anon_huge_kb": 2048, "region_kb": 8192, "madvise_errno": 0}
+    with pytest.raises(host.ProbeError, match=r"THP refused.*2048 of 8192 KiB"):
+        host._check_probe_output(out, "the probe")
+    ok = dict(out, anon_huge_kb=8192)
+    assert host._check_probe_output(ok, "the probe")["huge_share"] == 1.0
+
+
+def test_no_gcc_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    with pytest.raises(host.ProbeError, match="gcc not found"):
+        host.build_probe(tmp_path)
+
+
+def test_verdict_brackets_the_host_page_sizes() -> None:
+    assert host.verdict(8.0, [7.0, 9.0], 0.25) == {"error": 0.0, "within": True}
+    assert host.verdict(8.0, [10.0, 12.0], 0.25) == {"error": 0.25, "within": True}
+    assert host.verdict(8.0, [12.0, 10.4], 0.25) == pytest.approx({"error": 0.3, "within": False})
+    assert host.verdict(1.5, [1.2, 1.25], 0.15) == pytest.approx(
+        {"error": 1.25 / 1.5 - 1, "within": False}
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--footprint", "3M"], "power of two"),
+        (["--footprint", "1M"], "at least 2M"),
+        (["--footprint", "big"], "not a size"),
+        (["--pages", "4k,1g"], "comma-separated list of 4k, 2m"),
+        (["--pattern", "stride"], "chase, independent"),
+        (["--accesses", "0"], "at least 1"),
+        (["--record-accesses", "many"], "not a count"),
+        (["--runs", "0"], "--runs"),
+    ],
+)
+def test_bad_options_are_refused(invoke, args: list[str], message: str) -> None:
+    r = invoke("validate", "host", *args)
+    assert r.exit_code == 2
+    assert message in r.stderr
+
+
+def test_an_unknown_machine_is_refused_before_anything_runs(invoke) -> None:
+    r = invoke("validate", "host", "--machine", "zen9")
+    assert r.exit_code == 2
+    assert "zen9" in r.stderr
+
+
+def test_phase_options_reach_the_engine(invoke) -> None:
+    # A synthetic workload has no phase markers: the warm-up never ends.
+    r = invoke("run", "-w", "random:footprint=4M,refs=1K", "--warmup-phase", "1")
+    assert r.exit_code == 2
+    assert "warmup.phase" in r.stderr and "no phase marker 1" in r.stderr
+
+
+TINY = [
+    "--footprint",
+    "4M",
+    "--accesses",
+    "20K",
+    "--record-accesses",
+    "2K",
+    "--runs",
+    "2",
+]
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("traces")
+
+
+@pytest.fixture(scope="module")
+def tiny_check(recording_tools: None, traces: Path) -> dict:
+    from click.testing import CliRunner
+
+    from vmmu.cli import cli
+
+    args = ["validate", "host", *TINY, "--json", "--keep", str(traces)]
+    r = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_end_to_end_every_ratio_is_present(tiny_check: dict) -> None:
+    c = tiny_check
+    assert c["schema"] == host.SCHEMA and c["machine"] == "zen3"
+    assert len(c["measured"]) == 2 * 2 * 2  # runs x pages x patterns
+    assert len(c["predicted"]) == 2 * 2 * 2  # pages x patterns x host page sizes
+    kinds = [(r["kind"], r["of"]) for r in c["ratios"]]
+    assert kinds == [
+        ("dependent/independent", "4K pages"),
+        ("dependent/independent", "2M pages"),
+        ("4K/2M", "chase"),
+        ("4K/2M", "independent"),
+    ]
+    for r in c["ratios"]:
+        assert len(r["measured_runs"]) == 2 and r["measured"] > 0
+        for m in host.CORE_MODELS:
+            v = r["models"][m]
+            assert set(v["by_host_pages"]) == set(host.HOST_PAGES)
+            assert all(x > 0 for x in v["by_host_pages"].values())
+            assert isinstance(v["within"], bool)
+    for p in c["predicted"]:
+        # The counted region is the timed loop: its loads, a few stack references of the
+        # client request that ends it, nothing of the set-up.
+        assert 2000 <= p["memory_refs"] < 2100, p
+        if p["pages"] == "2m":
+            assert p["recorded_huge_share"] >= host.THP_MIN_SHARE
+    assert c["loadavg"]["before"] and c["loadavg"]["after_measuring"]
+
+
+def test_the_simulated_guest_gives_the_probe_the_pages_it_asked_for(
+    tiny_check: dict, traces: Path
+) -> None:
+    # The 4 MiB region is two 2 MiB pages where the probe advised MADV_HUGEPAGE (the guest's
+    # THP at madvise, as the check simulates it), none where it advised MADV_NOHUGEPAGE.
+    from vmmu import api
+
+    for pages, huge in (("2m", 2), ("4k", 0)):
+        r = api.run(
+            "zen3",
+            mode="nested",
+            trace=str(traces / f"probe-4M-{pages}-chase.vtrace"),
+            thp="madvise",
+        )
+        assert r["guest"]["thp_fault_alloc"] == huge, pages
+
+
+def test_the_additive_prediction_is_an_additive_run(tiny_check: dict, traces: Path) -> None:
+    # One interval run per host page size gives both models: its additive cycles are those
+    # of a run under the additive model, to the cycle.
+    from vmmu import api
+
+    def run(model: str) -> api.Result:
+        return api.run(
+            "zen3",
+            mode="nested",
+            trace=str(traces / "probe-4M-4k-independent.vtrace"),
+            core_model=model,
+            thp="madvise",
+            warmup_phase=host.PHASE_START,
+            stop_phase=host.PHASE_STOP,
+        )
+
+    interval, additive = run("interval"), run("additive")
+    assert interval["core"]["cycles_additive"] == additive["cycles"]
+    assert interval["cycles"] < additive["cycles"]
+
+
+def test_the_additive_model_cannot_tell_a_chase_from_independent_loads(tiny_check: dict) -> None:
+    # The same counts, nothing overlapped: the interval model separates the two loops more.
+    for r in tiny_check["ratios"]:
+        if r["kind"] == "dependent/independent":
+            inter = r["models"]["interval"]["by_host_pages"]
+            add = r["models"]["additive"]["by_host_pages"]
+            for h in host.HOST_PAGES:
+                assert inter[h] > add[h], r
+
+
+def test_end_to_end_table(recording_tools: None, invoke) -> None:
+    r = invoke("validate", "host", *TINY, "--runs", "1", "--pages", "4k")
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert "dependent/independent" in out and "4K pages" in out
+    assert "4K/2M" not in out  # one page size: no 4K/2M ratio
+    assert "host's nested page size is not visible" in out
+    assert "load average" in out
