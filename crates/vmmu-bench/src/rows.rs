@@ -666,7 +666,7 @@ pub fn setup(sim: &mut Simulator, src: &mut dyn EventSource) -> Result<Option<Ev
             return Ok(None);
         }
         if matches!(buf[0], Event::Ref(_)) {
-            return Ok(Some(buf[0]));
+            return Ok(buf.pop());
         }
         sim.step(&buf[0])?;
     }

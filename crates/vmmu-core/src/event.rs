@@ -156,7 +156,7 @@ impl Advice {
 }
 
 /// One event of a workload.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Debug, Serialize, Deserialize)]
 pub enum Event {
     /// A memory reference by the current process.
     Ref(MemRef),
@@ -216,53 +216,17 @@ pub enum Event {
         /// The thread.
         tid: u32,
     },
-    /// `mmap`: a new region in the current process.
-    Mmap {
-        /// Start (page aligned).
-        start: Gva,
-        /// Length in bytes (a multiple of 4 KiB).
-        len: u64,
-        /// Protection.
-        prot: Prot,
-        /// Backing.
-        flags: MapFlags,
-    },
+    /// `mmap`: a new region in the current process (out of line, as every range event: the
+    /// common events stay 16 bytes).
+    Mmap(Box<Mmap>),
     /// `munmap` of a range of the current process.
-    Munmap {
-        /// Start (page aligned).
-        start: Gva,
-        /// Length in bytes.
-        len: u64,
-    },
+    Munmap(Box<Munmap>),
     /// `mprotect` of a range of the current process.
-    Mprotect {
-        /// Start (page aligned).
-        start: Gva,
-        /// Length in bytes.
-        len: u64,
-        /// New protection.
-        prot: Prot,
-    },
-    /// `mremap`: the range `[old, old+old_len)` moves to `[new, new+new_len)`.
-    Mremap {
-        /// Old start.
-        old: Gva,
-        /// Old length.
-        old_len: u64,
-        /// New start.
-        new: Gva,
-        /// New length.
-        new_len: u64,
-    },
+    Mprotect(Box<Mprotect>),
+    /// `mremap`: a range moves.
+    Mremap(Box<Mremap>),
     /// `madvise` of a range of the current process.
-    Madvise {
-        /// Start (page aligned).
-        start: Gva,
-        /// Length in bytes.
-        len: u64,
-        /// The advice.
-        advice: Advice,
-    },
+    Madvise(Box<Madvise>),
     /// `brk`: the program break of the current process moves to `end`.
     Brk {
         /// The new break.
@@ -275,7 +239,108 @@ pub enum Event {
     },
 }
 
-/// Events per batch between a source and the simulator (40 bytes each: 640 KiB). A trace
+/// The arguments of an [`Event::Mmap`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Mmap {
+    /// Start (page aligned).
+    pub start: Gva,
+    /// Length in bytes (a multiple of 4 KiB).
+    pub len: u64,
+    /// Protection.
+    pub prot: Prot,
+    /// Backing.
+    pub flags: MapFlags,
+}
+
+/// The arguments of an [`Event::Munmap`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Munmap {
+    /// Start (page aligned).
+    pub start: Gva,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// The arguments of an [`Event::Mprotect`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Mprotect {
+    /// Start (page aligned).
+    pub start: Gva,
+    /// Length in bytes.
+    pub len: u64,
+    /// New protection.
+    pub prot: Prot,
+}
+
+/// The arguments of an [`Event::Mremap`]: the range `[old, old+old_len)` moves to
+/// `[new, new+new_len)`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Mremap {
+    /// Old start.
+    pub old: Gva,
+    /// Old length.
+    pub old_len: u64,
+    /// New start.
+    pub new: Gva,
+    /// New length.
+    pub new_len: u64,
+}
+
+/// The arguments of an [`Event::Madvise`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize, Deserialize)]
+pub struct Madvise {
+    /// Start (page aligned).
+    pub start: Gva,
+    /// Length in bytes.
+    pub len: u64,
+    /// The advice.
+    pub advice: Advice,
+}
+
+/// An event is 16 bytes: a reference's fields, with the variant kept in the access kind's
+/// unused values, and the range events' arguments out of line. A batch of 16 Ki events is
+/// 256 KiB, which a reader's decoder writes and the simulator reads back on another core.
+const _: () = assert!(std::mem::size_of::<Event>() == 16);
+
+impl Event {
+    /// An [`Event::Mmap`].
+    #[inline]
+    pub fn mmap(start: Gva, len: u64, prot: Prot, flags: MapFlags) -> Event {
+        Event::Mmap(Box::new(Mmap {
+            start,
+            len,
+            prot,
+            flags,
+        }))
+    }
+    /// An [`Event::Munmap`].
+    #[inline]
+    pub fn munmap(start: Gva, len: u64) -> Event {
+        Event::Munmap(Box::new(Munmap { start, len }))
+    }
+    /// An [`Event::Mprotect`].
+    #[inline]
+    pub fn mprotect(start: Gva, len: u64, prot: Prot) -> Event {
+        Event::Mprotect(Box::new(Mprotect { start, len, prot }))
+    }
+    /// An [`Event::Mremap`]: `[old, old+old_len)` moves to `[new, new+new_len)`.
+    #[inline]
+    pub fn mremap(old: Gva, old_len: u64, new: Gva, new_len: u64) -> Event {
+        Event::Mremap(Box::new(Mremap {
+            old,
+            old_len,
+            new,
+            new_len,
+        }))
+    }
+    /// An [`Event::Madvise`].
+    #[inline]
+    pub fn madvise(start: Gva, len: u64, advice: Advice) -> Event {
+        Event::Madvise(Box::new(Madvise { start, len, advice }))
+    }
+}
+
+/// Events per batch between a source and the simulator (16 bytes each: 256 KiB). A trace
 /// reader's decoder fills batches of this size and the single-vCPU loop asks for this many,
 /// so a decoded batch is handed over by swapping buffers, not copied (docs/performance.md,
 /// "The trace reader's threads").

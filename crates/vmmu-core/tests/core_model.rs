@@ -329,12 +329,7 @@ fn a_system_call_drains_the_window_and_compute_after_it_no_longer_hides_a_miss()
             dep: 0,
         })
     };
-    let mmap = |start: u64, flags: u8| Event::Mmap {
-        start: Gva(start),
-        len: 64 << 20,
-        prot: Prot::RW,
-        flags: MapFlags(flags),
-    };
+    let mmap = |start: u64, flags: u8| Event::mmap(Gva(start), 64 << 20, Prot::RW, MapFlags(flags));
     let setup = vec![
         Event::ProcessCreate { pid: 1 },
         mmap(BASE, MapFlags::POPULATE),
@@ -352,7 +347,7 @@ fn a_system_call_drains_the_window_and_compute_after_it_no_longer_hides_a_miss()
     )
     .expect("config");
     let mut first = setup.clone();
-    first.extend([call, compute]);
+    first.extend([call.clone(), compute.clone()]);
     let mut second = setup;
     second.extend([compute, call]);
     let drained = run_source(

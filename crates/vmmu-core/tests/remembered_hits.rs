@@ -35,18 +35,8 @@ fn r(va: u64, kind: AccessKind, instrs: u32) -> Event {
 fn events() -> Vec<Event> {
     let mut ev = vec![
         Event::ProcessCreate { pid: 1 },
-        Event::Mmap {
-            start: Gva(DATA),
-            len: 64 * PAGE,
-            prot: Prot::RW,
-            flags: MapFlags(0),
-        },
-        Event::Mmap {
-            start: Gva(CODE),
-            len: 4 * PAGE,
-            prot: Prot::RWX,
-            flags: MapFlags(MapFlags::POPULATE),
-        },
+        Event::mmap(Gva(DATA), 64 * PAGE, Prot::RW, MapFlags(0)),
+        Event::mmap(Gva(CODE), 4 * PAGE, Prot::RWX, MapFlags(MapFlags::POPULATE)),
     ];
     let sweep = |ev: &mut Vec<Event>, from: u64| {
         for i in from..from + 64 * 512 {
@@ -73,11 +63,7 @@ fn events() -> Vec<Event> {
         child: 2,
     });
     sweep(&mut ev, 100);
-    ev.push(Event::Mprotect {
-        start: Gva(DATA),
-        len: 8 * PAGE,
-        prot: Prot(Prot::READ),
-    });
+    ev.push(Event::mprotect(Gva(DATA), 8 * PAGE, Prot(Prot::READ)));
     ev.extend((0..8 * 512).map(|i| r(DATA + i * 8, AccessKind::Load, 1)));
     ev
 }

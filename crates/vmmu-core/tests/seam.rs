@@ -34,12 +34,7 @@ fn st(va: u64) -> Event {
 }
 
 fn mmap(start: u64, len: u64, prot: Prot, flags: u8) -> Event {
-    Event::Mmap {
-        start: Gva(start),
-        len,
-        prot,
-        flags: MapFlags(flags),
-    }
+    Event::mmap(Gva(start), len, prot, MapFlags(flags))
 }
 
 /// A deterministic pseudo-random page of a region of `pages` pages.
@@ -83,16 +78,9 @@ fn lifetime() -> Vec<Event> {
     for _ in 0..200 {
         ev.push(st(LOW + pick(&mut x, pages) * PAGE));
     }
-    ev.push(Event::Mprotect {
-        start: Gva(LOW),
-        len: 64 * PAGE,
-        prot: Prot(Prot::READ),
-    });
+    ev.push(Event::mprotect(Gva(LOW), 64 * PAGE, Prot(Prot::READ)));
     ev.extend((0..64).map(|k| ld(LOW + k * PAGE)));
-    ev.push(Event::Munmap {
-        start: Gva(LOW + 512 * PAGE),
-        len: 512 * PAGE,
-    });
+    ev.push(Event::munmap(Gva(LOW + 512 * PAGE), 512 * PAGE));
     ev.push(mmap(LOW + 512 * PAGE, 512 * PAGE, Prot::RW, 0));
     for _ in 0..200 {
         ev.push(st(LOW + (512 + pick(&mut x, 512)) * PAGE));

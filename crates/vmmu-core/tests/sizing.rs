@@ -259,12 +259,7 @@ mod crafted {
     fn events(ops: &[Op]) -> Vec<Event> {
         let mut ev = vec![
             Event::ProcessCreate { pid: 1 },
-            Event::Mmap {
-                start: Gva(BASE),
-                len: PAGES << 12,
-                prot: Prot::RWX,
-                flags: MapFlags(0),
-            },
+            Event::mmap(Gva(BASE), PAGES << 12, Prot::RWX, MapFlags(0)),
         ];
         // The parent touches half the pages, then forks: those pages are shared
         // copy-on-write, read-only in both processes' tables.
@@ -288,16 +283,13 @@ mod crafted {
                     ev.push(Event::Switch { pid });
                 }
                 Op::Remap(p, n) => {
-                    ev.push(Event::Munmap {
-                        start: Gva(BASE + (p << 12)),
-                        len: n << 12,
-                    });
-                    ev.push(Event::Mmap {
-                        start: Gva(BASE + (p << 12)),
-                        len: n << 12,
-                        prot: Prot::RWX,
-                        flags: MapFlags(0),
-                    });
+                    ev.push(Event::munmap(Gva(BASE + (p << 12)), n << 12));
+                    ev.push(Event::mmap(
+                        Gva(BASE + (p << 12)),
+                        n << 12,
+                        Prot::RWX,
+                        MapFlags(0),
+                    ));
                 }
             }
         }

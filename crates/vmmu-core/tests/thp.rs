@@ -14,11 +14,7 @@ const PAGE: u64 = 4096;
 const HUGE: u64 = 2 << 20;
 
 fn madvise(start: u64, len: u64, advice: u8) -> Event {
-    Event::Madvise {
-        start: Gva(start),
-        len,
-        advice: Advice(advice),
-    }
+    Event::madvise(Gva(start), len, Advice(advice))
 }
 
 fn guest(r: &Value, k: &str) -> u64 {
@@ -78,12 +74,7 @@ fn only_anonymous_private_areas_whose_aligned_block_fits_get_huge_pages() {
     let area = |start: u64, len: u64, flags: u8| {
         let mut ev = vec![
             Event::ProcessCreate { pid: 1 },
-            Event::Mmap {
-                start: Gva(start),
-                len,
-                prot: Prot::RW,
-                flags: MapFlags(flags),
-            },
+            Event::mmap(Gva(start), len, Prot::RW, MapFlags(flags)),
         ];
         ev.extend((0..len / HUGE).map(|i| store(start + i * HUGE + PAGE)));
         ev
@@ -107,12 +98,7 @@ fn map_hugetlb_takes_the_pool_whatever_thp_says_and_falls_back_without_one() {
     let ev = || {
         vec![
             Event::ProcessCreate { pid: 1 },
-            Event::Mmap {
-                start: Gva(BASE),
-                len: 2 * HUGE,
-                prot: Prot::RW,
-                flags: MapFlags(MapFlags::HUGE),
-            },
+            Event::mmap(Gva(BASE), 2 * HUGE, Prot::RW, MapFlags(MapFlags::HUGE)),
             store(BASE),
             store(BASE + HUGE),
         ]
@@ -206,7 +192,7 @@ fn khugepaged_collapses_a_mapped_range_after_its_interval() {
 #[test]
 fn khugepaged_leaves_unadvised_ranges_alone_under_madvise() {
     let mut ev = collapse_scenario();
-    ev.retain(|e| !matches!(e, Event::Madvise { .. }));
+    ev.retain(|e| !matches!(e, Event::Madvise(_)));
     let r = run_owned(&khugepaged("1"), &[("mode", "\"native\"")], ev);
     assert_eq!(guest(&r, "thp_collapse_alloc"), 0);
     assert_eq!(r["cycles_by_cause"]["guest_kernel"], 0);

@@ -70,12 +70,12 @@ fn a_lackey_snippet_gives_exact_events() {
             r(Load, 0x1f_feff_f8b8, 8, 0),
             r(Modify, 0x0402_d4a8, 4, 0),
             r(Fetch, 0x0402_0caa, 7, 1),
-            Event::Mmap {
-                start: Gva(0x7f00_0000_0000),
-                len: 0x10_0000,
-                prot: Prot::RW,
-                flags: MapFlags(MapFlags::HUGE),
-            },
+            Event::mmap(
+                Gva(0x7f00_0000_0000),
+                0x10_0000,
+                Prot::RW,
+                MapFlags(MapFlags::HUGE)
+            ),
         ]
     );
 }

@@ -44,10 +44,7 @@ fn munmap_while_shared() -> Vec<Event> {
     ev.extend((0..8).map(|p| load(BASE + p * PAGE + 64)));
     ev.push(mmap(BASE + (1 << 30), 16 * PAGE, false));
     ev.push(thread(1, 1));
-    ev.push(Event::Munmap {
-        start: Gva(BASE),
-        len: 4 * PAGE,
-    });
+    ev.push(Event::munmap(Gva(BASE), 4 * PAGE));
     ev.extend((8..16).map(|p| store(BASE + p * PAGE)));
     ev.push(thread(1, 2));
     ev.extend((16..24).map(|p| load(BASE + p * PAGE)));
@@ -196,29 +193,29 @@ fn program(ops: &[(u8, u8, u16)]) -> Vec<Event> {
             6 => ev.push(store(lazy + page * PAGE)),
             7 => ev.push(load(lazy + page * PAGE)),
             8 => {
-                ev.push(Event::Munmap {
-                    start: Gva(lazy + page * PAGE),
-                    len: PAGE * (1 + t as u64 % 40),
-                });
+                ev.push(Event::munmap(
+                    Gva(lazy + page * PAGE),
+                    PAGE * (1 + t as u64 % 40),
+                ));
                 let len = PAGE * (1 + t as u64 % 40);
-                ev.push(Event::Mmap {
-                    start: Gva(lazy + page * PAGE),
+                ev.push(Event::mmap(
+                    Gva(lazy + page * PAGE),
                     len,
-                    prot: vmmu_core::event::Prot::RW,
-                    flags: vmmu_core::event::MapFlags(0),
-                });
+                    vmmu_core::event::Prot::RW,
+                    vmmu_core::event::MapFlags(0),
+                ));
             }
             9 => {
                 ro = !ro;
-                ev.push(Event::Mprotect {
-                    start: Gva(shared),
-                    len: 256 * PAGE,
-                    prot: if ro {
+                ev.push(Event::mprotect(
+                    Gva(shared),
+                    256 * PAGE,
+                    if ro {
                         vmmu_core::event::Prot(vmmu_core::event::Prot::READ)
                     } else {
                         vmmu_core::event::Prot::RW
                     },
-                });
+                ));
             }
             10 if !child => {
                 child = true;

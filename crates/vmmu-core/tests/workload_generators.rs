@@ -31,21 +31,16 @@ fn every_generator_starts_with_the_process_and_its_region() {
         assert_eq!(ev[0], Event::ProcessCreate { pid: 1 }, "{g}");
         assert_eq!(
             ev[1],
-            Event::Mmap {
-                start: Gva(BASE),
-                len: 12288,
-                prot: Prot::RW,
-                flags: MapFlags(0),
-            },
+            Event::mmap(Gva(BASE), 12288, Prot::RW, MapFlags(0)),
             "{g}"
         );
     }
     let ev = all("random:refs=1,huge=1,prefault=true");
-    let Event::Mmap { len, flags, .. } = ev[1] else {
+    let Event::Mmap(m) = &ev[1] else {
         panic!("{:?}", ev[1])
     };
-    assert_eq!(len, 64 << 20);
-    assert_eq!(flags, MapFlags(MapFlags::HUGE | MapFlags::POPULATE));
+    assert_eq!(m.len, 64 << 20);
+    assert_eq!(m.flags, MapFlags(MapFlags::HUGE | MapFlags::POPULATE));
     assert_eq!(ev.len(), 3, "no madvise without thp=");
     // thp=hugepage advises the whole region right after the mmap; phases take it too.
     for spec in [
@@ -55,23 +50,23 @@ fn every_generator_starts_with_the_process_and_its_region() {
         let ev = all(spec);
         assert_eq!(
             ev[2],
-            Event::Madvise {
-                start: ev_start(&ev[1]),
-                len: 4 << 20,
-                advice: vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
-            },
+            Event::madvise(
+                ev_start(&ev[1]),
+                4 << 20,
+                vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE)
+            ),
             "{spec}"
         );
     }
-    let Event::Madvise { advice, .. } = all("stream:refs=1,thp=nohugepage")[2] else {
+    let Event::Madvise(m) = &all("stream:refs=1,thp=nohugepage")[2] else {
         panic!("no madvise")
     };
-    assert_eq!(advice.name(), Some("nohugepage"));
+    assert_eq!(m.advice.name(), Some("nohugepage"));
 }
 
 fn ev_start(e: &Event) -> vmmu_core::addr::Gva {
     match e {
-        Event::Mmap { start, .. } => *start,
+        Event::Mmap(m) => m.start,
         other => panic!("{other:?}"),
     }
 }
@@ -329,7 +324,7 @@ fn phases_alternate_with_numbered_markers() {
 #[test]
 fn phase_region_is_the_largest_phase_footprint() {
     let ev = all("phases:a=stream,b=random,b.footprint=2M,footprint=1M,refs=10");
-    assert!(matches!(ev[1], Event::Mmap { len, .. } if len == 2 << 20));
+    assert!(matches!(&ev[1], Event::Mmap(m) if m.len == 2 << 20));
 }
 
 #[test]

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use vmmu_core::error::{Error, Result};
 use vmmu_core::event::{Event, EventSource, Prot};
+use vmmu_core::event::{Madvise, Mmap, Mprotect, Mremap, Munmap};
 use vmmu_core::interval::RangeMap;
 
 /// How many examples of each problem a report keeps.
@@ -325,9 +326,10 @@ impl Checker {
         let pid = self.current();
         let s = self.spaces.get_mut(&pid).expect("current space");
         let problem: Option<&str> = match *e {
-            Event::Mmap {
-                start, len, prot, ..
-            } => {
+            Event::Mmap(ref w) => {
+                let Mmap {
+                    start, len, prot, ..
+                } = **w;
                 if start.0 & 0xfff != 0 || len == 0 {
                     Some("start must be page aligned and length non-zero")
                 } else {
@@ -337,7 +339,8 @@ impl Checker {
                     None
                 }
             }
-            Event::Munmap { start, len } => {
+            Event::Munmap(ref w) => {
+                let Munmap { start, len } = **w;
                 let hi = start.0.saturating_add(page_up(len));
                 if s.vmas.overlaps(start.0, hi) {
                     s.vmas.remove(start.0, hi);
@@ -346,7 +349,8 @@ impl Checker {
                     Some("nothing is mapped there")
                 }
             }
-            Event::Mprotect { start, len, prot } => {
+            Event::Mprotect(ref w) => {
+                let Mprotect { start, len, prot } = **w;
                 let hi = start.0.saturating_add(page_up(len));
                 if s.vmas.modify(start.0, hi, |_| prot) {
                     None
@@ -354,7 +358,8 @@ impl Checker {
                     Some("nothing is mapped there")
                 }
             }
-            Event::Madvise { start, len, .. } => {
+            Event::Madvise(ref w) => {
+                let Madvise { start, len, .. } = **w;
                 let hi = start.0.saturating_add(page_up(len));
                 if mapped_whole(&s.vmas, start.0, hi) {
                     None
@@ -362,20 +367,23 @@ impl Checker {
                     Some("part of the range is not mapped")
                 }
             }
-            Event::Mremap {
-                old,
-                old_len,
-                new,
-                new_len,
-            } => match s.find(old.0) {
-                Some(prot) => {
-                    s.vmas.remove(old.0, old.0.saturating_add(page_up(old_len)));
-                    s.vmas
-                        .insert(new.0, new.0.saturating_add(page_up(new_len)), prot);
-                    None
+            Event::Mremap(ref w) => {
+                let Mremap {
+                    old,
+                    old_len,
+                    new,
+                    new_len,
+                } = **w;
+                match s.find(old.0) {
+                    Some(prot) => {
+                        s.vmas.remove(old.0, old.0.saturating_add(page_up(old_len)));
+                        s.vmas
+                            .insert(new.0, new.0.saturating_add(page_up(new_len)), prot);
+                        None
+                    }
+                    None => Some("nothing is mapped at the old address"),
                 }
-                None => Some("nothing is mapped at the old address"),
-            },
+            }
             Event::Brk { end } => match s.heap {
                 None => {
                     s.heap = Some((end.0, end.0));
@@ -476,12 +484,7 @@ mod tests {
         })
     }
     fn mmap(start: u64, len: u64, prot: Prot) -> Event {
-        Event::Mmap {
-            start: Gva(start),
-            len,
-            prot,
-            flags: MapFlags(0),
-        }
+        Event::mmap(Gva(start), len, prot, MapFlags(0))
     }
     fn run(ev: Vec<Event>) -> CheckReport {
         check_source(&mut VecSource::new("t", ev), &mut |_| true).unwrap()
@@ -514,10 +517,7 @@ mod tests {
                 child: 4,
             },
             Event::Switch { pid: 4 },
-            Event::Munmap {
-                start: Gva(0x1000),
-                len: 0x1000,
-            },
+            Event::munmap(Gva(0x1000), 0x1000),
             r(0x1000, AccessKind::Load),
             r(0x1ffc, AccessKind::Load), // straddles the end of the mapping
         ]);
@@ -533,10 +533,7 @@ mod tests {
     fn impossible_events_fail_the_check() {
         let rep = run(vec![
             Event::ProcessCreate { pid: 3 },
-            Event::Munmap {
-                start: Gva(0x1000),
-                len: 0x1000,
-            },
+            Event::munmap(Gva(0x1000), 0x1000),
         ]);
         assert_eq!(rep.bad_events, 1);
         assert!(!rep.ok);
@@ -544,10 +541,12 @@ mod tests {
 
     #[test]
     fn madvise_inside_a_mapping_passes_and_one_reaching_outside_fails() {
-        let advise = |start: u64, len: u64| Event::Madvise {
-            start: Gva(start),
-            len,
-            advice: vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
+        let advise = |start: u64, len: u64| {
+            Event::madvise(
+                Gva(start),
+                len,
+                vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
+            )
         };
         let rep = run(vec![
             Event::ProcessCreate { pid: 3 },

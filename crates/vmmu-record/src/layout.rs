@@ -28,6 +28,7 @@ use rustc_hash::FxHashMap;
 use vmmu_core::addr::Gva;
 use vmmu_core::error::Result;
 use vmmu_core::event::{Event, EventSource, MapFlags};
+use vmmu_core::event::{Madvise, Mmap, Mprotect, Mremap, Munmap};
 
 /// Where the main stack ends (exclusive): the top of x86-64 user space with 4-level paging.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
@@ -357,7 +358,7 @@ impl<S: EventSource> NativeLayout<S> {
                 self.spaces.remove(&pid);
                 self.out.push(e);
             }
-            Event::Mmap { .. } if self.space().startup.is_some() => {
+            Event::Mmap(_) if self.space().startup.is_some() => {
                 self.space().startup.as_mut().expect("collecting").push(e);
             }
             _ => {
@@ -381,9 +382,12 @@ impl<S: EventSource> NativeLayout<S> {
         let mut ranges: Vec<(u64, u64, u8)> = maps
             .iter()
             .filter_map(|e| match *e {
-                Event::Mmap {
-                    start, len, flags, ..
-                } => Some((start.0, start.0 + len, flags.0)),
+                Event::Mmap(ref w) => {
+                    let Mmap {
+                        start, len, flags, ..
+                    } = **w;
+                    Some((start.0, start.0 + len, flags.0))
+                }
                 _ => None,
             })
             .collect();
@@ -454,12 +458,13 @@ impl<S: EventSource> NativeLayout<S> {
 
     fn os_event(&mut self, e: Event) {
         match e {
-            Event::Mmap {
-                start,
-                len,
-                prot,
-                flags,
-            } => {
+            Event::Mmap(ref w) => {
+                let Mmap {
+                    start,
+                    len,
+                    prot,
+                    flags,
+                } = **w;
                 let (lo, hi) = (start.0, start.0 + len);
                 // Uncovered pieces get a native home first; then every piece is covered.
                 for (a, b, r) in self.space().pieces(lo, hi) {
@@ -473,41 +478,35 @@ impl<S: EventSource> NativeLayout<S> {
                         self.stats.regions_placed += 1;
                     }
                 }
-                self.split(lo, hi, |n, l| Event::Mmap {
-                    start: Gva(n),
-                    len: l,
-                    prot,
-                    flags,
-                });
+                self.split(lo, hi, |n, l| Event::mmap(Gva(n), l, prot, flags));
             }
-            Event::Munmap { start, len } => {
+            Event::Munmap(ref w) => {
+                let Munmap { start, len } = **w;
                 let (lo, hi) = (start.0, start.0 + len);
-                self.split(lo, hi, |n, l| Event::Munmap {
-                    start: Gva(n),
-                    len: l,
-                });
+                self.split(lo, hi, |n, l| Event::munmap(Gva(n), l));
                 self.space().remove(lo, hi);
             }
-            Event::Mprotect { start, len, prot } => {
-                self.split(start.0, start.0 + len, |n, l| Event::Mprotect {
-                    start: Gva(n),
-                    len: l,
-                    prot,
+            Event::Mprotect(ref w) => {
+                let Mprotect { start, len, prot } = **w;
+                self.split(start.0, start.0 + len, |n, l| {
+                    Event::mprotect(Gva(n), l, prot)
                 });
             }
-            Event::Madvise { start, len, advice } => {
-                self.split(start.0, start.0 + len, |n, l| Event::Madvise {
-                    start: Gva(n),
-                    len: l,
-                    advice,
+            Event::Madvise(ref w) => {
+                let Madvise { start, len, advice } = **w;
+                self.split(start.0, start.0 + len, |n, l| {
+                    Event::madvise(Gva(n), l, advice)
                 });
             }
-            Event::Mremap {
-                old,
-                old_len,
-                new,
-                new_len,
-            } => self.mremap(old.0, old_len, new.0, new_len),
+            Event::Mremap(ref w) => {
+                let Mremap {
+                    old,
+                    old_len,
+                    new,
+                    new_len,
+                } = **w;
+                self.mremap(old.0, old_len, new.0, new_len)
+            }
             Event::Brk { end } => self.brk(end.0),
             other => self.out.push(other),
         }
@@ -531,12 +530,8 @@ impl<S: EventSource> NativeLayout<S> {
             nstart: nnew,
         });
         self.stats.regions_placed += 1;
-        self.out.push(Event::Mremap {
-            old: Gva(nold),
-            old_len,
-            new: Gva(nnew),
-            new_len,
-        });
+        self.out
+            .push(Event::mremap(Gva(nold), old_len, Gva(nnew), new_len));
     }
 
     fn brk(&mut self, end: u64) {
@@ -571,7 +566,7 @@ impl<S: EventSource> NativeLayout<S> {
     /// Relocates one event into `self.out`.
     #[inline]
     fn step(&mut self, e: Event) {
-        if let (Event::Ref(mut r), Some((_, space))) = (e, self.cur.as_mut()) {
+        if let (&Event::Ref(mut r), Some((_, space))) = (&e, self.cur.as_mut()) {
             if space.startup.is_none() {
                 match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
                     Some(va) => r.va = Gva(va),
@@ -623,7 +618,7 @@ impl<S: EventSource> EventSource for NativeLayout<S> {
                 rest.clear();
                 rest.extend_from_slice(&buf[i..]);
                 buf.truncate(i);
-                for &e in &rest {
+                for e in rest.drain(..) {
                     self.step(e);
                 }
                 self.inbuf = rest;
@@ -650,12 +645,7 @@ mod tests {
     use vmmu_core::event::{AccessKind, MemRef, Prot, VecSource};
 
     fn mmap(start: u64, len: u64, flags: u8) -> Event {
-        Event::Mmap {
-            start: Gva(start),
-            len,
-            prot: Prot::RW,
-            flags: MapFlags(flags),
-        }
+        Event::mmap(Gva(start), len, Prot::RW, MapFlags(flags))
     }
     fn load(va: u64) -> Event {
         Event::Ref(MemRef {
@@ -720,10 +710,7 @@ mod tests {
             load(0x4035000 + 0x20ff8),
             mmap(0x4835000, 0x3000, 0),
             load(0x4835000),
-            Event::Munmap {
-                start: Gva(0x4835000),
-                len: 0x3000,
-            },
+            Event::munmap(Gva(0x4835000), 0x3000),
         ]);
         let out = run(ev);
         assert_eq!(
@@ -736,13 +723,7 @@ mod tests {
         let anon = MMAP_TOP - 0x30000 - 0x3000;
         assert_eq!(out[8], mmap(anon, 0x3000, 0));
         assert_eq!(out[9], load(anon));
-        assert_eq!(
-            out[10],
-            Event::Munmap {
-                start: Gva(anon),
-                len: 0x3000
-            }
-        );
+        assert_eq!(out[10], Event::munmap(Gva(anon), 0x3000));
     }
 
     #[test]
@@ -751,10 +732,7 @@ mod tests {
         ev.extend([
             mmap(0x4835000, 0x1000, 0),
             mmap(0x4836000, 0x1000, 0),
-            Event::Munmap {
-                start: Gva(0x4835000),
-                len: 0x2000,
-            },
+            Event::munmap(Gva(0x4835000), 0x2000),
         ]);
         let out = run(ev);
         let a = MMAP_TOP - 0x30000 - 0x1000;
@@ -762,16 +740,7 @@ mod tests {
         assert_eq!(&out[6..8], &[mmap(a, 0x1000, 0), mmap(b, 0x1000, 0)]);
         assert_eq!(
             &out[8..10],
-            &[
-                Event::Munmap {
-                    start: Gva(a),
-                    len: 0x1000
-                },
-                Event::Munmap {
-                    start: Gva(b),
-                    len: 0x1000
-                }
-            ]
+            &[Event::munmap(Gva(a), 0x1000), Event::munmap(Gva(b), 0x1000)]
         );
     }
 
@@ -795,9 +764,8 @@ mod tests {
         let mut ev = startup();
         ev.push(mmap(0x4835000, 0x400000, 0));
         let out = run(ev);
-        let Event::Mmap { start, .. } = out[6] else {
-            panic!()
-        };
+        let Event::Mmap(m) = &out[6] else { panic!() };
+        let start = m.start;
         assert_eq!(start.0 % HUGE, 0x4835000 % HUGE);
         assert!(start.0 + 0x400000 <= MMAP_TOP - 0x30000);
     }

@@ -643,12 +643,12 @@ impl StreamDecoder {
                 let (start, len) = page_range(p[0], p[1]);
                 if len > 0 {
                     self.os_event(
-                        Event::Mmap {
-                            start: Gva(start),
+                        Event::mmap(
+                            Gva(start),
                             len,
-                            prot: Prot((value & 7) as u8),
-                            flags: MapFlags(((value >> 4) & 0xF) as u8),
-                        },
+                            Prot((value & 7) as u8),
+                            MapFlags(((value >> 4) & 0xF) as u8),
+                        ),
                         out,
                     );
                 }
@@ -657,13 +657,7 @@ impl StreamDecoder {
                 need(2, "munmap")?;
                 let (start, len) = page_range(p[0], p[1]);
                 if len > 0 {
-                    self.os_event(
-                        Event::Munmap {
-                            start: Gva(start),
-                            len,
-                        },
-                        out,
-                    );
+                    self.os_event(Event::munmap(Gva(start), len), out);
                 }
             }
             E_MPROTECT => {
@@ -671,11 +665,7 @@ impl StreamDecoder {
                 let (start, len) = page_range(p[0], p[1]);
                 if len > 0 {
                     self.os_event(
-                        Event::Mprotect {
-                            start: Gva(start),
-                            len,
-                            prot: Prot((value & 7) as u8),
-                        },
+                        Event::mprotect(Gva(start), len, Prot((value & 7) as u8)),
                         out,
                     );
                 }
@@ -684,14 +674,7 @@ impl StreamDecoder {
                 need(2, "madvise")?;
                 let (start, len) = page_range(p[0], p[1]);
                 if len > 0 {
-                    self.os_event(
-                        Event::Madvise {
-                            start: Gva(start),
-                            len,
-                            advice: Advice(value as u8),
-                        },
-                        out,
-                    );
+                    self.os_event(Event::madvise(Gva(start), len, Advice(value as u8)), out);
                 }
             }
             E_PHASE => {
@@ -703,12 +686,7 @@ impl StreamDecoder {
             E_MREMAP => {
                 need(4, "mremap")?;
                 self.os_event(
-                    Event::Mremap {
-                        old: Gva(p[0]),
-                        old_len: page_up(p[1]),
-                        new: Gva(p[2]),
-                        new_len: page_up(p[3]),
-                    },
+                    Event::mremap(Gva(p[0]), page_up(p[1]), Gva(p[2]), page_up(p[3])),
                     out,
                 );
             }
@@ -868,12 +846,7 @@ pub(crate) mod tests {
             assert_eq!(ev.len(), 6, "chunk {chunk}");
             assert_eq!(
                 ev[0],
-                Event::Mmap {
-                    start: Gva(0x400000),
-                    len: 0x2000,
-                    prot: Prot(5),
-                    flags: MapFlags(MapFlags::FILE)
-                }
+                Event::mmap(Gva(0x400000), 0x2000, Prot(5), MapFlags(MapFlags::FILE))
             );
             assert_eq!(
                 ev[2],
@@ -913,10 +886,7 @@ pub(crate) mod tests {
                     dep: 0,
                 }),
                 Event::Compute { instrs: 2 },
-                Event::Munmap {
-                    start: Gva(0x1000),
-                    len: 0x1000
-                },
+                Event::munmap(Gva(0x1000), 0x1000),
                 Event::Compute { instrs: 5 },
             ]
         );
@@ -1067,19 +1037,11 @@ pub(crate) mod tests {
         assert_eq!(ev[1], Event::Phase { id: 7 });
         assert_eq!(
             ev[3],
-            Event::Madvise {
-                start: Gva(0x7f00_0000_0000),
-                len: 0x20_0000,
-                advice: Advice(Advice::HUGEPAGE),
-            }
+            Event::madvise(Gva(0x7f00_0000_0000), 0x20_0000, Advice(Advice::HUGEPAGE))
         );
         assert_eq!(
             ev[4],
-            Event::Madvise {
-                start: Gva(0x7f00_0000_1000),
-                len: 0x1000,
-                advice: Advice(Advice::DONTNEED),
-            }
+            Event::madvise(Gva(0x7f00_0000_1000), 0x1000, Advice(Advice::DONTNEED))
         );
     }
 

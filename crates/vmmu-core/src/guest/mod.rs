@@ -25,6 +25,7 @@ pub use process::{Area, HugeAdvice, Hugetlb, Process, Vma};
 use crate::addr::{Gpa, Gva, PageSize};
 use crate::config::{CoreConfig, GuestConfig, GuestPageSize, KernelCosts, KhugepagedConfig, Thp};
 use crate::event::Event;
+use crate::event::{Madvise, Mmap, Mprotect, Mremap, Munmap};
 use crate::mem::{FrameAllocator, PhysMem};
 use crate::paging::{Geometry, PageTable, Pte, TableWrite};
 use rustc_hash::FxHashMap;
@@ -250,16 +251,19 @@ impl GuestOs {
     pub fn event(&mut self, e: &Event, fx: &mut OsEffects) -> Result<(), OsError> {
         let c = self.costs;
         let (r, fixed) = match *e {
-            Event::Mmap {
-                start,
-                len,
-                prot,
-                flags,
-            } => (
-                self.ensure_implicit_process(fx)
-                    .and_then(|_| self.mmap(start, len, prot, flags, fx)),
-                c.syscall,
-            ),
+            Event::Mmap(ref w) => {
+                let Mmap {
+                    start,
+                    len,
+                    prot,
+                    flags,
+                } = **w;
+                (
+                    self.ensure_implicit_process(fx)
+                        .and_then(|_| self.mmap(start, len, prot, flags, fx)),
+                    c.syscall,
+                )
+            }
             Event::Brk { end } => (
                 self.ensure_implicit_process(fx)
                     .and_then(|_| self.brk(end, fx)),
@@ -288,19 +292,27 @@ impl GuestOs {
             }
             Event::ThreadCreate { pid, tid } => (self.thread_create(pid, tid), c.thread_create),
             Event::ThreadExit { pid, tid } => (self.thread_exit(pid, tid), c.exit),
-            Event::Munmap { start, len } => (self.munmap(start, len, fx), c.syscall),
-            Event::Madvise { start, len, advice } => {
+            Event::Munmap(ref w) => {
+                let Munmap { start, len } = **w;
+                (self.munmap(start, len, fx), c.syscall)
+            }
+            Event::Madvise(ref w) => {
+                let Madvise { start, len, advice } = **w;
                 (self.madvise(start, len, advice, fx), c.syscall)
             }
-            Event::Mprotect { start, len, prot } => {
+            Event::Mprotect(ref w) => {
+                let Mprotect { start, len, prot } = **w;
                 (self.mprotect(start, len, prot, fx), c.syscall)
             }
-            Event::Mremap {
-                old,
-                old_len,
-                new,
-                new_len,
-            } => (self.mremap(old, old_len, new, new_len, fx), c.syscall),
+            Event::Mremap(ref w) => {
+                let Mremap {
+                    old,
+                    old_len,
+                    new,
+                    new_len,
+                } = **w;
+                (self.mremap(old, old_len, new, new_len, fx), c.syscall)
+            }
             Event::Phase { .. } | Event::Ref(_) | Event::Compute { .. } => (Ok(()), 0),
         };
         // Per page-table entry written (a fork's copies included) or page invalidated.

@@ -67,7 +67,7 @@ pub fn match_bytes_scalar<const L: usize>(lanes: &[u8; L], b: u8) -> u64 {
 #[inline(always)]
 pub fn match_bytes_sse2<const L: usize>(lanes: &[u8; L], b: u8) -> u64 {
     use std::arch::x86_64::*;
-    const { assert!(L == 8 || (L % 16 == 0 && L <= 64)) };
+    const { assert!(L == 8 || (L.is_multiple_of(16) && L <= 64)) };
     let p = lanes.as_ptr();
     // SAFETY: SSE2 is enabled for this target (the cfg above); every load reads 8 or 16
     // bytes from `p + i` with `i + 8 <= L` or `i + 16 <= L` (the const assertion), inside
@@ -98,8 +98,8 @@ pub fn match_bytes_sse2<const L: usize>(lanes: &[u8; L], b: u8) -> u64 {
 #[inline]
 pub unsafe fn match_bytes_avx2<const L: usize>(lanes: &[u8; L], b: u8) -> u64 {
     use std::arch::x86_64::*;
-    const { assert!(L == 8 || (L % 16 == 0 && L <= 64)) };
-    if L % 32 != 0 {
+    const { assert!(L == 8 || (L.is_multiple_of(16) && L <= 64)) };
+    if !L.is_multiple_of(32) {
         return match_bytes_sse2(lanes, b);
     }
     let p = lanes.as_ptr();

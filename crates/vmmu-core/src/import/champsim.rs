@@ -647,12 +647,12 @@ mod tests {
             mr(0x7000, AccessKind::Store),
             mr(0x401004, AccessKind::Fetch),
             mr(0x9000, AccessKind::Modify),
-            Event::Mmap {
-                start: Gva(0x1000),
-                len: 0x1000,
-                prot: crate::event::Prot::RW,
-                flags: crate::event::MapFlags(0),
-            },
+            Event::mmap(
+                Gva(0x1000),
+                0x1000,
+                crate::event::Prot::RW,
+                crate::event::MapFlags(0),
+            ),
         ];
         let p = format!("{}.xz", tmp("w"));
         let mut w = ChampSimWriter::create(&p).unwrap();

@@ -26,6 +26,7 @@
 
 use crate::addr::Gva;
 use crate::event::{AccessKind, Advice, Event, MapFlags, MemRef, Prot};
+use crate::event::{Madvise, Mmap, Mprotect, Mremap, Munmap};
 use std::mem::MaybeUninit;
 
 /// The longest record: `Mremap`'s tag and four 10-byte varints, rounded up (a reference takes
@@ -218,30 +219,39 @@ impl Encoder {
             }
             Event::ThreadExit { pid, tid } => tagged(rec, T_THREAD_EXIT, &[pid as u64, tid as u64]),
             Event::Thread { pid, tid } => tagged(rec, T_THREAD, &[pid as u64, tid as u64]),
-            Event::Mmap {
-                start,
-                len,
-                prot,
-                flags,
-            } => {
+            Event::Mmap(ref w) => {
+                let Mmap {
+                    start,
+                    len,
+                    prot,
+                    flags,
+                } = **w;
                 let k = tagged(rec, T_MMAP, &[start.0, len]);
                 rec[k] = prot.0;
                 rec[k + 1] = flags.0;
                 k + 2
             }
-            Event::Munmap { start, len } => tagged(rec, T_MUNMAP, &[start.0, len]),
-            Event::Mprotect { start, len, prot } => {
+            Event::Munmap(ref w) => {
+                let Munmap { start, len } = **w;
+                tagged(rec, T_MUNMAP, &[start.0, len])
+            }
+            Event::Mprotect(ref w) => {
+                let Mprotect { start, len, prot } = **w;
                 let k = tagged(rec, T_MPROTECT, &[start.0, len]);
                 rec[k] = prot.0;
                 k + 1
             }
-            Event::Mremap {
-                old,
-                old_len,
-                new,
-                new_len,
-            } => tagged(rec, T_MREMAP, &[old.0, old_len, new.0, new_len]),
-            Event::Madvise { start, len, advice } => {
+            Event::Mremap(ref w) => {
+                let Mremap {
+                    old,
+                    old_len,
+                    new,
+                    new_len,
+                } = **w;
+                tagged(rec, T_MREMAP, &[old.0, old_len, new.0, new_len])
+            }
+            Event::Madvise(ref w) => {
+                let Madvise { start, len, advice } = **w;
                 let k = tagged(rec, T_MADVISE, &[start.0, len]);
                 rec[k] = advice.0;
                 k + 1
@@ -698,42 +708,21 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
             let (start_va, len) = (v()?, v()?);
             let (prot, flags) = (raw[*p], raw[*p + 1]);
             *p += 2;
-            Event::Mmap {
-                start: Gva(start_va),
-                len,
-                prot: Prot(prot),
-                flags: MapFlags(flags),
-            }
+            Event::mmap(Gva(start_va), len, Prot(prot), MapFlags(flags))
         }
-        T_MUNMAP => Event::Munmap {
-            start: Gva(v()?),
-            len: v()?,
-        },
+        T_MUNMAP => Event::munmap(Gva(v()?), v()?),
         T_MPROTECT => {
             let (start_va, len) = (v()?, v()?);
             let prot = raw[*p];
             *p += 1;
-            Event::Mprotect {
-                start: Gva(start_va),
-                len,
-                prot: Prot(prot),
-            }
+            Event::mprotect(Gva(start_va), len, Prot(prot))
         }
-        T_MREMAP => Event::Mremap {
-            old: Gva(v()?),
-            old_len: v()?,
-            new: Gva(v()?),
-            new_len: v()?,
-        },
+        T_MREMAP => Event::mremap(Gva(v()?), v()?, Gva(v()?), v()?),
         T_MADVISE => {
             let (start_va, len) = (v()?, v()?);
             let advice = raw[*p];
             *p += 1;
-            Event::Madvise {
-                start: Gva(start_va),
-                len,
-                advice: Advice(advice),
-            }
+            Event::madvise(Gva(start_va), len, Advice(advice))
         }
         T_BRK => Event::Brk { end: Gva(v()?) },
         T_PROC => Event::ProcessCreate {
@@ -933,9 +922,9 @@ mod tests {
         // The same stream without dependences is two bytes shorter per dependent reference.
         let plain: Vec<Event> = events
             .iter()
-            .map(|e| match *e {
-                Event::Ref(r) => Event::Ref(MemRef { dep: 0, ..r }),
-                e => e,
+            .map(|e| match e {
+                &Event::Ref(r) => Event::Ref(MemRef { dep: 0, ..r }),
+                e => e.clone(),
             })
             .collect();
         let (raw_plain, _) = round_trip(&plain);
@@ -945,16 +934,8 @@ mod tests {
     #[test]
     fn madvise_round_trips() {
         let events = [
-            Event::Madvise {
-                start: Gva(0x7f00_0020_0000),
-                len: 0x40_0000,
-                advice: Advice(Advice::HUGEPAGE),
-            },
-            Event::Madvise {
-                start: Gva(0),
-                len: 4096,
-                advice: Advice(200),
-            },
+            Event::madvise(Gva(0x7f00_0020_0000), 0x40_0000, Advice(Advice::HUGEPAGE)),
+            Event::madvise(Gva(0), 4096, Advice(200)),
         ];
         assert_eq!(round_trip(&events).1, events);
     }

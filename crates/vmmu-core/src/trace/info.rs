@@ -146,11 +146,11 @@ impl Tally {
                 }
                 Event::ThreadExit { .. } => "thread_exit",
                 Event::Thread { .. } => "thread",
-                Event::Mmap { .. } => "mmap",
-                Event::Munmap { .. } => "munmap",
-                Event::Mprotect { .. } => "mprotect",
-                Event::Mremap { .. } => "mremap",
-                Event::Madvise { .. } => "madvise",
+                Event::Mmap(_) => "mmap",
+                Event::Munmap(_) => "munmap",
+                Event::Mprotect(_) => "mprotect",
+                Event::Mremap(_) => "mremap",
+                Event::Madvise(_) => "madvise",
                 Event::Brk { .. } => "brk",
                 Event::Phase { .. } => "phase",
             };

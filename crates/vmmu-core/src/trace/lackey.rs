@@ -20,6 +20,7 @@ use crate::addr::Gva;
 use crate::compress::{open_read, CompressedWriter, Compression};
 use crate::error::{Error, Result};
 use crate::event::{AccessKind, Advice, Event, EventSource, MapFlags, MemRef, Prot};
+use crate::event::{Madvise, Mmap, Mprotect, Mremap, Munmap};
 use std::io::{self, BufRead, Write};
 
 /// A streaming reader of text traces.
@@ -356,32 +357,24 @@ fn parse_event(body: &[u8]) -> std::result::Result<Event, String> {
             pid: pid(0)?,
             tid: pid(1)?,
         },
-        "mmap" => Event::Mmap {
-            start: va(0)?,
-            len: num(1)?,
-            prot: parse_prot(args[2]).map_err(|r| format!("{}: {r}", usage()))?,
-            flags: parse_flags(args[3]).map_err(|r| format!("{}: {r}", usage()))?,
-        },
-        "munmap" => Event::Munmap {
-            start: va(0)?,
-            len: num(1)?,
-        },
-        "mprotect" => Event::Mprotect {
-            start: va(0)?,
-            len: num(1)?,
-            prot: parse_prot(args[2]).map_err(|r| format!("{}: {r}", usage()))?,
-        },
-        "mremap" => Event::Mremap {
-            old: va(0)?,
-            old_len: num(1)?,
-            new: va(2)?,
-            new_len: num(3)?,
-        },
-        "madvise" => Event::Madvise {
-            start: va(0)?,
-            len: num(1)?,
-            advice: parse_advice(args[2]).map_err(|r| format!("{}: {r}", usage()))?,
-        },
+        "mmap" => Event::mmap(
+            va(0)?,
+            num(1)?,
+            parse_prot(args[2]).map_err(|r| format!("{}: {r}", usage()))?,
+            parse_flags(args[3]).map_err(|r| format!("{}: {r}", usage()))?,
+        ),
+        "munmap" => Event::munmap(va(0)?, num(1)?),
+        "mprotect" => Event::mprotect(
+            va(0)?,
+            num(1)?,
+            parse_prot(args[2]).map_err(|r| format!("{}: {r}", usage()))?,
+        ),
+        "mremap" => Event::mremap(va(0)?, num(1)?, va(2)?, num(3)?),
+        "madvise" => Event::madvise(
+            va(0)?,
+            num(1)?,
+            parse_advice(args[2]).map_err(|r| format!("{}: {r}", usage()))?,
+        ),
         "brk" => Event::Brk { end: va(0)? },
         "phase" => Event::Phase { id: pid(0)? },
         _ => Event::Compute { instrs: num(0)? },
@@ -524,38 +517,51 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
         Event::ThreadCreate { pid, tid } => writeln!(out, "@thread_create {pid} {tid}"),
         Event::ThreadExit { pid, tid } => writeln!(out, "@thread_exit {pid} {tid}"),
         Event::Thread { pid, tid } => writeln!(out, "@thread {pid} {tid}"),
-        Event::Mmap {
-            start,
-            len,
-            prot,
-            flags,
-        } => writeln!(
-            out,
-            "@mmap {:#x} {len:#x} {} {}",
-            start.0,
-            prot_text(prot),
-            flags_text(flags)
-        ),
-        Event::Munmap { start, len } => writeln!(out, "@munmap {:#x} {len:#x}", start.0),
-        Event::Mprotect { start, len, prot } => {
+        Event::Mmap(ref w) => {
+            let Mmap {
+                start,
+                len,
+                prot,
+                flags,
+            } = **w;
+            writeln!(
+                out,
+                "@mmap {:#x} {len:#x} {} {}",
+                start.0,
+                prot_text(prot),
+                flags_text(flags)
+            )
+        }
+        Event::Munmap(ref w) => {
+            let Munmap { start, len } = **w;
+            writeln!(out, "@munmap {:#x} {len:#x}", start.0)
+        }
+        Event::Mprotect(ref w) => {
+            let Mprotect { start, len, prot } = **w;
             writeln!(out, "@mprotect {:#x} {len:#x} {}", start.0, prot_text(prot))
         }
-        Event::Mremap {
-            old,
-            old_len,
-            new,
-            new_len,
-        } => writeln!(
-            out,
-            "@mremap {:#x} {old_len:#x} {:#x} {new_len:#x}",
-            old.0, new.0
-        ),
-        Event::Madvise { start, len, advice } => writeln!(
-            out,
-            "@madvise {:#x} {len:#x} {}",
-            start.0,
-            advice_text(advice)
-        ),
+        Event::Mremap(ref w) => {
+            let Mremap {
+                old,
+                old_len,
+                new,
+                new_len,
+            } = **w;
+            writeln!(
+                out,
+                "@mremap {:#x} {old_len:#x} {:#x} {new_len:#x}",
+                old.0, new.0
+            )
+        }
+        Event::Madvise(ref w) => {
+            let Madvise { start, len, advice } = **w;
+            writeln!(
+                out,
+                "@madvise {:#x} {len:#x} {}",
+                start.0,
+                advice_text(advice)
+            )
+        }
         Event::Brk { end } => writeln!(out, "@brk {:#x}", end.0),
         Event::Phase { id } => writeln!(out, "@phase {id}"),
     }
@@ -628,27 +634,15 @@ mod tests {
             Event::Exec { pid: 2 },
             Event::Exit { pid: 2 },
             Event::Switch { pid: 1 },
-            Event::Mmap {
-                start: Gva(0x7f00_0000_0000),
-                len: 0x10_0000,
-                prot: Prot::RW,
-                flags: MapFlags(MapFlags::HUGE | MapFlags::POPULATE | MapFlags::SHARED | 0x80),
-            },
-            Event::Munmap {
-                start: Gva(0x1000),
-                len: 0x2000,
-            },
-            Event::Mprotect {
-                start: Gva(0x1000),
-                len: 0x1000,
-                prot: Prot(5),
-            },
-            Event::Mremap {
-                old: Gva(0x1000),
-                old_len: 0x1000,
-                new: Gva(0x9000),
-                new_len: 0x3000,
-            },
+            Event::mmap(
+                Gva(0x7f00_0000_0000),
+                0x10_0000,
+                Prot::RW,
+                MapFlags(MapFlags::HUGE | MapFlags::POPULATE | MapFlags::SHARED | 0x80),
+            ),
+            Event::munmap(Gva(0x1000), 0x2000),
+            Event::mprotect(Gva(0x1000), 0x1000, Prot(5)),
+            Event::mremap(Gva(0x1000), 0x1000, Gva(0x9000), 0x3000),
             Event::Brk {
                 end: Gva(0x60_0000),
             },

@@ -159,12 +159,7 @@ fn preamble(base: u64, footprint: u64, v: &Values) -> Result<Vec<Event>> {
     let len = footprint.div_ceil(4096) * 4096;
     let mut ev = vec![
         Event::ProcessCreate { pid: 1 },
-        Event::Mmap {
-            start: Gva(base),
-            len,
-            prot: Prot::RW,
-            flags: MapFlags(flags),
-        },
+        Event::mmap(Gva(base), len, Prot::RW, MapFlags(flags)),
     ];
     let advice = match v.choice("thp", &["none", "hugepage", "nohugepage"])? {
         "hugepage" => Some(Advice::HUGEPAGE),
@@ -172,11 +167,7 @@ fn preamble(base: u64, footprint: u64, v: &Values) -> Result<Vec<Event>> {
         _ => None,
     };
     if let Some(a) = advice {
-        ev.push(Event::Madvise {
-            start: Gva(base),
-            len,
-            advice: Advice(a),
-        });
+        ev.push(Event::madvise(Gva(base), len, Advice(a)));
     }
     Ok(ev)
 }

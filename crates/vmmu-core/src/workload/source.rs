@@ -63,7 +63,7 @@ impl EventSource for Synthetic {
     fn next_batch(&mut self, buf: &mut Vec<Event>, max: usize) -> crate::error::Result<usize> {
         let start = buf.len();
         while self.preamble_done < self.preamble.len() && buf.len() - start < max {
-            buf.push(self.preamble[self.preamble_done]);
+            buf.push(self.preamble[self.preamble_done].clone());
             self.preamble_done += 1;
         }
         while self.remaining > 0 && buf.len() - start < max {

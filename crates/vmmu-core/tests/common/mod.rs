@@ -31,12 +31,12 @@ pub fn store(va: u64) -> Event {
 
 /// An anonymous read-write mapping of `len` bytes at `start`.
 pub fn mmap(start: u64, len: u64, populate: bool) -> Event {
-    Event::Mmap {
-        start: Gva(start),
+    Event::mmap(
+        Gva(start),
         len,
-        prot: Prot::RW,
-        flags: MapFlags(if populate { MapFlags::POPULATE } else { 0 }),
-    }
+        Prot::RW,
+        MapFlags(if populate { MapFlags::POPULATE } else { 0 }),
+    )
 }
 
 /// Process 1 with a `len`-byte region at [`BASE`].

@@ -203,7 +203,7 @@ impl Compile {
                     if let Event::Switch { pid } = *e {
                         current[k] = pid;
                     }
-                    out.push(*e);
+                    out.push(e.clone());
                 }
                 pos[k] = end;
             }

@@ -71,10 +71,7 @@ impl Script for Segv {
         for k in 0..self.pages {
             out.push(store(self.region + k * PAGE, self.instrs));
         }
-        out.push(Event::Munmap {
-            start: Gva(self.region),
-            len,
-        });
+        out.push(Event::munmap(Gva(self.region), len));
         true
     }
 }

@@ -340,12 +340,7 @@ impl Placed {
 
 /// An anonymous or file mapping.
 pub(crate) fn mmap(start: u64, len: u64, prot: Prot, flags: MapFlags) -> Event {
-    Event::Mmap {
-        start: Gva(start),
-        len,
-        prot,
-        flags,
-    }
+    Event::mmap(Gva(start), len, prot, flags)
 }
 
 #[inline(always)]

@@ -175,10 +175,7 @@ impl Script for Database {
         }
         for k in 0..self.threads {
             out.push(switch(k));
-            out.push(Event::Munmap {
-                start: Gva(self.temp(k)),
-                len: self.temp_pages * PAGE,
-            });
+            out.push(Event::munmap(Gva(self.temp(k)), self.temp_pages * PAGE));
         }
         true
     }
