@@ -24,8 +24,12 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: Paging modes the engine implements, in display order; ``adaptive`` switches between
-#: shadow and nested paging by a policy (``docs/policies.md``).
-MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive")
+#: shadow and nested paging by a policy (``docs/policies.md``); ``nested-virt`` runs the guest
+#: as an L2 guest of an L1 hypervisor of kind :data:`L1_KINDS` (``docs/model.md``).
+MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive", "nested-virt")
+
+#: L1 hypervisors of a ``nested-virt`` run (``nested_virt.l1``): EPT on EPT, the 3D walk.
+L1_KINDS: tuple[str, ...] = ("ept", "3d")
 
 #: The modes :func:`compare` runs by default.
 STATIC_MODES: tuple[str, ...] = ("native", "nested", "shadow")
@@ -110,11 +114,14 @@ def overrides(
     pin: Mapping[int, int] | None = None,
     policy: str | None = None,
     time_scale: float | None = None,
+    l1: str | None = None,
 ) -> list[tuple[str, str]]:
     """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
     pairs: list[tuple[str, str]] = []
     if mode is not None:
         pairs.append(("mode", f'"{mode}"'))
+    if l1 is not None:
+        pairs.append(("nested_virt.l1", f'"{l1}"'))
     if policy is not None:
         pairs.append(("policy.kind", f'"{policy}"'))
     if time_scale is not None:

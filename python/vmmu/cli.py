@@ -210,6 +210,12 @@ def machine_options(f: Callable) -> Callable:
             "(hypervisor.backing).",
         ),
         click.option(
+            "--l1",
+            type=click.Choice(api.L1_KINDS),
+            help="With --mode nested-virt: the L1 hypervisor, EPT on EPT or a 3D walk "
+            "(nested_virt.l1).",
+        ),
+        click.option(
             "--switch-at",
             metavar="N,M,...",
             callback=_parse_switch_at,
@@ -328,6 +334,7 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
         "pcid": _on_off(kw["pcid"]),
         "backing": kw["backing"],
         "switch_at": kw["switch_at"],
+        "l1": kw["l1"],
         "warmup": kw["warmup"],
         "warmup_instructions": kw["warmup_instructions"],
         "vcpus": kw["vcpus"],

@@ -206,7 +206,9 @@ impl SimConfig {
     /// loads that policy's defaults (later `policy.KEY` overrides then apply to it, as
     /// `hypervisor.profile` loads a profile's numbers), and an adaptive run, or any
     /// `policy.KEY` override, without a policy gets DAV²M's. The optional sizing section is
-    /// created empty for `sizing` overrides to fill (validation then needs its sizes).
+    /// created empty for `sizing` overrides to fill (validation then needs its sizes), and the
+    /// optional `nested_virt` section with its defaults for a nested-virt run or any
+    /// `nested_virt.KEY` override.
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
         let mut base = self.clone();
         base.prepare_policy(overrides)?;
@@ -220,6 +222,13 @@ impl SimConfig {
                 sizes: Vec::new(),
             });
         }
+        let nested_virt = overrides.iter().any(|(p, v)| {
+            p.starts_with("nested_virt.")
+                || (p == "mode" && v.trim().trim_matches('"') == Mode::NestedVirt.name())
+        });
+        if base.nested_virt.is_none() && nested_virt {
+            base.nested_virt = Some(NestedVirtConfig::default());
+        }
         let mut full = toml::Value::try_from(&base)
             .map_err(|e| Error::config("config", format!("cannot expand defaults: {e}")))?;
         for (path, raw) in overrides {
@@ -228,6 +237,9 @@ impl SimConfig {
         let mut cfg: SimConfig = deserialize_at(full, "")?;
         if cfg.mode == Mode::Adaptive && cfg.policy.is_none() {
             cfg.policy = PolicyConfig::default_of("dav2m");
+        }
+        if cfg.mode == Mode::NestedVirt && cfg.nested_virt.is_none() {
+            cfg.nested_virt = Some(NestedVirtConfig::default());
         }
         cfg.validate()?;
         Ok(cfg)
