@@ -15,6 +15,8 @@
 //! | `nested.rs` | nested paging: the 2D walk over guest and nested tables | `init_kvm_tdp_mmu` |
 //! | `shadow.rs` | shadow paging by trap-and-emulate: the shadow pager's tables | `init_kvm_softmmu` |
 //! | `direct.rs` | direct paging (PV, pre-virtualized): guest tables of machine frames | Xen's PV MMU |
+//! | `nested_virt/ept.rs` | nested virtualization, EPT on EPT: L0's shadow EPT02 | `kvm_init_shadow_ept_mmu` |
+//! | `nested_virt/three_d.rs` | nested virtualization, a 3D walk of EPT12 over EPT01 | none (no such hardware) |
 //!
 //! The operations, and the member of `struct kvm_mmu` each stands for:
 //! - **describe** (`role`; `root_role`, `cpu_role`): the paging mode, whether nested tables
@@ -76,7 +78,7 @@ use crate::shadow::ShadowStats;
 use crate::walk::Tables;
 use active::Active;
 use exits::{Account, ExitReason, ExitStats};
-use nested_virt::L1Setup;
+use nested_virt::l1::L1Setup;
 use ops::Resume;
 use shared::{ShadowCache, Shared};
 

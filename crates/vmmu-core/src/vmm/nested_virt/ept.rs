@@ -24,7 +24,7 @@
 use super::super::exits::ExitReason;
 use super::super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Role};
 use super::super::shared::Shared;
-use super::{p2m, reflect, unexplained, L1Setup, L1Stats, L1};
+use super::l1::{p2m, reflect, unexplained, L1Setup, L1Stats, L1};
 use crate::addr::{Gpa, Gva, Hpa, L1pa, PageSize};
 use crate::config::L1Kind;
 use crate::error::Result;

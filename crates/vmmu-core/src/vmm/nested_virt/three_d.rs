@@ -12,7 +12,7 @@
 
 use super::super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Role};
 use super::super::shared::Shared;
-use super::{p2m, reflect, unexplained, L1Setup, L1Stats, L1};
+use super::l1::{p2m, reflect, unexplained, L1Setup, L1Stats, L1};
 use crate::addr::{Gpa, Gva, Hpa};
 use crate::config::L1Kind;
 use crate::error::Result;
