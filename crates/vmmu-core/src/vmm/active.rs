@@ -8,7 +8,7 @@ use super::nested::Nested;
 use super::nested_virt::ept::EptOnEpt;
 use super::nested_virt::l1::L1Setup;
 use super::nested_virt::three_d::ThreeD;
-use super::ops::{Fault, L1Stats, Paging, PagingOps, Resolution, Resume, Role};
+use super::ops::{Fault, Paging, PagingOps, Resolution, Resume, Role};
 use super::shadow::Shadow;
 use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};
@@ -71,11 +71,6 @@ impl Active {
             Paging::NestedVirt(L1Kind::Ept) => Active::EptOnEpt(EptOnEpt::new(l1()?, hv)?),
             Paging::NestedVirt(L1Kind::ThreeD) => Active::ThreeD(ThreeD::new(l1()?, hv)?),
         })
-    }
-
-    /// [`PagingOps::l1_stats`].
-    pub(super) fn l1_stats(&self) -> Option<L1Stats> {
-        each!(self, m => m.l1_stats())
     }
 
     /// [`PagingOps::back`].

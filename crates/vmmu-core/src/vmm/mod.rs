@@ -64,7 +64,7 @@ mod ops;
 mod shadow;
 mod shared;
 
-pub use ops::{DirectTechnique, Fault, Ipis, L1Stats, Paging, Resolution, Role};
+pub use ops::{DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
 
 use crate::addr::{Gpa, Gva, Hpa};
 use crate::config::{CostProfile, Mode, SimConfig, Technique, VirtMode};
@@ -446,11 +446,6 @@ impl Vmm {
     /// The host side (nested tables and their counters).
     pub fn host(&self) -> &Host {
         &self.hv.host
-    }
-
-    /// The L1 hypervisor's counters, under nested virtualization.
-    pub fn l1_stats(&self) -> Option<L1Stats> {
-        self.mode.l1_stats()
     }
 
     /// The shadow pagers' counters over the run, when the VM ran under shadow paging at all.

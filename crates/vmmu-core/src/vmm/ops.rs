@@ -101,15 +101,6 @@ pub struct Fault {
     pub cause: WalkFault,
 }
 
-/// Counters of the L1 hypervisor of a nested-virtualization run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct L1Stats {
-    /// EPT violations of L2 that L1 handled (L2 pages L1 backed).
-    pub l2_pages: u64,
-    /// EPT12 table frames L1 allocated (the root included).
-    pub ept12_tables: u64,
-}
-
 /// What follows a fault the hypervisor saw.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Resolution {
@@ -249,11 +240,6 @@ pub(super) trait PagingOps {
 
     /// The root the running vCPU has loaded: (guest root, shadow root).
     fn current_root(&self) -> Option<(Gpa, Hpa)> {
-        None
-    }
-
-    /// The counters of the mode's L1 hypervisor, under nested virtualization.
-    fn l1_stats(&self) -> Option<L1Stats> {
         None
     }
 

@@ -2,7 +2,6 @@
 //! of its guest, and L0's side of that handler.
 
 use super::super::exits::ExitReason;
-pub(in crate::vmm) use super::super::ops::L1Stats;
 use super::super::shared::Shared;
 use crate::addr::{Gpa, Hpa, L1pa, PageSize};
 use crate::config::{L1Costs, NestedVirtConfig, SimConfig};
@@ -57,8 +56,6 @@ pub(in crate::vmm) struct L1 {
     writes: Vec<TableWrite<L1pa>>,
     /// Frames allocated by the last fill.
     fresh: Vec<L1pa>,
-    /// Counters.
-    pub(in crate::vmm) stats: L1Stats,
 }
 
 /// What L1's handler of one EPT violation did.
@@ -87,10 +84,6 @@ impl L1 {
             costs: s.cfg.costs.clone(),
             writes: Vec::new(),
             fresh: Vec::new(),
-            stats: L1Stats {
-                ept12_tables: 1,
-                ..L1Stats::default()
-            },
         })
     }
 
@@ -119,7 +112,7 @@ impl L1 {
     pub(in crate::vmm) fn fill(&mut self, gpa: Gpa) -> Result<L1Fill<'_>> {
         self.writes.clear();
         self.fresh.clear();
-        let (alloc, fresh, stats) = (&mut self.alloc, &mut self.fresh, &mut self.stats);
+        let (alloc, fresh) = (&mut self.alloc, &mut self.fresh);
         let page = alloc
             .alloc(PageSize::Size4K)
             .map(L1pa)
@@ -131,7 +124,6 @@ impl L1 {
                 &mut || {
                     let f = alloc.alloc(PageSize::Size4K).map(L1pa)?;
                     fresh.push(f);
-                    stats.ept12_tables += 1;
                     Some(f)
                 },
                 gpa.page_base(PageSize::Size4K),
@@ -141,7 +133,6 @@ impl L1 {
                 &mut self.writes,
             )
             .map_err(|e| oom(&format!("L1 cannot map its guest's page {gpa}: {e:?}")))?;
-        stats.l2_pages += 1;
         Ok(L1Fill {
             writes: &self.writes,
             fresh: &self.fresh,
@@ -206,3 +197,19 @@ fn oom(reason: &str) -> Error {
         reason: format!("{reason} (raise nested_virt.l1_memory)"),
     }
 }
+
+/// The operations every nested-virt mode answers from its L1 hypervisor (`self.l1`): L1 backs
+/// its guest's memory on first use, whatever L0's backing, so nothing happens when the L2
+/// guest allocates frames; every translation must agree with EPT01 ∘ EPT12 ([`p2m`]).
+macro_rules! l1_ops {
+    () => {
+        fn back(&mut self, _: &mut Shared, _: &OsEffects) -> Result<()> {
+            Ok(())
+        }
+
+        fn p2m(&self, hv: &Shared, gpa: Gpa) -> Option<Hpa> {
+            p2m(&self.l1, hv, gpa)
+        }
+    };
+}
+pub(in crate::vmm) use l1_ops;

@@ -12,7 +12,7 @@
 
 use super::super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Role};
 use super::super::shared::Shared;
-use super::l1::{p2m, reflect, unexplained, L1Setup, L1Stats, L1};
+use super::l1::{l1_ops, p2m, reflect, unexplained, L1Setup, L1};
 use crate::addr::{Gpa, Gva, Hpa};
 use crate::config::L1Kind;
 use crate::error::Result;
@@ -87,16 +87,5 @@ impl PagingOps for ThreeD {
         }
     }
 
-    /// L1 backs its guest's memory on first use, whatever L0's backing.
-    fn back(&mut self, _: &mut Shared, _: &OsEffects) -> Result<()> {
-        Ok(())
-    }
-
-    fn p2m(&self, hv: &Shared, gpa: Gpa) -> Option<Hpa> {
-        p2m(&self.l1, hv, gpa)
-    }
-
-    fn l1_stats(&self) -> Option<L1Stats> {
-        Some(self.l1.stats)
-    }
+    l1_ops!();
 }
