@@ -178,3 +178,44 @@ fn the_configuration_names_the_field_at_fault() {
         "{e}"
     );
 }
+
+/// A random sequence of loads and stores over a region of `pages` pages, some of it unmapped
+/// and touched again (demand paging, freed and reused guest frames).
+fn random_touches(pages: u64, touches: &[(u64, bool)], unmap_at: usize) -> Vec<Event> {
+    let mut ev = region(pages * PAGE, false);
+    for (i, &(p, write)) in touches.iter().enumerate() {
+        if i == unmap_at {
+            ev.push(Event::Munmap {
+                start: vmmu_core::addr::Gva(BASE),
+                len: pages / 2 * PAGE,
+            });
+            ev.push(mmap(BASE, pages / 2 * PAGE, false));
+        }
+        let va = BASE + (p % pages) * PAGE;
+        ev.push(if write { store(va) } else { load(va) });
+    }
+    ev
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
+
+    /// Whatever the guest does, every translation agrees with EPT01 ∘ EPT12; each L2 page the
+    /// hardware first reaches costs EPT on EPT exactly one L1 exit, one trapped EPT12 write and
+    /// one EPT02 fill; and the 3D walk meets the same L2 pages, so it takes as many L1 exits.
+    #[test]
+    fn each_l2_page_costs_one_exit_of_each_kind_and_both_kinds_agree(
+        touches in proptest::collection::vec((0u64..96, proptest::bool::ANY), 1..120),
+        unmap_at in 0usize..120,
+    ) {
+        let ev = random_touches(96, &touches, unmap_at);
+        let ept = run(&nested_virt("ept"), ev.clone());
+        let three = run(&nested_virt("3d"), ev);
+        let n = exits(&ept, "l1_exit");
+        proptest::prop_assert!(n >= 5);
+        proptest::prop_assert_eq!(exits(&ept, "ept12_write"), n);
+        proptest::prop_assert_eq!(exits(&ept, "ept02_fill"), n);
+        proptest::prop_assert_eq!(exits(&three, "l1_exit"), n);
+        proptest::prop_assert_eq!(u(&ept, "checked_translations"), u(&three, "checked_translations"));
+    }
+}
