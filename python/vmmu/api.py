@@ -50,9 +50,14 @@ BACKINGS: tuple[str, ...] = ("eager", "lazy")
 #: Page-walk caching designs (``--pwc``).
 PWC_DESIGNS: tuple[str, ...] = ("none", "1d", "2d", "2d+nt", "psc")
 
+#: Core models (``--core-model``, ``machine.core.model``; docs/model.md "Timing").
+CORE_MODELS: tuple[str, ...] = ("additive", "interval")
+
 #: Page sizes of the nested tables and of the guest's mappings.
 NESTED_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G")
 GUEST_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G", "mixed")
+#: Linux's transparent huge page modes (``guest.thp``).
+THP_MODES: tuple[str, ...] = ("never", "madvise", "always")
 
 #: ``levels`` → the guest's paging format.
 LEVELS: dict[int, str] = {4: "long4", 5: "long5"}
@@ -101,6 +106,7 @@ def overrides(
     seed: int | None = None,
     check: bool = False,
     set: SetArg = None,
+    thp: str | None = None,
     technique: str | None = None,
     profile: str | None = None,
     vpid: bool | None = None,
@@ -114,6 +120,7 @@ def overrides(
     pin: Mapping[int, int] | None = None,
     policy: str | None = None,
     time_scale: float | None = None,
+    core_model: str | None = None,
     l1: str | None = None,
 ) -> list[tuple[str, str]]:
     """The ``(dotted.path, value)`` overrides the keyword options stand for, ``set`` last."""
@@ -128,10 +135,14 @@ def overrides(
         pairs.append(("policy.time_scale", repr(float(time_scale))))
     if pwc is not None:
         pairs.append(("machine.pwc.design", f'"{pwc}"'))
+    if core_model is not None:
+        pairs.append(("machine.core.model", f'"{core_model}"'))
     if nested_page_size is not None:
         pairs.append(("host.nested_page_size", f'"{nested_page_size}"'))
     if guest_page_size is not None:
         pairs.append(("guest.page_size", f'"{guest_page_size}"'))
+    if thp is not None:
+        pairs.append(("guest.thp", f'"{thp}"'))
     if levels is not None:
         levels = int(levels)
         if levels not in LEVELS:
@@ -292,7 +303,9 @@ def run(
     cores; ``pin`` maps thread ids to the vCPU each is pinned to); ``set`` overrides any
     field by its dotted path. ``mode="adaptive"`` switches between shadow and nested paging by
     ``policy`` (:data:`POLICIES`, default ``dav2m``) whose windows ``time_scale`` shrinks
-    (``docs/policies.md``). ``progress`` is ``True`` for a progress bar on stderr, or a
+    (``docs/policies.md``). ``core_model`` (:data:`CORE_MODELS`) chooses how the counts are
+    timed: ``additive`` (the default: no overlap) or ``interval`` (an out-of-order window;
+    ``docs/model.md``, "Timing"). ``progress`` is ``True`` for a progress bar on stderr, or a
     callable ``(done, total) -> bool | None`` called about once per million events (return
     ``False`` to stop).
     """

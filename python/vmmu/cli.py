@@ -22,6 +22,7 @@ from vmmu import _render, api, cli_results, sizing_study
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
+from vmmu.suite.cli import suite
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -163,6 +164,12 @@ def machine_options(f: Callable) -> Callable:
             help="Page-walk caching design (machine.pwc.design).",
         ),
         click.option(
+            "--core-model",
+            type=click.Choice(api.CORE_MODELS),
+            help="How the counts become time: additive (no overlap) or interval (an "
+            "out-of-order window; machine.core.model).",
+        ),
+        click.option(
             "--nested-page-size",
             type=click.Choice(api.NESTED_PAGE_SIZES, case_sensitive=False),
             help="Page size of the nested tables (host.nested_page_size).",
@@ -171,6 +178,11 @@ def machine_options(f: Callable) -> Callable:
             "--guest-page-size",
             type=click.Choice(api.GUEST_PAGE_SIZES, case_sensitive=False),
             help="Page sizes the guest maps with (guest.page_size).",
+        ),
+        click.option(
+            "--thp",
+            type=click.Choice(api.THP_MODES),
+            help="Transparent huge pages where the guest page size is 4K (guest.thp).",
         ),
         click.option(
             "--levels",
@@ -323,8 +335,10 @@ def _options(kw: dict[str, Any]) -> dict[str, Any]:
     return {
         "machine": kw["machine"],
         "pwc": kw["pwc"],
+        "core_model": kw["core_model"],
         "nested_page_size": _upper(kw["nested_page_size"]),
         "guest_page_size": _upper(kw["guest_page_size"]),
+        "thp": kw["thp"],
         "levels": int(kw["levels"]) if kw["levels"] else None,
         "seed": kw["seed"],
         "check": kw["check"],
@@ -691,6 +705,12 @@ def trace_check(path: str, as_json: bool) -> None:
 @click.option("-o", "--output", metavar="FILE", help="Trace to write (default: CMD.vtrace).")
 @click.option("--no-instr", is_flag=True, help="Leave out instruction fetches.")
 @click.option(
+    "--no-deps",
+    is_flag=True,
+    help="Do not track which load each address was computed from (the trace then says "
+    "its dependences are unknown).",
+)
+@click.option(
     "--follow-children",
     is_flag=True,
     help="Record forked children too (the command's own execs are always followed).",
@@ -705,6 +725,7 @@ def trace_check(path: str, as_json: bool) -> None:
 def record(
     output: str | None,
     no_instr: bool,
+    no_deps: bool,
     follow_children: bool,
     native_layout: bool,
     as_json: bool,
@@ -715,7 +736,9 @@ def record(
     from vmmu import record as rec
 
     out = output or rec.default_output(list(cmd))
-    summary = rec.record(list(cmd), out, no_instr, follow_children, native_layout, True)
+    summary = rec.record(
+        list(cmd), out, no_instr, follow_children, native_layout, True, no_deps=no_deps
+    )
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -779,6 +802,7 @@ def timeline(result_path: str, column: str | None, output: str | None, limit: in
 
 
 cli.add_command(repro)
+cli.add_command(suite)
 cli.add_command(cli_results.sweep)
 cli.add_command(cli_results.plot)
 cli.add_command(cli_results.report)

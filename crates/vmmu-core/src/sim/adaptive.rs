@@ -221,6 +221,7 @@ impl Simulator {
             return Ok(());
         }
         if a.samples {
+            self.core.drain();
             self.vmm.pmu_exit(&mut self.mmu);
         }
         let now = self.snapshot();
@@ -262,6 +263,7 @@ impl Simulator {
     fn act(&mut self, action: Action) -> Result<()> {
         match action {
             Action::Switch(to) if Some(to) != self.vmm.virt_mode() => {
+                self.core.drain();
                 self.vmm
                     .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)
             }
