@@ -26,6 +26,7 @@ from vmmu.options import BACKINGS as BACKINGS
 from vmmu.options import BY_NAME, OPTIONS, check_modes
 from vmmu.options import CORE_MODELS as CORE_MODELS
 from vmmu.options import GUEST_PAGE_SIZES as GUEST_PAGE_SIZES
+from vmmu.options import L1_KINDS as L1_KINDS
 from vmmu.options import LEVELS as LEVELS
 from vmmu.options import MODES as MODES
 from vmmu.options import NESTED_PAGE_SIZES as NESTED_PAGE_SIZES

@@ -28,7 +28,10 @@ from vmmu.exceptions import ConfigError
 
 #: Paging modes the engine implements, in display order; ``adaptive`` switches between
 #: shadow and nested paging by a policy (``docs/policies.md``).
-MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive")
+MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive", "nested-virt")
+
+#: L1 hypervisors of a ``nested-virt`` run (``nested_virt.l1``): EPT on EPT, the 3D walk.
+L1_KINDS: tuple[str, ...] = ("ept", "3d")
 
 #: Paging-mode policies of an adaptive run (``policy.kind``, ``docs/policies.md``).
 POLICIES: tuple[str, ...] = ("dav2m", "costmodel", "oracle", "static-shadow", "static-nested")
@@ -388,6 +391,12 @@ OPTIONS: tuple[Option, ...] = (
         ("machine.core.model",),
         "How the counts become time: additive (no overlap) or interval (an out-of-order "
         "window; {key}).",
+    ),
+    Option(
+        "l1",
+        Choice("an L1 hypervisor kind", choices=L1_KINDS),
+        ("nested_virt.l1",),
+        "With --mode nested-virt: the L1 hypervisor, EPT on EPT or a 3D walk ({key}).",
     ),
     Option(
         "nested_page_size",

@@ -115,6 +115,12 @@ def test_workloads_lists_generators_with_parameters_and_defaults(invoke):
             ["compare", "--workload", TINY, "--sensitivity", "machine.bogus=1:2"],
             ["machine.bogus"],
         ),
+        (["run", "--workload", TINY, "--mode", "nested", "--l1", "ept"], ["nested_virt.l1"]),
+        (["run", "--workload", TINY, "--mode", "nested-virt", "--l1", "4d"], ["--l1"]),
+        (
+            ["run", "--workload", TINY, "--mode", "nested-virt", "--vcpus", "2"],
+            ["guest.vcpus"],
+        ),
     ],
 )
 def test_bad_input_exits_2_naming_the_culprit(invoke, args, names):
@@ -173,6 +179,15 @@ def test_run_prints_a_readable_table(invoke, mode):
         assert label in r.stdout
     if mode == "nested":
         assert "gPA" in r.stdout and "nL1" in r.stdout
+
+
+@pytest.mark.parametrize("l1", ["ept", "3d"])
+def test_a_nested_virt_run_checks_every_translation(run_json, l1):
+    res = run_json("--mode", "nested-virt", "--l1", l1, "--check", "--workload", TINY)
+    assert res["mode"] == "nested-virt"
+    assert res["checked_translations"] > 0
+    assert res["exits"]["l1_exit"]["count"] > 0
+    assert ("ept02_fill" in res["exits"]) == (l1 == "ept")
 
 
 def test_run_is_deterministic(run_json):

@@ -108,6 +108,23 @@ address_space!(
     "hPA"
 );
 
+address_space!(
+    /// An L1 physical address: the memory of an L1 hypervisor under nested virtualization,
+    /// which holds its guest's (L2's) memory and the EPT12 tables mapping it, and which L0's
+    /// nested tables (EPT01) map to host memory.
+    L1pa,
+    "l1PA"
+);
+
+impl L1pa {
+    /// L1's physical memory is the guest-physical memory of L0's VM: the address EPT01
+    /// translates.
+    #[inline]
+    pub const fn as_l0_gpa(self) -> Gpa {
+        Gpa(self.0)
+    }
+}
+
 impl Gpa {
     /// Native mode only: the guest's physical address space is the machine's.
     #[inline]

@@ -120,6 +120,39 @@ impl Host {
         Ok(())
     }
 
+    /// Maps the guest-physical page of `size` at `gpa` to `hpa` in `pt`, a hypervisor table
+    /// of guest-physical addresses in host memory beside the nested tables (the shadow EPT02
+    /// of nested virtualization); returns the table frames it allocated.
+    pub fn map_table(
+        &mut self,
+        pt: &PageTable<Gpa, Hpa>,
+        gpa: Gpa,
+        hpa: Hpa,
+        size: PageSize,
+    ) -> Result<u64> {
+        let mut built = 0;
+        let alloc = &mut self.alloc;
+        self.scratch.clear();
+        pt.map(
+            &mut self.hmem,
+            &mut || {
+                built += 1;
+                alloc.alloc(PageSize::Size4K).map(Hpa)
+            },
+            gpa,
+            hpa,
+            size,
+            Pte::RW | Pte::US | Pte::A | Pte::D,
+            &mut self.scratch,
+        )
+        .map_err(|e| {
+            oom(&format!(
+                "host memory cannot hold a shadow nested table ({e:?})"
+            ))
+        })?;
+        Ok(built)
+    }
+
     /// A zeroed 4 KiB host frame for a hypervisor table (shadow page tables).
     pub fn alloc_table_frame(&mut self) -> Result<Hpa> {
         let f = self

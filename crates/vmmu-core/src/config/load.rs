@@ -210,7 +210,8 @@ impl SimConfig {
     /// `policy.KEY` override, without a policy gets DAV²M's. The optional sizing section is
     /// created empty for `sizing` overrides to fill (validation then needs its sizes), and so
     /// are the phase markers `warmup.phase` and `stop.phase`, left out of the written config
-    /// while unset.
+    /// while unset; the optional `nested_virt` section is created with its defaults for a
+    /// nested-virt run or any `nested_virt.KEY` override.
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
         let mut base = self.clone();
         base.prepare_policy(overrides)?;
@@ -231,6 +232,13 @@ impl SimConfig {
                 sizes: Vec::new(),
             });
         }
+        let nested_virt = overrides.iter().any(|(p, v)| {
+            p.starts_with("nested_virt.")
+                || (p == "mode" && v.trim().trim_matches('"') == Mode::NestedVirt.name())
+        });
+        if base.nested_virt.is_none() && nested_virt {
+            base.nested_virt = Some(NestedVirtConfig::default());
+        }
         let mut full = toml::Value::try_from(&base)
             .map_err(|e| Error::config("config", format!("cannot expand defaults: {e}")))?;
         for (path, raw) in overrides {
@@ -239,6 +247,9 @@ impl SimConfig {
         let mut cfg: SimConfig = deserialize_at(full, "")?;
         if cfg.mode == Mode::Adaptive && cfg.policy.is_none() {
             cfg.policy = PolicyConfig::default_of("dav2m");
+        }
+        if cfg.mode == Mode::NestedVirt && cfg.nested_virt.is_none() {
+            cfg.nested_virt = Some(NestedVirtConfig::default());
         }
         cfg.validate()?;
         Ok(cfg)

@@ -14,10 +14,12 @@
 //! as a TOML value (falling back to a string), so a typo is an error, never a silent no-op.
 
 mod load;
+mod nested_virt;
 mod policy;
 mod validate;
 
 pub use load::{build, load_machine, load_profile, PRESETS, PROFILES};
+pub use nested_virt::{L1Costs, L1Kind, NestedVirtConfig, L1_PROFILES};
 pub use policy::{
     scaled, CostModelConfig, Dav2mConfig, PolicyConfig, TransReset, WindowConfig, POLICY_KINDS,
 };
@@ -80,6 +82,10 @@ pub enum Mode {
     /// Shadow and nested paging in turn, switched by a policy (`[policy]`, docs/policies.md);
     /// never the state of the hypervisor, which is always in one of the two.
     Adaptive,
+    /// Nested virtualization: the guest is an L2 guest of an L1 hypervisor that runs on the
+    /// L0 host (`[nested_virt]`: the L1 kind and the walk that results).
+    #[serde(rename = "nested-virt")]
+    NestedVirt,
 }
 
 impl Mode {
@@ -90,6 +96,7 @@ impl Mode {
             Mode::Nested => "nested",
             Mode::Shadow => "shadow",
             Mode::Adaptive => "adaptive",
+            Mode::NestedVirt => "nested-virt",
         }
     }
 
@@ -97,7 +104,7 @@ impl Mode {
     pub const fn virtualized(self) -> bool {
         match self {
             Mode::Native => false,
-            Mode::Nested | Mode::Shadow | Mode::Adaptive => true,
+            Mode::Nested | Mode::Shadow | Mode::Adaptive | Mode::NestedVirt => true,
         }
     }
 
@@ -106,7 +113,7 @@ impl Mode {
     pub const fn uses_technique(self) -> bool {
         match self {
             Mode::Shadow | Mode::Adaptive => true,
-            Mode::Native | Mode::Nested => false,
+            Mode::Native | Mode::Nested | Mode::NestedVirt => false,
         }
     }
 }
@@ -999,6 +1006,9 @@ pub struct SimConfig {
     /// L2 TLBs of other sizes run beside the machine's, for a sizing study in one pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sizing: Option<SizingConfig>,
+    /// The L1 hypervisor of a nested-virtualization run (only with `mode = "nested-virt"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested_virt: Option<NestedVirtConfig>,
 }
 
 /// A sizing study of the L2 TLB in one pass (docs/performance.md, "One pass for many sizes"):
@@ -1093,6 +1103,7 @@ impl SimConfig {
             stop: StopConfig::default(),
             policy: None,
             sizing: None,
+            nested_virt: None,
         }
     }
 }

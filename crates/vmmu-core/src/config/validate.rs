@@ -190,6 +190,7 @@ impl SimConfig {
         self.validate_hypervisor()?;
         self.validate_policy()?;
         self.validate_sizing()?;
+        self.validate_nested_virt()?;
         let w = &self.warmup;
         if w.refs > 0 && w.instructions > 0 {
             return Err(Error::config(
@@ -435,7 +436,7 @@ impl SimConfig {
                     ),
                 ))
             }
-            (Mode::Native | Mode::Nested | Mode::Shadow, Some(p)) => {
+            (Mode::Native | Mode::Nested | Mode::Shadow | Mode::NestedVirt, Some(p)) => {
                 return Err(Error::config(
                     "policy",
                     format!(
@@ -446,7 +447,7 @@ impl SimConfig {
                     ),
                 ))
             }
-            (Mode::Native | Mode::Nested | Mode::Shadow, None) => return Ok(()),
+            (Mode::Native | Mode::Nested | Mode::Shadow | Mode::NestedVirt, None) => return Ok(()),
             (Mode::Adaptive, Some(_)) => {}
         }
         if self.guest.vcpus > 1 {
@@ -657,5 +658,73 @@ fn window_meaning(name: &str) -> &'static str {
         "store_queue" => "store-queue entries",
         "mshrs" => "L1 data-cache miss-status registers",
         _ => "page walkers",
+    }
+}
+
+impl SimConfig {
+    /// Nested virtualization: its section belongs to its mode, whose L1 hypervisor runs the
+    /// guest with hardware virtualization (technique `hvm`) in one paging mode, on one vCPU.
+    fn validate_nested_virt(&self) -> Result<()> {
+        let is_mode = self.mode == Mode::NestedVirt;
+        let Some(nv) = &self.nested_virt else {
+            return Ok(());
+        };
+        if !is_mode {
+            return Err(Error::config(
+                "nested_virt.l1",
+                format!(
+                    "an L1 hypervisor (l1 = \"{}\") runs only under mode = \"nested-virt\"; \
+                     this run's mode is `{}`",
+                    nv.l1.name(),
+                    self.mode.name()
+                ),
+            ));
+        }
+        if self.hypervisor.technique != Technique::Hvm {
+            return Err(Error::config(
+                "hypervisor.technique",
+                format!(
+                    "technique `{}` is direct paging of a single-level guest; a nested-virt \
+                     run's L1 hypervisor uses hardware virtualization (technique = \"hvm\")",
+                    self.hypervisor.technique.name()
+                ),
+            ));
+        }
+        if !self.hypervisor.switch.at.is_empty() {
+            return Err(Error::config(
+                "hypervisor.switch.at",
+                "a nested-virt run keeps its L1 kind for the whole run; it cannot switch \
+                 paging modes",
+            ));
+        }
+        if self.guest.vcpus > 1 {
+            return Err(Error::config(
+                "guest.vcpus",
+                "a nested-virt run models one vCPU of the L2 guest (several vCPUs are not \
+                 modelled under nested virtualization)",
+            ));
+        }
+        let l1 = nv.l1_bytes(self.guest.memory.0);
+        if l1 < self.guest.memory.0 {
+            return Err(Error::config(
+                "nested_virt.l1_memory",
+                format!(
+                    "L1's memory ({l1} bytes) must hold the L2 guest's (guest.memory = {} \
+                     bytes)",
+                    self.guest.memory.0
+                ),
+            ));
+        }
+        if l1 > self.host.memory.0 {
+            return Err(Error::config(
+                "nested_virt.l1_memory",
+                format!(
+                    "L1's memory ({l1} bytes) exceeds the host's (host.memory = {} bytes); \
+                     L1's memory defaults to twice guest.memory",
+                    self.host.memory.0
+                ),
+            ));
+        }
+        Ok(())
     }
 }

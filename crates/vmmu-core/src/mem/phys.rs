@@ -10,15 +10,18 @@
 //! nearly every read (docs/performance.md). Nothing is allocated on the read path; the index
 //! grows (doubling) only when a frame becomes a table frame.
 
-use crate::addr::{Gpa, Hpa, Space};
+use crate::addr::{Gpa, Hpa, L1pa, Space};
 use std::marker::PhantomData;
 
-/// A physical address space that memory can be indexed by (`Gpa` or `Hpa`).
+/// A physical address space that memory can be indexed by (`Gpa`, `Hpa`, or `L1pa` under
+/// nested virtualization).
 pub trait PhysAddr: Space {}
 
 impl PhysAddr for Gpa {}
 
 impl PhysAddr for Hpa {}
+
+impl PhysAddr for L1pa {}
 
 /// Physical memory of one address space (guest physical or host physical).
 ///

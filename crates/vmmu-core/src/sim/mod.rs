@@ -139,8 +139,10 @@ pub struct Counters {
 const BATCH: usize = crate::event::BATCH_EVENTS;
 const PROGRESS_EVERY: u64 = 1 << 20;
 /// Faults one access may take before the run stops as stuck (a demand fault under shadow
-/// paging takes two; a copy-on-write store through a clean entry, three).
-const MAX_FAULTS: u32 = 6;
+/// paging takes two; a copy-on-write store through a clean entry, three; under EPT on EPT
+/// each L2 page the walk meets first takes two — L1's EPT violation, then L0's EPT02 fill —
+/// and a walk can meet five, its four tables and the data page, after the guest's own fault).
+const MAX_FAULTS: u32 = 16;
 
 /// One simulation: the guest, its hypervisor, the MMU and the counters.
 pub struct Simulator {

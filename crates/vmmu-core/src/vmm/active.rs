@@ -5,11 +5,15 @@
 use super::direct::Direct;
 use super::native::Native;
 use super::nested::Nested;
+use super::nested_virt::ept::EptOnEpt;
+use super::nested_virt::l1::L1Setup;
+use super::nested_virt::three_d::ThreeD;
 use super::ops::{Fault, Paging, PagingOps, Resolution, Resume, Role};
 use super::shadow::Shadow;
 use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};
-use crate::error::Result;
+use crate::config::L1Kind;
+use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
 use crate::mmu::Mmu;
@@ -27,6 +31,10 @@ pub(super) enum Active {
     Shadow(Shadow),
     /// Direct paging.
     Direct(Direct),
+    /// Nested virtualization, EPT on EPT.
+    EptOnEpt(EptOnEpt),
+    /// Nested virtualization, the 3D walk.
+    ThreeD(ThreeD),
 }
 
 /// `$e` with `$m` bound to the running mode's implementation.
@@ -37,19 +45,42 @@ macro_rules! each {
             Active::Nested($m) => $e,
             Active::Shadow($m) => $e,
             Active::Direct($m) => $e,
+            Active::EptOnEpt($m) => $e,
+            Active::ThreeD($m) => $e,
         }
     };
 }
 
 impl Active {
-    /// The implementation of `paging`: the one place a mode is built.
-    pub(super) fn build(paging: Paging, hv: &Shared) -> Active {
-        match paging {
+    /// The implementation of `paging`: the one place a mode is built. A nested-virt mode
+    /// needs the L1 hypervisor's setup `l1`.
+    pub(super) fn build(paging: Paging, hv: &mut Shared, l1: Option<&L1Setup>) -> Result<Active> {
+        let l1 = || {
+            l1.ok_or_else(|| {
+                Error::config(
+                    "nested_virt",
+                    "a nested-virt run needs its [nested_virt] section",
+                )
+            })
+        };
+        Ok(match paging {
             Paging::Native => Active::Native(Native),
             Paging::Nested => Active::Nested(Nested),
             Paging::Shadow => Active::Shadow(Shadow::new(hv)),
             Paging::Direct(t) => Active::Direct(Direct::new(t)),
-        }
+            Paging::NestedVirt(L1Kind::Ept) => Active::EptOnEpt(EptOnEpt::new(l1()?, hv)?),
+            Paging::NestedVirt(L1Kind::ThreeD) => Active::ThreeD(ThreeD::new(l1()?, hv)?),
+        })
+    }
+
+    /// [`PagingOps::back`].
+    pub(super) fn back(&mut self, hv: &mut Shared, fx: &OsEffects) -> Result<()> {
+        each!(self, m => m.back(hv, fx))
+    }
+
+    /// [`PagingOps::p2m`].
+    pub(super) fn p2m(&self, hv: &Shared, gpa: Gpa) -> Option<Hpa> {
+        each!(self, m => m.p2m(hv, gpa))
     }
 
     /// [`PagingOps::role`].

@@ -48,11 +48,21 @@ pub enum ExitReason {
     /// A PMU-overflow interrupt that exits so a sampling policy can read the counters
     /// (seed 001 §4–§6: every `window_inst` instructions).
     PmuOverflow,
+    /// Nested virtualization: an exit of the L2 guest that the L1 hypervisor handles — L2 to
+    /// L0, reflected into L1, L1's handler, L1's VMRESUME to L0, the entry into L2 (Turtles
+    /// §3.2's exit multiplication).
+    L1Exit,
+    /// Nested virtualization, EPT on EPT: L1's write to an EPT12 table L0 write-protects,
+    /// emulated by L0.
+    Ept12Write,
+    /// Nested virtualization, EPT on EPT: an EPT violation of L2 that L0 resolves alone,
+    /// building the shadow EPT02 entry from EPT12 and EPT01.
+    Ept02Fill,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 15] = [
+    pub const ALL: [ExitReason; 18] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -68,6 +78,9 @@ impl ExitReason {
         ExitReason::Eoi,
         ExitReason::RemoteFlush,
         ExitReason::PmuOverflow,
+        ExitReason::L1Exit,
+        ExitReason::Ept12Write,
+        ExitReason::Ept02Fill,
     ];
 
     /// The name used in results.
@@ -88,6 +101,9 @@ impl ExitReason {
             ExitReason::Eoi => "eoi",
             ExitReason::RemoteFlush => "remote_flush",
             ExitReason::PmuOverflow => "pmu_overflow",
+            ExitReason::L1Exit => "l1_exit",
+            ExitReason::Ept12Write => "ept12_write",
+            ExitReason::Ept02Fill => "ept02_fill",
         }
     }
 
@@ -99,7 +115,10 @@ impl ExitReason {
             | ExitReason::GuestFault
             | ExitReason::PtWrite
             | ExitReason::Cr3Write
-            | ExitReason::Invlpg => true,
+            | ExitReason::Invlpg
+            | ExitReason::L1Exit
+            | ExitReason::Ept12Write
+            | ExitReason::Ept02Fill => true,
             ExitReason::NestedFault
             | ExitReason::Hypercall
             | ExitReason::FaultBounce
@@ -248,7 +267,10 @@ impl Account {
     /// TLBs (`mmu`'s) at every world switch.
     pub(super) fn charge(&mut self, mmu: &mut Mmu, reason: ExitReason, handler: u64) {
         let round_trip = match reason {
-            ExitReason::Hypercall | ExitReason::FaultBounce | ExitReason::InPlaceCall => 0,
+            ExitReason::Hypercall
+            | ExitReason::FaultBounce
+            | ExitReason::InPlaceCall
+            | ExitReason::L1Exit => 0,
             ExitReason::HiddenFault
             | ExitReason::GuestFault
             | ExitReason::PtWrite
@@ -260,7 +282,9 @@ impl Account {
             | ExitReason::IpiDeliver
             | ExitReason::Eoi
             | ExitReason::RemoteFlush
-            | ExitReason::PmuOverflow => self.round_trip,
+            | ExitReason::PmuOverflow
+            | ExitReason::Ept12Write
+            | ExitReason::Ept02Fill => self.round_trip,
         };
         self.exits.record(reason, round_trip + handler);
         if reason.is_paging() {

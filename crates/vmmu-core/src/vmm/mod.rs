@@ -15,6 +15,8 @@
 //! | `nested.rs` | nested paging: the 2D walk over guest and nested tables | `init_kvm_tdp_mmu` |
 //! | `shadow.rs` | shadow paging by trap-and-emulate: the shadow pager's tables | `init_kvm_softmmu` |
 //! | `direct.rs` | direct paging (PV, pre-virtualized): guest tables of machine frames | Xen's PV MMU |
+//! | `nested_virt/ept.rs` | nested virtualization, EPT on EPT: L0's shadow EPT02 | `kvm_init_shadow_ept_mmu` |
+//! | `nested_virt/three_d.rs` | nested virtualization, a 3D walk of EPT12 over EPT01 | none (no such hardware) |
 //!
 //! The operations, and the member of `struct kvm_mmu` each stands for:
 //! - **describe** (`role`; `root_role`, `cpu_role`): the paging mode, whether nested tables
@@ -57,6 +59,7 @@ mod direct;
 pub mod exits;
 mod native;
 mod nested;
+mod nested_virt;
 mod ops;
 mod shadow;
 mod shared;
@@ -75,6 +78,7 @@ use crate::shadow::ShadowStats;
 use crate::walk::Tables;
 use active::Active;
 use exits::{Account, ExitReason, ExitStats};
+use nested_virt::l1::L1Setup;
 use ops::Resume;
 use shared::{ShadowCache, Shared};
 
@@ -92,11 +96,14 @@ fn start_paging(cfg: &SimConfig) -> Result<Paging> {
         (Mode::Adaptive, None) => {
             return Err(Error::config("policy", "an adaptive run needs a policy"))
         }
+        (Mode::NestedVirt, _) => {
+            Paging::NestedVirt(cfg.nested_virt.as_ref().map(|n| n.l1).unwrap_or_default())
+        }
     })
 }
 
 /// Instructions retired in each paging mode, as [`Paging::name`] names them (direct paging
-/// counts as shadow).
+/// counts as shadow, nested virtualization as nested: the hardware walks nested tables).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InMode {
     /// Natively.
@@ -112,7 +119,7 @@ impl InMode {
     fn of(&mut self, paging: Paging) -> &mut u64 {
         match paging {
             Paging::Native => &mut self.native,
-            Paging::Nested => &mut self.nested,
+            Paging::Nested | Paging::NestedVirt(_) => &mut self.nested,
             Paging::Shadow | Paging::Direct(_) => &mut self.shadow,
         }
     }
@@ -140,6 +147,8 @@ pub struct VmmStats {
 pub struct Vmm {
     mode: Active,
     hv: Shared,
+    /// The L1 hypervisor's setup, under nested virtualization.
+    l1: Option<L1Setup>,
     /// Instructions retired when the current mode began.
     since: u64,
     /// Counters.
@@ -151,8 +160,10 @@ impl Vmm {
     pub fn new(cfg: &SimConfig) -> Result<Self> {
         let h = &cfg.hypervisor;
         let paging = start_paging(cfg)?;
-        let hv = Shared {
-            host: Host::new(&cfg.host, cfg.guest.memory.0, cfg.seed)?,
+        let l1 = L1Setup::of(cfg);
+        let backed = l1.as_ref().map_or(cfg.guest.memory.0, L1Setup::bytes);
+        let mut hv = Shared {
+            host: Host::new(&cfg.host, backed, cfg.seed)?,
             acct: Account::new(h.costs.exit_round_trip, cfg.machine.tlb.vpid),
             costs: h.costs.clone(),
             lazy: h.backing == crate::config::Backing::Lazy,
@@ -164,8 +175,9 @@ impl Vmm {
             ),
         };
         Ok(Vmm {
-            mode: Active::build(paging, &hv),
+            mode: Active::build(paging, &mut hv, l1.as_ref())?,
             hv,
+            l1,
             since: 0,
             stats: VmmStats::default(),
         })
@@ -201,13 +213,10 @@ impl Vmm {
 
     /// The guest-physical → host-physical map the hardware's translations must agree with:
     /// the nested tables where they map guest memory, else the identity (native memory is
-    /// machine memory; direct paging's guest frames are machine frames).
+    /// machine memory; direct paging's guest frames are machine frames); under nested
+    /// virtualization EPT12 composed with EPT01.
     pub fn p2m(&self, gpa: Gpa) -> Option<Hpa> {
-        if self.describe().nested_tables {
-            self.hv.host.translate(gpa).map(|(h, _)| h)
-        } else {
-            Some(gpa.identity_hpa())
-        }
+        self.mode.p2m(&self.hv, gpa)
     }
 
     /// A fault `f` on the way to a translation: what the hypervisor does, and whether the
@@ -338,15 +347,9 @@ impl Vmm {
         self.mode.current_root()
     }
 
-    /// Backs the frames the guest just allocated, wherever nested tables map guest memory and
-    /// it is not backed lazily.
+    /// Backs the frames the guest just allocated, as the mode backs guest memory.
     fn back(&mut self, fx: &OsEffects) -> Result<()> {
-        if self.describe().nested_tables && !self.hv.lazy {
-            for &(gpa, size) in &fx.new_frames {
-                self.hv.host.back(gpa, size)?;
-            }
-        }
-        Ok(())
+        self.mode.back(&mut self.hv, fx)
     }
 
     /// A guest CR3 write to `pid`'s tables, as the mode intercepts it; the hardware then drops
@@ -377,7 +380,8 @@ impl Vmm {
         *self.stats.instructions_in_mode.of(role.paging) += instructions - self.since;
         self.since = instructions;
         let mut handler = self.hv.costs.mode_switch;
-        let old = std::mem::replace(&mut self.mode, Active::build(from.other().into(), &self.hv));
+        let new = Active::build(from.other().into(), &mut self.hv, self.l1.as_ref())?;
+        let old = std::mem::replace(&mut self.mode, new);
         handler += old.switch_out(&mut self.hv);
         handler += self.mode.switch_in(&mut self.hv, os)?;
         self.hv.acct.charge(mmu, ExitReason::ModeSwitch, handler);

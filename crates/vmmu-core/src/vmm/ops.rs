@@ -8,7 +8,7 @@
 
 use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};
-use crate::config::VirtMode;
+use crate::config::{L1Kind, VirtMode};
 use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
@@ -31,16 +31,20 @@ pub enum Paging {
     /// hold machine frames; MMU operations reach the hypervisor by hypercalls or through an
     /// in-place VMM (seed 003).
     Direct(DirectTechnique),
+    /// Nested virtualization: the guest is an L2 guest of an L1 hypervisor of this kind on the
+    /// host.
+    NestedVirt(L1Kind),
 }
 
 impl Paging {
-    /// The name results use: `native`, `nested`, `shadow` — direct paging is the
-    /// configuration's shadow mode with technique `pv` or `previrt`, and is named so.
+    /// The name results use: `native`, `nested`, `shadow`, `nested-virt` — direct paging is
+    /// the configuration's shadow mode with technique `pv` or `previrt`, and is named so.
     pub const fn name(self) -> &'static str {
         match self {
             Paging::Native => "native",
             Paging::Nested => "nested",
             Paging::Shadow | Paging::Direct(_) => "shadow",
+            Paging::NestedVirt(_) => "nested-virt",
         }
     }
 }
@@ -162,6 +166,28 @@ pub(super) trait PagingOps {
         os: &mut GuestOs,
         f: Fault,
     ) -> Result<Resolution>;
+
+    /// Backs the frames the guest just allocated (`fx.new_frames`), where the mode's nested
+    /// tables map guest memory and back it when the guest allocates it (eager backing).
+    fn back(&mut self, hv: &mut Shared, fx: &OsEffects) -> Result<()> {
+        if self.role().nested_tables && !hv.lazy {
+            for &(gpa, size) in &fx.new_frames {
+                hv.host.back(gpa, size)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The guest-physical → host-physical map the hardware's translations must agree with:
+    /// the nested tables where they map guest memory, else the identity (native memory is
+    /// machine memory; direct paging's guest frames are machine frames).
+    fn p2m(&self, hv: &Shared, gpa: Gpa) -> Option<Hpa> {
+        if self.role().nested_tables {
+            hv.host.translate(gpa).map(|(h, _)| h)
+        } else {
+            Some(gpa.identity_hpa())
+        }
+    }
 
     /// An OS action's guest page-table writes and freed tables, as they reach the hypervisor:
     /// by write protection (`kvm_mmu_track_write`) or by hypercall (Xen PV `mmu_update`).

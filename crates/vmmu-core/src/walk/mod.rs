@@ -19,6 +19,7 @@
 pub mod nested;
 pub mod step;
 mod tables;
+pub mod three_d;
 
 pub use tables::{GuestTables, ShadowTables, TableSource, Tables};
 
@@ -308,8 +309,8 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Walks `tables`: the guest's tables natively, over the nested tables in the 2D walk, or
-    /// the shadow tables. Adds the walk's latency to `cycles`; returns the translation to fill
+    /// Walks `tables`: the guest's tables natively, over the nested tables in the 2D walk,
+    /// over two stages of nested tables in the 3D walk, or the shadow tables. Adds the walk's latency to `cycles`; returns the translation to fill
     /// into the TLB (at the splintered size) or the fault.
     #[inline(always)]
     pub fn walk(mut self, tables: Tables<'_>, cycles: &mut u64) -> Result<Translation, WalkFault> {
@@ -324,6 +325,26 @@ impl<'a> Walker<'a> {
             }
             Tables::Nested { mem, pt, hmem, npt } => {
                 let nested = NestedWalker::new(self.hw, hmem, npt, self.vpid);
+                let mut src = GuestTables {
+                    mem,
+                    geo: pt.geo,
+                    nested,
+                };
+                self.descend(&mut src, pt.geo, pt.root, cycles)
+            }
+            Tables::ThreeD {
+                mem,
+                pt,
+                l1mem,
+                ept12,
+                hmem,
+                ept01,
+            } => {
+                let nested = three_d::ThreeDWalker {
+                    l1mem,
+                    ept12,
+                    ept01: NestedWalker::new(self.hw, hmem, ept01, self.vpid),
+                };
                 let mut src = GuestTables {
                     mem,
                     geo: pt.geo,

@@ -4,7 +4,7 @@
 
 use super::step::ROW_GPA;
 use super::{NestedDim, WalkHw};
-use crate::addr::{Gpa, Gva, Hpa, PageSize};
+use crate::addr::{Gpa, Gva, Hpa, L1pa, PageSize};
 use crate::mem::{PhysAddr, PhysMem};
 use crate::paging::{Geometry, PageTable, Pte};
 
@@ -28,6 +28,22 @@ pub enum Tables<'a> {
         hmem: &'a PhysMem<Hpa>,
         /// The nested tables nCR3 / the EPTP points to.
         npt: PageTable<Gpa, Hpa>,
+    },
+    /// The 3D walk of nested virtualization: an L2 guest's tables over its L1 hypervisor's
+    /// EPT12 over the host's EPT01.
+    ThreeD {
+        /// L2 guest memory.
+        mem: &'a mut PhysMem<Gpa>,
+        /// The L2 guest tables CR3 points to.
+        pt: PageTable<Gva, Gpa>,
+        /// L1 memory holding EPT12.
+        l1mem: &'a PhysMem<L1pa>,
+        /// EPT12 (L2 physical → L1 physical).
+        ept12: PageTable<Gpa, L1pa>,
+        /// Host memory holding EPT01.
+        hmem: &'a PhysMem<Hpa>,
+        /// EPT01 (L1 physical, as L0's guest-physical, → host physical).
+        ept01: PageTable<Gpa, Hpa>,
     },
     /// Shadow tables in host memory; `None` before the hypervisor loads a root (every walk
     /// faults).
