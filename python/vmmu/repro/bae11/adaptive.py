@@ -277,17 +277,23 @@ def bae11_adaptive(
             f"{100.0 * (max(cyc(k, 'shadow'), cyc(k, 'nested')) / b - 1):+.1f}%",
         )
     for k in work:
-        bound = cyc(k, "oracle")
-        beaten = [c for c in ("dav2m", "costmodel", "shadow", "nested") if cyc(k, c) < bound]
+        estimate = cyc(k, "oracle")
+        beaten = [c for c in ("shadow", "nested") if cyc(k, c) < estimate]
+        under = [c for c in ("dav2m", "costmodel") if cyc(k, c) < estimate]
         t.add(
             f"{k}/oracle",
-            f"{k}: the oracle bounds every policy and both static modes",
+            f"{k}: the oracle's per-window estimate is no worse than either static mode",
             "—",
-            100.0 * (bound / best(k)[1] - 1),
+            100.0 * (estimate / best(k)[1] - 1),
             "% vs best static",
             not beaten,
             f"{switches(k, 'oracle')} switches"
-            + (f"; beaten by {', '.join(beaten)}" if beaten else ""),
+            + (f"; beaten by {', '.join(beaten)}" if beaten else "")
+            + (
+                f"; {', '.join(under)} below it (it picks one mode per window, docs/policies.md)"
+                if under
+                else ""
+            ),
         )
     for k in work:
         ratio = cyc(k, "costmodel") / cyc(k, "dav2m")
