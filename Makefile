@@ -53,10 +53,12 @@ test-python: install test-tools
 	$(BIN)/pytest tests/python
 
 # Tools some Python tests need beyond the package: Ray (the sweep's cluster backend) in the
-# venv and headless Chromium (the report test; Debian's package, installed when root). A
-# failed install is logged to $(VENV)/*-install.log; the test that needs the tool then fails
-# under CI=true (.ci/run sets it) and is reported skipped with that log's last lines elsewhere.
+# venv, headless Chromium (the report test) and the Debian packages of the suite entries the
+# tests record (tests/python/test_suite.py: redis, gcc, swim), installed when root. A failed
+# install is logged to $(VENV)/*-install.log; the test that needs the tool then fails under
+# CI=true (.ci/run sets it) and is reported skipped with that log's last lines elsewhere.
 RAY_REQ := ray>=2.9
+SUITE_TEST_PACKAGES := redis-server gcc
 test-tools: install
 	@$(PY) -c 'import ray' 2>/dev/null || $(BIN)/pip install --quiet '$(RAY_REQ)' \
 		> $(VENV)/ray-install.log 2>&1 || echo "note: Ray did not install, see $(VENV)/ray-install.log"
@@ -65,6 +67,11 @@ test-tools: install
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
 			> $(VENV)/chromium-install.log 2>&1 || echo "note: chromium did not install, see $(VENV)/chromium-install.log"; \
 	else echo "not root: cannot apt-get install chromium" > $(VENV)/chromium-install.log; fi
+	@command -v redis-server >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SUITE_TEST_PACKAGES); } \
+			> $(VENV)/suite-install.log 2>&1 || echo "note: $(SUITE_TEST_PACKAGES) did not install, see $(VENV)/suite-install.log"; \
+	else echo "not root: cannot apt-get install $(SUITE_TEST_PACKAGES)" > $(VENV)/suite-install.log; fi
 
 # Speed on the figures of docs/performance.md, each beside its target with the ratio; writes
 # results/bench.json (and the sweep's figures to results/bench-sweep.json). BENCH_ARGS are the

@@ -59,6 +59,7 @@ def record(
     progress: Callable[[dict[str, float]], bool | None] | None = None,
     tool_dir: str | None = None,
     valgrind: str | None = None,
+    no_deps: bool = False,
 ) -> str:
     """Record ``cmd`` under Valgrind into ``output``; JSON summary."""
 

@@ -24,6 +24,7 @@ from vmmu import _core
 from vmmu._progress import ProgressBars
 from vmmu.options import BACKINGS as BACKINGS
 from vmmu.options import BY_NAME, OPTIONS, check_modes
+from vmmu.options import CORE_MODELS as CORE_MODELS
 from vmmu.options import GUEST_PAGE_SIZES as GUEST_PAGE_SIZES
 from vmmu.options import LEVELS as LEVELS
 from vmmu.options import MODES as MODES
@@ -31,6 +32,7 @@ from vmmu.options import NESTED_PAGE_SIZES as NESTED_PAGE_SIZES
 from vmmu.options import POLICIES as POLICIES
 from vmmu.options import PWC_DESIGNS as PWC_DESIGNS
 from vmmu.options import TECHNIQUES as TECHNIQUES
+from vmmu.options import THP_MODES as THP_MODES
 
 if TYPE_CHECKING:
     import pandas as pd

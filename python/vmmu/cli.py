@@ -22,6 +22,7 @@ from vmmu import _render, api, cli_results, options, sizing_study
 from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
+from vmmu.suite.cli import suite
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -540,6 +541,12 @@ def trace_check(path: str, as_json: bool) -> None:
 @click.option("-o", "--output", metavar="FILE", help="Trace to write (default: CMD.vtrace).")
 @click.option("--no-instr", is_flag=True, help="Leave out instruction fetches.")
 @click.option(
+    "--no-deps",
+    is_flag=True,
+    help="Do not track which load each address was computed from (the trace then says "
+    "its dependences are unknown).",
+)
+@click.option(
     "--follow-children",
     is_flag=True,
     help="Record forked children too (the command's own execs are always followed).",
@@ -554,6 +561,7 @@ def trace_check(path: str, as_json: bool) -> None:
 def record(
     output: str | None,
     no_instr: bool,
+    no_deps: bool,
     follow_children: bool,
     native_layout: bool,
     as_json: bool,
@@ -564,7 +572,9 @@ def record(
     from vmmu import record as rec
 
     out = output or rec.default_output(list(cmd))
-    summary = rec.record(list(cmd), out, no_instr, follow_children, native_layout, True)
+    summary = rec.record(
+        list(cmd), out, no_instr, follow_children, native_layout, True, no_deps=no_deps
+    )
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -628,6 +638,7 @@ def timeline(result_path: str, column: str | None, output: str | None, limit: in
 
 
 cli.add_command(repro)
+cli.add_command(suite)
 cli.add_command(cli_results.sweep)
 cli.add_command(cli_results.plot)
 cli.add_command(cli_results.report)

@@ -42,9 +42,14 @@ BACKINGS: tuple[str, ...] = ("eager", "lazy")
 #: Page-walk caching designs (``--pwc``).
 PWC_DESIGNS: tuple[str, ...] = ("none", "1d", "2d", "2d+nt", "psc")
 
+#: Core models (``--core-model``, ``machine.core.model``; docs/model.md "Timing").
+CORE_MODELS: tuple[str, ...] = ("additive", "interval")
+
 #: Page sizes of the nested tables and of the guest's mappings.
 NESTED_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G")
 GUEST_PAGE_SIZES: tuple[str, ...] = ("4K", "2M", "1G", "mixed")
+#: Linux's transparent huge page modes (``guest.thp``).
+THP_MODES: tuple[str, ...] = ("never", "madvise", "always")
 
 #: ``levels`` → the guest's paging format.
 LEVELS: dict[int, str] = {4: "long4", 5: "long5"}
@@ -378,6 +383,13 @@ OPTIONS: tuple[Option, ...] = (
         "Page-walk caching design ({key}).",
     ),
     Option(
+        "core_model",
+        Choice("a core model", choices=CORE_MODELS),
+        ("machine.core.model",),
+        "How the counts become time: additive (no overlap) or interval (an out-of-order "
+        "window; {key}).",
+    ),
+    Option(
         "nested_page_size",
         Choice("a nested page size", choices=NESTED_PAGE_SIZES, upper=True),
         ("host.nested_page_size",),
@@ -388,6 +400,12 @@ OPTIONS: tuple[Option, ...] = (
         Choice("a guest page size", choices=GUEST_PAGE_SIZES, upper=True),
         ("guest.page_size",),
         "Page sizes the guest maps with ({key}).",
+    ),
+    Option(
+        "thp",
+        Choice("a THP mode", choices=THP_MODES),
+        ("guest.thp",),
+        "Transparent huge pages where the guest page size is 4K ({key}).",
     ),
     Option(
         "levels",

@@ -83,12 +83,16 @@ def record(
     follow_children: bool,
     native_layout: bool,
     progress: bool,
+    no_deps: bool = False,
 ) -> dict:
     """Records ``cmd`` into ``output`` and returns the summary (docs/recording.md,
     "Summary"): ``refs``, ``events``, ``processes``, ``trace_bytes``, ``bytes_per_ref``,
     ``refs_per_s``, ``exit_code``, ``signal``, ``truncated``, ``interrupted``, and
     ``warnings``: one sentence per child or exec that was not recorded, naming its pid and
     program...
+
+    ``no_deps`` leaves load dependences untracked (the trace's ``dependences`` is then false);
+    otherwise ``dependent_refs`` counts the data references whose address depends on a load.
 
     ``progress`` shows a live line on stderr when it is a terminal. Ctrl-C stops the program
     and finishes the trace as truncated (``interrupted`` is then true). Errors (command not
@@ -103,6 +107,7 @@ def record(
             no_instr=no_instr,
             follow_children=follow_children,
             native_layout=native_layout,
+            no_deps=no_deps,
             progress=line,
         )
     finally:

@@ -102,6 +102,15 @@ def test_run_returns_a_result():
     assert "tlb.l1d.misses" in df.columns
 
 
+def test_core_model_keyword_chooses_the_interval_model():
+    r = vmmu.run(mode="native", workload=TINY, core_model="interval", machine="zen3")
+    assert r.core["model"] == "interval"
+    assert r.config["machine"]["core"]["rob"] == 256
+    assert "core" not in vmmu.run(mode="native", workload=TINY, machine="zen3")
+    with pytest.raises(exceptions.ConfigError, match=r"machine\.core\.rob"):
+        vmmu.run(workload=TINY, core_model="interval", set={"machine.core.rob": 0})
+
+
 def test_progress_callback_can_stop_the_run():
     calls = []
 

@@ -240,6 +240,20 @@ def test_warmup_leaves_its_references_out(invoke):
     assert warm["warmup"]["refs"] == 1000
 
 
+def test_core_model_interval_times_the_same_counts(invoke):
+    additive = json.loads(invoke("run", "--workload", TINY, "--json").stdout)
+    r = invoke("run", "--workload", TINY, "--core-model", "interval", "--json")
+    assert r.exit_code == 0, r.stderr
+    interval = json.loads(r.stdout)
+    assert "core" not in additive
+    assert interval["core"]["model"] == "interval"
+    assert interval["core"]["cycles_additive"] == additive["cycles"]
+    assert interval["walks"] == additive["walks"]
+    assert interval["cycles"] <= additive["cycles"]
+    bad = invoke("run", "--workload", TINY, "--core-model", "outoforder")
+    assert bad.exit_code == 2 and "additive" in bad.stderr
+
+
 def test_sensitivity_reruns_the_comparison_at_each_end_of_the_range(invoke):
     r = invoke(
         "compare",

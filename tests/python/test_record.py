@@ -105,3 +105,22 @@ def test_record_follows_the_commands_exec_and_warns_of_a_child_it_left_out(
     assert len(warnings) == 1, r.stderr
     assert warnings[0].startswith("warning: pid ")
     assert "`/bin/sh`" in warnings[0] and "--follow-children" in warnings[0]
+
+
+def test_record_tracks_load_dependences_unless_told_not_to(
+    invoke, program: Path, tmp_path: Path
+) -> None:
+    # The dynamic loader and libc chase pointers: a recording has dependent references, and
+    # with --no-deps none, the trace then saying its dependences are unknown.
+    runs = {}
+    for flag in ([], ["--no-deps"]):
+        out = tmp_path / f"p{len(flag)}.vtrace"
+        r = invoke("record", "--json", *flag, "-o", str(out), "--", str(program))
+        assert r.exit_code == 0, r.stderr
+        runs[bool(flag)] = json.loads(r.stdout)
+        info = invoke("trace", "info", "--json", str(out))
+        assert info.exit_code == 0, info.stderr
+        assert json.loads(info.stdout)["meta"]["dependences"] is not bool(flag)
+    assert runs[False]["dependences"] and runs[False]["dependent_refs"] > 1000
+    assert not runs[True]["dependences"] and runs[True]["dependent_refs"] == 0
+    assert runs[True]["loads"] == runs[False]["loads"]

@@ -55,6 +55,11 @@ mm-shadow            --mode shadow -w memorymotion
 mm-shadow-previrt    --mode shadow --technique previrt -w memorymotion
 swim-nested          --mode nested -w swim
 zen4-nested          --machine zen4 --mode nested -w random:footprint=256M,refs=200K
+interval-random      --machine zen3 --mode nested --core-model interval -w random:footprint=256M,refs=200K
+interval-chase       --machine zen3 --mode nested --core-model interval -w pointer-chase:footprint=1G,refs=200K,chains=4
+interval-shadow-fork --machine zen3 --mode shadow --core-model interval -w aim9-fork_test
+interval-vcpus       --machine zen3 --mode nested --core-model interval --vcpus 2 -w memorymotion
+thp-always-nested    --mode nested --thp always -w random:footprint=256M,refs=200K
 trace-native         --mode native -t @TRACE@
 trace-nested-2dnt    --mode nested --pwc 2d+nt -t @TRACE@
 trace-shadow         --mode shadow -t @TRACE@

@@ -21,10 +21,17 @@
    what makes the tool fast (a few times slower than lackey's printf-free
    minimum, hundreds of times faster than lackey's text).
 
+   With --deps=yes (the default) every value carries the sequence number of
+   the youngest load it was computed from, and each data reference whose
+   address depends on one of the previous 255 data references of its thread
+   is written as a dependent record saying how far back (see
+   "Instrumentation").
+
    Address-space events come from the core's tracking callbacks (initial
    mappings, mmap, munmap, mprotect, brk) and from the syscall wrappers
-   (mmap flags, mremap, fork, execve); they go into the same buffer in
-   program order.  Each process image writes its own stream: at a fork the
+   (mmap flags, mremap, madvise, fork, execve); they go into the same buffer
+   in program order, and so do the phase markers a program puts with the
+   VMMU_PHASE client request (vmmu.h).  Each process image writes its own stream: at a fork the
    child opens a new one (with --follow-forks=yes), and after an execve the
    new image does: Valgrind runs it again (--trace-children=yes) and it opens
    its stream with its own initial mappings.  A child that is not followed
@@ -48,6 +55,8 @@
 #include "pub_tool_threadstate.h"
 #include "pub_tool_vki.h"
 #include "pub_tool_vkiscnums.h"
+#include "pub_tool_mallocfree.h"
+#include "libvex_guest_amd64.h"
 
 #include "vgmt_format.h"
 
@@ -68,12 +77,14 @@ static const HChar* clo_out = NULL;    /* unix:PATH or dir:PATH */
 static Bool clo_instr = True;          /* write instruction fetches */
 static Bool clo_follow_forks = True;   /* give forked children a stream */
 static Bool clo_debug = False;         /* print every event to the log */
+static Bool clo_deps = True;           /* track load dependences */
 
 static Bool vgmt_process_cmd_line_option ( const HChar* arg )
 {
    if      VG_STR_CLO(arg,  "--out",          clo_out) {}
    else if VG_BOOL_CLO(arg, "--instr",        clo_instr) {}
    else if VG_BOOL_CLO(arg, "--follow-forks", clo_follow_forks) {}
+   else if VG_BOOL_CLO(arg, "--deps",         clo_deps) {}
    else if VG_BOOL_CLO(arg, "--vgmt-debug",   clo_debug) {}
    else
       return False;
@@ -89,6 +100,8 @@ static void vgmt_print_usage ( void )
 "    --instr=no|yes            record instruction fetches; with no, only\n"
 "                              instruction counts are kept [yes]\n"
 "    --follow-forks=no|yes     record forked children [yes]\n"
+"    --deps=no|yes             track which load each address was computed\n"
+"                              from (dependent records, kinds 8-10) [yes]\n"
    );
 }
 
@@ -199,6 +212,24 @@ static inline ULong mk_event ( UInt type, ULong inline_val, UInt nwords )
    return (inline_val << 16) | mk_tag(VGMT_K_EVENT, (nwords << 8) | type);
 }
 
+/* Dependence tracking's sequence numbers (see "Instrumentation"): the
+   running thread's is vgmt_seq, the others' wait in seq_of_tid. */
+#define SEQ_START 256
+static ULong    vgmt_seq = SEQ_START;
+static ULong*   seq_of_tid = NULL;    /* VG_N_THREADS entries */
+static ThreadId seq_tid = VG_INVALID_THREADID;
+
+/* Makes tid's sequence number the running one. */
+static void seq_switch ( ThreadId tid )
+{
+   if (tid == seq_tid || seq_of_tid == NULL)
+      return;
+   if (seq_tid != VG_INVALID_THREADID)
+      seq_of_tid[seq_tid] = vgmt_seq;
+   vgmt_seq = seq_of_tid[tid];
+   seq_tid = tid;
+}
+
 static void emit_event ( UInt type, ULong inline_val, UInt nwords,
                          ULong w0, ULong w1, ULong w2, ULong w3 )
 {
@@ -261,7 +292,8 @@ static void write_header ( Bool forked )
    struct vki_timespec ts;
    ULong hdr[VGMT_HEADER_SIZE / 8];
    UInt flags = (clo_instr ? 0 : VGMT_HF_NO_INSTR)
-              | (forked ? VGMT_HF_FORKED : 0);
+              | (forked ? VGMT_HF_FORKED : 0)
+              | (clo_deps ? VGMT_HF_DEPS : 0);
    VG_(memset)(hdr, 0, sizeof hdr);
    VG_(memcpy)(&hdr[0], VGMT_MAGIC, 8);
    hdr[1] = (ULong)VGMT_VERSION | ((ULong)VGMT_HEADER_SIZE << 16)
@@ -487,6 +519,7 @@ static void vgmt_start_client_code ( ThreadId tid, ULong blocks )
       emit_event(VGMT_E_STARTUP_DONE, 0, 0, 0, 0, 0, 0);
       startup_done = True;
    }
+   seq_switch(tid);
    if (tid != cur_tid) {
       emit_event(VGMT_E_THREAD, tid, 0, 0, 0, 0, 0);
       cur_tid = tid;
@@ -495,7 +528,26 @@ static void vgmt_start_client_code ( ThreadId tid, ULong blocks )
 
 static void vgmt_thread_create ( ThreadId tid, ThreadId child )
 {
+   /* The new thread's registers are a copy of its creator's, tags included:
+      it counts on from its creator's sequence number, so they stay
+      consistent. */
+   if (seq_of_tid != NULL)
+      seq_of_tid[child] = tid == seq_tid ? vgmt_seq : seq_of_tid[tid];
    emit_event(VGMT_E_THREAD_CREATE, child, 0, 0, 0, 0, 0);
+}
+
+/* VMMU_PHASE(id) (vmmu.h): a phase marker in program order, after the
+   records of the superblock that made the request. */
+static Bool vgmt_handle_client_request ( ThreadId tid, UWord* arg,
+                                         UWord* ret )
+{
+   if (arg[0] != VGMT_USERREQ_PHASE)
+      return False;
+   if (clo_debug)
+      VG_(umsg)("vgmt: phase %u\n", (UInt)arg[1]);
+   emit_event(VGMT_E_PHASE, (UInt)arg[1], 0, 0, 0, 0, 0);
+   *ret = 0;
+   return True;
 }
 
 static void vgmt_thread_exit ( ThreadId tid )
@@ -560,6 +612,14 @@ static void vgmt_post_syscall ( ThreadId tid, UInt sysno, UWord* args,
                     args[2]);
       }
       break;
+   case __NR_madvise:
+      if (!sr_isError(res)) {
+         if (clo_debug)
+            VG_(umsg)("vgmt: madvise %#lx+%#lx advice %lu\n",
+                      args[0], args[1], args[2]);
+         emit_event(VGMT_E_MADVISE, args[2], 2, args[0], args[1], 0, 0);
+      }
+      break;
    case __NR_execve:
    case __NR_execveat:
       emit_event(VGMT_E_EXEC_FAILED, 0, 0, 0, 0, 0, 0);
@@ -612,6 +672,38 @@ static void vgmt_atfork_child ( ThreadId tid )
 /*--- Instrumentation                                      ---*/
 /*------------------------------------------------------------*/
 
+/* Dependence tracking (--deps=yes)
+   --------------------------------
+   Every value carries a tag: the sequence number of the youngest load it was
+   computed from, or 0 for none.  A load's result is tagged with the load's
+   own sequence number; every other IR operation (arithmetic, conversions,
+   selects, helper calls computing flags) takes the maximum of its operands'
+   tags; constants have none.  The tags of IR temporaries are IR temporaries
+   of the instrumented superblock (tmp_tag); the guest registers' tags live
+   in the shadow guest state at layout->total_sizeB, as Memcheck keeps its
+   V bits there, so each thread has its own and a signal frame saves them.
+   There is one 64-bit tag per 8-byte slot of the guest state and per 16-byte
+   half of a vector register.  A write that covers a slot whole replaces its
+   tag; a narrower one (AL, AX, a 32-bit lane of an XMM register) takes the
+   maximum of the new tag and the slot's old one, since the register then
+   holds part of each value.  Guarded writes (a guarded dirty helper) take
+   the maximum too.  The instruction pointer has no tag: where the program
+   goes is control flow, not data; nor has the flags thunk's operation
+   (CC_OP, a constant; the operands CC_DEP1/2 and CC_NDEP carry the data).  Memory is not shadowed: a value stored
+   and loaded back is tagged with the reload.
+
+   At each data reference dep = seq - tag(address); when it is 1..255 the
+   record is of kind 8-10 (vgmt_format.h), chosen by inline IR without a
+   branch.  Sequence numbers start at SEQ_START, so an untagged address
+   (tag 0) is always more than 255 references back.  The running thread's
+   number is vgmt_seq: loaded once by a superblock that makes data
+   references, advanced by constants (and by the guard of a guarded
+   reference), stored back whenever its records are written.  Each thread
+   keeps its own (seq_of_tid, switched in vgmt_start_client_code); a new
+   thread starts from its creator's, so the tags it inherits in its copied
+   registers stay consistent (the decoder drops distances that reach before
+   the thread's stream began). */
+
 typedef IRExpr IRAtom;
 
 typedef enum { EvFetch, EvLoad, EvStore, EvModify, EvCount } EvKind;
@@ -619,6 +711,8 @@ typedef enum { EvFetch, EvLoad, EvStore, EvModify, EvCount } EvKind;
 typedef struct {
    EvKind  kind;
    IRAtom* addr;    /* EvLoad/EvStore/EvModify */
+   IRAtom* atag;    /* the address's tag; NULL: it has none */
+   IRAtom* seq;     /* the reference's sequence number (--deps=yes) */
    Addr    iaddr;   /* EvFetch */
    ULong   count;   /* EvCount; size for the others */
 } Ev;
@@ -629,22 +723,232 @@ static Ev    evs[MAX_GROUP];
 static Int   n_evs = 0;
 static ULong pending_instrs = 0;   /* --instr=no: IMarks not yet counted */
 
+/* Tracking state of the superblock being instrumented. */
+static IRAtom** tmp_tag = NULL;    /* tag of each original temporary */
+static Int      tmp_tag_cap = 0;
+static IRAtom*  seq_base = NULL;   /* vgmt_seq as loaded, or as a guard moved it */
+static ULong    seq_k = 0;         /* data references since seq_base */
+static Bool     seq_dirty = False; /* vgmt_seq in memory is behind */
+static Int      shadow_base = 0;   /* layout->total_sizeB */
+
+#define YMM_LO  ((Int)offsetof(VexGuestAMD64State, guest_YMM0))
+#define YMM_HI  ((Int)(offsetof(VexGuestAMD64State, guest_YMM16) + sizeof(U256)))
+#define RIP_OFF ((Int)offsetof(VexGuestAMD64State, guest_RIP))
+#define CC_OP_OFF ((Int)offsetof(VexGuestAMD64State, guest_CC_OP))
+
+/* Guest state without a tag: the instruction pointer (control flow) and the
+   flags thunk's operation, a constant that says how to read the operands
+   (CC_DEP1, CC_DEP2, CC_NDEP carry the data). */
+static Bool untagged ( Int off )
+{
+   return off == RIP_OFF || off == CC_OP_OFF;
+}
+
 static IRAtom* mk_u64 ( ULong v )
 {
    return IRExpr_Const(IRConst_U64(v));
 }
 
-static IRAtom* assign ( IRSB* sb, IRExpr* e )
+static IRAtom* assign_ty ( IRSB* sb, IRType ty, IRExpr* e )
 {
-   IRTemp t = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp t = newIRTemp(sb->tyenv, ty);
    addStmtToIRSB(sb, IRStmt_WrTmp(t, e));
    return IRExpr_RdTmp(t);
 }
 
-/* The record word of a data event: (addr << 16) | tag. */
+static IRAtom* assign ( IRSB* sb, IRExpr* e )
+{
+   return assign_ty(sb, Ity_I64, e);
+}
+
+/* The tag of an atom of the original superblock (NULL: none). */
+static IRAtom* tag_of ( IRAtom* a )
+{
+   if (a == NULL || a->tag != Iex_RdTmp)
+      return NULL;
+   tl_assert(a->Iex.RdTmp.tmp < (IRTemp)tmp_tag_cap);
+   return tmp_tag[a->Iex.RdTmp.tmp];
+}
+
+/* max(a, b) of two tags, NULL being none. */
+static IRAtom* tag_max ( IRSB* sb, IRAtom* a, IRAtom* b )
+{
+   IRAtom* lt;
+   if (a == NULL)
+      return b;
+   if (b == NULL || eqIRAtom(a, b))
+      return a;
+   lt = assign_ty(sb, Ity_I1, IRExpr_Binop(Iop_CmpLT64U, a, b));
+   return assign(sb, IRExpr_ITE(lt, b, a));
+}
+
+/* Shadow slots: 16 bytes in the vector registers, 8 elsewhere. */
+static Int slot_size ( Int off )
+{
+   return off >= YMM_LO && off < YMM_HI ? 16 : 8;
+}
+
+static Int slot_of ( Int off )
+{
+   if (off >= YMM_LO && off < YMM_HI)
+      return YMM_LO + (off - YMM_LO) / 16 * 16;
+   return off / 8 * 8;
+}
+
+/* The tag of guest state bytes [off, off+size). */
+static IRAtom* shadow_get ( IRSB* sb, Int off, Int size )
+{
+   IRAtom* t = NULL;
+   Int s;
+   if (untagged(off))
+      return NULL;
+   for (s = slot_of(off); s < off + size; s += slot_size(s))
+      t = tag_max(sb, t, assign(sb, IRExpr_Get(shadow_base + s, Ity_I64)));
+   return t;
+}
+
+/* Writes tag to guest state bytes [off, off+size); merge: the write may not
+   happen, keep the maximum with the old tags. */
+static void shadow_put ( IRSB* sb, Int off, Int size, IRAtom* tag,
+                         Bool merge )
+{
+   Int s;
+   if (untagged(off))
+      return;
+   for (s = slot_of(off); s < off + size; s += slot_size(s)) {
+      Bool whole = s >= off && s + slot_size(s) <= off + size;
+      IRAtom* v = tag;
+      if (!whole || merge) {
+         if (tag == NULL)
+            continue;   /* max(old, none) is old */
+         v = tag_max(sb, assign(sb, IRExpr_Get(shadow_base + s, Ity_I64)),
+                     tag);
+      }
+      addStmtToIRSB(sb, IRStmt_Put(shadow_base + s, v ? v : mk_u64(0)));
+   }
+}
+
+/* Indexed guest state (the x87 registers): an array of 8-byte elements
+   has a parallel array of tags; any other (the x87 tag bytes) is tagged as
+   a whole. */
+static Bool shadow_array ( IRRegArray* d )
+{
+   return sizeofIRType(d->elemTy) == 8 && d->base % 8 == 0
+          && (d->base + 8 * d->nElems <= YMM_LO || d->base >= YMM_HI);
+}
+
+static IRAtom* shadow_geti ( IRSB* sb, IRRegArray* d, IRAtom* ix, Int bias )
+{
+   if (shadow_array(d))
+      return assign(sb, IRExpr_GetI(mkIRRegArray(shadow_base + d->base,
+                                                 Ity_I64, d->nElems),
+                                    ix, bias));
+   return shadow_get(sb, d->base, d->nElems * sizeofIRType(d->elemTy));
+}
+
+static void shadow_puti ( IRSB* sb, IRRegArray* d, IRAtom* ix, Int bias,
+                          IRAtom* tag )
+{
+   if (shadow_array(d)) {
+      addStmtToIRSB(sb, IRStmt_PutI(mkIRPutI(
+         mkIRRegArray(shadow_base + d->base, Ity_I64, d->nElems), ix, bias,
+         tag ? tag : mk_u64(0))));
+      return;
+   }
+   shadow_put(sb, d->base, d->nElems * sizeofIRType(d->elemTy), tag, True);
+}
+
+/* The tag of an expression that is not a load. */
+static IRAtom* tag_of_expr ( IRSB* sb, IRExpr* e )
+{
+   switch (e->tag) {
+   case Iex_Const:
+      return NULL;
+   case Iex_RdTmp:
+      return tag_of(e);
+   case Iex_Get:
+      return shadow_get(sb, e->Iex.Get.offset, sizeofIRType(e->Iex.Get.ty));
+   case Iex_GetI:
+      return shadow_geti(sb, e->Iex.GetI.descr, e->Iex.GetI.ix,
+                         e->Iex.GetI.bias);
+   case Iex_Unop:
+      return tag_of(e->Iex.Unop.arg);
+   case Iex_Binop:
+      return tag_max(sb, tag_of(e->Iex.Binop.arg1),
+                     tag_of(e->Iex.Binop.arg2));
+   case Iex_Triop: {
+      IRTriop* t = e->Iex.Triop.details;
+      return tag_max(sb, tag_max(sb, tag_of(t->arg1), tag_of(t->arg2)),
+                     tag_of(t->arg3));
+   }
+   case Iex_Qop: {
+      IRQop* q = e->Iex.Qop.details;
+      return tag_max(sb, tag_max(sb, tag_of(q->arg1), tag_of(q->arg2)),
+                     tag_max(sb, tag_of(q->arg3), tag_of(q->arg4)));
+   }
+   case Iex_ITE:
+      return tag_max(sb, tag_of(e->Iex.ITE.cond),
+                     tag_max(sb, tag_of(e->Iex.ITE.iftrue),
+                             tag_of(e->Iex.ITE.iffalse)));
+   case Iex_CCall: {
+      IRAtom* t = NULL;
+      Int i;
+      for (i = 0; e->Iex.CCall.args[i] != NULL; i++)
+         t = tag_max(sb, t, tag_of(e->Iex.CCall.args[i]));
+      return t;
+   }
+   default:
+      return NULL;
+   }
+}
+
+/* The sequence number of a new data reference of the superblock. */
+static IRAtom* seq_next ( IRSB* sb )
+{
+   if (seq_base == NULL) {
+      seq_base = assign(sb, IRExpr_Load(Iend_LE, Ity_I64,
+                                        mk_u64((ULong)(HWord)&vgmt_seq)));
+      seq_k = 0;
+   }
+   seq_k++;
+   seq_dirty = True;
+   return assign(sb, IRExpr_Binop(Iop_Add64, seq_base, mk_u64(seq_k)));
+}
+
+/* Stores the running sequence number back (with the records it counts). */
+static void seq_store ( IRSB* sb )
+{
+   IRAtom* v;
+   if (!seq_dirty)
+      return;
+   v = seq_k == 0 ? seq_base
+                  : assign(sb, IRExpr_Binop(Iop_Add64, seq_base,
+                                            mk_u64(seq_k)));
+   addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mk_u64((ULong)(HWord)&vgmt_seq),
+                                  v));
+   seq_dirty = False;
+}
+
+static Bool is_pow2 ( ULong x )
+{
+   return x != 0 && (x & (x - 1)) == 0;
+}
+
+static UInt log2_of ( ULong x )
+{
+   UInt n = 0;
+   while (x > 1)
+      x >>= 1, n++;
+   return n;
+}
+
+/* The record word of an event: (addr << 16) | tag; a dependent data
+   reference takes kind 8-10 with its distance. */
 static IRAtom* record_of ( IRSB* sb, Ev* ev )
 {
    UInt kind;
+   IRAtom* hi;
+   ULong plain;
    switch (ev->kind) {
    case EvFetch:
       return mk_u64(((ULong)ev->iaddr << 16)
@@ -656,15 +960,23 @@ static IRAtom* record_of ( IRSB* sb, Ev* ev )
    case EvModify: kind = VGMT_K_MODIFY; break;
    default: tl_assert(0);
    }
+   plain = mk_tag(kind, (UInt)ev->count);
    if (ev->addr->tag == Iex_Const)
-      return mk_u64((ev->addr->Iex.Const.con->Ico.U64 << 16)
-                    | mk_tag(kind, (UInt)ev->count));
-   {
-      IRAtom* sh = assign(sb, IRExpr_Binop(Iop_Shl64, ev->addr,
-                                           IRExpr_Const(IRConst_U8(16))));
-      return assign(sb, IRExpr_Binop(Iop_Or64, sh,
-                                     mk_u64(mk_tag(kind, (UInt)ev->count))));
+      return mk_u64((ev->addr->Iex.Const.con->Ico.U64 << 16) | plain);
+   hi = assign(sb, IRExpr_Binop(Iop_Shl64, ev->addr,
+                                IRExpr_Const(IRConst_U8(16))));
+   if (ev->atag != NULL && ev->seq != NULL && is_pow2(ev->count)
+       && ev->count <= (1 << 15)) {
+      ULong dtag = ((ULong)(kind | VGMT_K_DEP) << 12)
+                 | ((ULong)log2_of(ev->count) << 8);
+      IRAtom* dist = assign(sb, IRExpr_Binop(Iop_Sub64, ev->seq, ev->atag));
+      IRAtom* near = assign_ty(sb, Ity_I1,
+                               IRExpr_Binop(Iop_CmpLT64U, dist, mk_u64(256)));
+      IRAtom* dep = assign(sb, IRExpr_Binop(Iop_Or64, dist, mk_u64(dtag)));
+      IRAtom* low = assign(sb, IRExpr_ITE(near, dep, mk_u64(plain)));
+      return assign(sb, IRExpr_Binop(Iop_Or64, hi, low));
    }
+   return assign(sb, IRExpr_Binop(Iop_Or64, hi, mk_u64(plain)));
 }
 
 /* Emits IR that makes room in the buffer and returns the buffer pointer. */
@@ -697,19 +1009,22 @@ static void store_at ( IRSB* sb, IRAtom* base, ULong off, IRAtom* val )
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, a, val));
 }
 
-/* Writes out the pending events as inline buffer stores. */
+/* Writes out the pending events as inline buffer stores, and the sequence
+   number that counts them. */
 static void flush_events ( IRSB* sb )
 {
    IRAtom* p;
    Int i;
-   if (n_evs == 0)
-      return;
-   p = room_then_ptr(sb);
-   for (i = 0; i < n_evs; i++)
-      store_at(sb, p, 8 * (ULong)i, record_of(sb, &evs[i]));
-   store_at(sb, mk_u64((ULong)(HWord)&vgmt_ptr), 0,
-            assign(sb, IRExpr_Binop(Iop_Add64, p, mk_u64(8 * (ULong)n_evs))));
-   n_evs = 0;
+   if (n_evs > 0) {
+      p = room_then_ptr(sb);
+      for (i = 0; i < n_evs; i++)
+         store_at(sb, p, 8 * (ULong)i, record_of(sb, &evs[i]));
+      store_at(sb, mk_u64((ULong)(HWord)&vgmt_ptr), 0,
+               assign(sb, IRExpr_Binop(Iop_Add64, p,
+                                       mk_u64(8 * (ULong)n_evs))));
+      n_evs = 0;
+   }
+   seq_store(sb);
 }
 
 static void flush_counts_and_events ( IRSB* sb )
@@ -725,20 +1040,27 @@ static void flush_counts_and_events ( IRSB* sb )
    flush_events(sb);
 }
 
-static void add_event ( IRSB* sb, EvKind kind, IRAtom* addr, Addr iaddr,
-                        ULong count )
+static Ev* add_event ( IRSB* sb, EvKind kind, IRAtom* addr, Addr iaddr,
+                       ULong count )
 {
+   Ev* ev;
    if (n_evs == MAX_GROUP)
       flush_events(sb);
-   evs[n_evs].kind = kind;
-   evs[n_evs].addr = addr;
-   evs[n_evs].iaddr = iaddr;
-   evs[n_evs].count = count;
-   n_evs++;
+   ev = &evs[n_evs++];
+   ev->kind = kind;
+   ev->addr = addr;
+   ev->atag = NULL;
+   ev->seq = NULL;
+   ev->iaddr = iaddr;
+   ev->count = count;
+   return ev;
 }
 
-static void add_data ( IRSB* sb, EvKind kind, IRAtom* addr, Int size )
+/* Adds a data reference; returns its sequence number (NULL with
+   --deps=no), which tags the value a load reads. */
+static IRAtom* add_data ( IRSB* sb, EvKind kind, IRAtom* addr, Int size )
 {
+   Ev* ev;
    if (pending_instrs > 0) {
       add_event(sb, EvCount, NULL, 0, pending_instrs);
       pending_instrs = 0;
@@ -750,22 +1072,30 @@ static void add_data ( IRSB* sb, EvKind kind, IRAtom* addr, Int size )
       if (last->kind == EvLoad && last->count == (ULong)size
           && eqIRAtom(last->addr, addr)) {
          last->kind = EvModify;
-         return;
+         return last->seq;
       }
    }
-   add_event(sb, kind, addr, 0, (ULong)size);
+   ev = add_event(sb, kind, addr, 0, (ULong)size);
+   if (clo_deps) {
+      ev->atag = tag_of(addr);
+      ev->seq = seq_next(sb);
+   }
+   return ev->seq;
 }
 
-/* A guarded load or store: written alone, the pointer advancing only when
-   the guard holds. */
-static void add_guarded ( IRSB* sb, EvKind kind, IRAtom* addr, Int size,
-                          IRAtom* guard )
+/* A guarded load or store: written alone, the pointer (and the sequence
+   number) advancing only when the guard holds.  Returns its sequence
+   number (NULL with --deps=no). */
+static IRAtom* add_guarded ( IRSB* sb, EvKind kind, IRAtom* addr, Int size,
+                             IRAtom* guard )
 {
    IRAtom *p, *g64, *step;
    Ev ev;
    flush_counts_and_events(sb);
    ev.kind = kind;
    ev.addr = addr;
+   ev.atag = clo_deps ? tag_of(addr) : NULL;
+   ev.seq = clo_deps ? seq_next(sb) : NULL;
    ev.iaddr = 0;
    ev.count = (ULong)size;
    p = room_then_ptr(sb);
@@ -775,6 +1105,48 @@ static void add_guarded ( IRSB* sb, EvKind kind, IRAtom* addr, Int size,
                                   IRExpr_Const(IRConst_U8(3))));
    store_at(sb, mk_u64((ULong)(HWord)&vgmt_ptr), 0,
             assign(sb, IRExpr_Binop(Iop_Add64, p, step)));
+   if (clo_deps) {
+      /* The references after it count from base + (k - 1) + guard. */
+      IRAtom* b = seq_k == 1 ? seq_base
+                : assign(sb, IRExpr_Binop(Iop_Add64, seq_base,
+                                          mk_u64(seq_k - 1)));
+      seq_base = assign(sb, IRExpr_Binop(Iop_Add64, b, g64));
+      seq_k = 0;
+      seq_store(sb);
+   }
+   return ev.seq;
+}
+
+/* The tags a dirty helper leaves: on its result and on the guest state it
+   writes, the maximum of its arguments', of the guest state it reads and of
+   the memory it loads (seq). */
+static void dirty_tags ( IRSB* sb, IRDirty* d, IRAtom* seq )
+{
+   IRAtom* tag = seq;
+   Bool always = d->guard->tag == Iex_Const && d->guard->Iex.Const.con->Ico.U1;
+   Int i, r;
+   for (i = 0; d->args[i] != NULL; i++) {
+      IRExpr* a = d->args[i];
+      if (a->tag == Iex_RdTmp)
+         tag = tag_max(sb, tag, tag_of(a));
+   }
+   for (i = 0; i < d->nFxState; i++) {
+      if (d->fxState[i].fx == Ifx_Write)
+         continue;
+      for (r = 0; r <= d->fxState[i].nRepeats; r++)
+         tag = tag_max(sb, tag, shadow_get(sb,
+                  d->fxState[i].offset + r * d->fxState[i].repeatLen,
+                  d->fxState[i].size));
+   }
+   if (d->tmp != IRTemp_INVALID)
+      tmp_tag[d->tmp] = tag;
+   for (i = 0; i < d->nFxState; i++) {
+      if (d->fxState[i].fx == Ifx_Read)
+         continue;
+      for (r = 0; r <= d->fxState[i].nRepeats; r++)
+         shadow_put(sb, d->fxState[i].offset + r * d->fxState[i].repeatLen,
+                    d->fxState[i].size, tag, !always);
+   }
 }
 
 static IRSB* vgmt_instrument ( VgCallbackClosure* closure,
@@ -794,6 +1166,19 @@ static IRSB* vgmt_instrument ( VgCallbackClosure* closure,
    sbOut = deepCopyIRSBExceptStmts(sbIn);
    n_evs = 0;
    pending_instrs = 0;
+   seq_base = NULL;
+   seq_k = 0;
+   seq_dirty = False;
+   shadow_base = layout->total_sizeB;
+   if (clo_deps) {
+      if (tyenv->types_used > tmp_tag_cap) {
+         if (tmp_tag != NULL)
+            VG_(free)(tmp_tag);
+         tmp_tag_cap = 2 * tyenv->types_used;
+         tmp_tag = VG_(malloc)("vgmt.tmp_tag", tmp_tag_cap * sizeof(IRAtom*));
+      }
+      VG_(memset)(tmp_tag, 0, tmp_tag_cap * sizeof(IRAtom*));
+   }
 
    /* The preamble before the first IMark is copied as it is. */
    while (i < sbIn->stmts_used && sbIn->stmts[i]->tag != Ist_IMark) {
@@ -817,9 +1202,15 @@ static IRSB* vgmt_instrument ( VgCallbackClosure* closure,
 
       case Ist_WrTmp: {
          IRExpr* data = st->Ist.WrTmp.data;
-         if (data->tag == Iex_Load)
-            add_data(sbOut, EvLoad, data->Iex.Load.addr,
-                     sizeofIRType(data->Iex.Load.ty));
+         IRTemp t = st->Ist.WrTmp.tmp;
+         if (data->tag == Iex_Load) {
+            IRAtom* seq = add_data(sbOut, EvLoad, data->Iex.Load.addr,
+                                   sizeofIRType(data->Iex.Load.ty));
+            if (clo_deps)
+               tmp_tag[t] = seq;
+         } else if (clo_deps) {
+            tmp_tag[t] = tag_of_expr(sbOut, data);
+         }
          addStmtToIRSB(sbOut, st);
          break;
       }
@@ -842,20 +1233,49 @@ static IRSB* vgmt_instrument ( VgCallbackClosure* closure,
       case Ist_LoadG: {
          IRLoadG* lg = st->Ist.LoadG.details;
          IRType ty = Ity_INVALID, wide = Ity_INVALID;
+         IRAtom* seq;
          typeOfIRLoadGOp(lg->cvt, &wide, &ty);
-         add_guarded(sbOut, EvLoad, lg->addr, sizeofIRType(ty), lg->guard);
+         seq = add_guarded(sbOut, EvLoad, lg->addr, sizeofIRType(ty),
+                           lg->guard);
+         if (clo_deps) {
+            IRAtom* alt = tag_of(lg->alt);
+            tmp_tag[lg->dst] = assign(sbOut, IRExpr_ITE(lg->guard, seq,
+                                      alt ? alt : mk_u64(0)));
+         }
          addStmtToIRSB(sbOut, st);
          break;
       }
 
+      case Ist_Put:
+         if (clo_deps) {
+            IRExpr* data = st->Ist.Put.data;
+            shadow_put(sbOut, st->Ist.Put.offset,
+                       sizeofIRType(typeOfIRExpr(tyenv, data)),
+                       tag_of(data), False);
+         }
+         addStmtToIRSB(sbOut, st);
+         break;
+
+      case Ist_PutI:
+         if (clo_deps) {
+            IRPutI* pi = st->Ist.PutI.details;
+            shadow_puti(sbOut, pi->descr, pi->ix, pi->bias,
+                        tag_of(pi->data));
+         }
+         addStmtToIRSB(sbOut, st);
+         break;
+
       case Ist_Dirty: {
          IRDirty* d = st->Ist.Dirty.details;
+         IRAtom* seq = NULL;
          if (d->mFx != Ifx_None) {
             if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
-               add_data(sbOut, EvLoad, d->mAddr, d->mSize);
+               seq = add_data(sbOut, EvLoad, d->mAddr, d->mSize);
             if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
                add_data(sbOut, EvStore, d->mAddr, d->mSize);
          }
+         if (clo_deps)
+            dirty_tags(sbOut, d, seq);
          addStmtToIRSB(sbOut, st);
          break;
       }
@@ -863,10 +1283,16 @@ static IRSB* vgmt_instrument ( VgCallbackClosure* closure,
       case Ist_CAS: {
          IRCAS* cas = st->Ist.CAS.details;
          Int size = sizeofIRType(typeOfIRExpr(tyenv, cas->dataLo));
+         IRAtom* seq;
          if (cas->dataHi != NULL)
             size *= 2;
-         add_data(sbOut, EvLoad, cas->addr, size);
+         seq = add_data(sbOut, EvLoad, cas->addr, size);
          add_data(sbOut, EvStore, cas->addr, size);
+         if (clo_deps) {
+            tmp_tag[cas->oldLo] = seq;
+            if (cas->oldHi != IRTemp_INVALID)
+               tmp_tag[cas->oldHi] = seq;
+         }
          addStmtToIRSB(sbOut, st);
          break;
       }
@@ -874,7 +1300,10 @@ static IRSB* vgmt_instrument ( VgCallbackClosure* closure,
       case Ist_LLSC: {
          if (st->Ist.LLSC.storedata == NULL) {
             IRType ty = typeOfIRTemp(tyenv, st->Ist.LLSC.result);
-            add_data(sbOut, EvLoad, st->Ist.LLSC.addr, sizeofIRType(ty));
+            IRAtom* seq = add_data(sbOut, EvLoad, st->Ist.LLSC.addr,
+                                   sizeofIRType(ty));
+            if (clo_deps)
+               tmp_tag[st->Ist.LLSC.result] = seq;
             flush_counts_and_events(sbOut);
          } else {
             IRType ty = typeOfIRExpr(tyenv, st->Ist.LLSC.storedata);
@@ -892,8 +1321,6 @@ static IRSB* vgmt_instrument ( VgCallbackClosure* closure,
 
       case Ist_NoOp:
       case Ist_AbiHint:
-      case Ist_Put:
-      case Ist_PutI:
       case Ist_MBE:
          addStmtToIRSB(sbOut, st);
          break;
@@ -918,6 +1345,13 @@ static void vgmt_post_clo_init ( void )
            && VG_(strncmp)(clo_out, "dir:", 4) != 0)) {
       VG_(fmsg_bad_option)("--out",
          "vg-memtrace needs --out=unix:PATH or --out=dir:PATH\n");
+   }
+   if (clo_deps) {
+      UInt t;
+      seq_of_tid = VG_(malloc)("vgmt.seq_of_tid",
+                               VG_N_THREADS * sizeof(ULong));
+      for (t = 0; t < VG_N_THREADS; t++)
+         seq_of_tid[t] = SEQ_START;
    }
    open_stream(False);
 }
@@ -947,6 +1381,7 @@ static void vgmt_pre_clo_init ( void )
                                    vgmt_print_usage,
                                    vgmt_print_debug_usage);
    VG_(needs_syscall_wrapper)(vgmt_pre_syscall, vgmt_post_syscall);
+   VG_(needs_client_requests)(vgmt_handle_client_request);
 
    VG_(track_new_mem_startup)    (vgmt_new_mem_startup);
    VG_(track_new_mem_mmap)       (vgmt_new_mem_mmap);

@@ -53,6 +53,29 @@ pub struct MemRef {
     /// it was not counted before (a lackey `I` line carries 1, the data references of the same
     /// instruction carry 0; a generator's reference carries its `ipr`).
     pub instrs: u32,
+    /// The load this reference's address was computed from, counted back among the data
+    /// references (loads, stores, modifies) of its thread: 1 is the previous data reference,
+    /// `k` the k-th before it. 0: the address depends on no load among the previous 255 data
+    /// references — or, from a source that does not track dependences
+    /// ([`EventSource::tracks_dependences`] false), nothing is known. An instruction fetch
+    /// carries 0 and is not counted. What an out-of-order core model needs to tell a pointer
+    /// chase (each address waits for the previous load) from independent loads that overlap
+    /// (docs/model.md, "Timing").
+    pub dep: u8,
+}
+
+impl MemRef {
+    /// A reference with no known dependence.
+    #[inline(always)]
+    pub const fn new(va: Gva, kind: AccessKind, size: u8, instrs: u32) -> MemRef {
+        MemRef {
+            va,
+            kind,
+            size,
+            instrs,
+            dep: 0,
+        }
+    }
 }
 
 /// Page protection of a mapping, as `mmap`'s `PROT_*` bits.
@@ -93,12 +116,43 @@ impl MapFlags {
     pub const SHARED: u8 = 1;
     /// Backed by a file (otherwise anonymous).
     pub const FILE: u8 = 2;
-    /// The guest asks for large pages here (`MAP_HUGETLB` or a THP-eligible region).
+    /// `MAP_HUGETLB`: hugetlbfs pages from the guest's pool (a generator's `huge=1`).
     pub const HUGE: u8 = 4;
     /// The region is a stack (grows down).
     pub const STACK: u8 = 8;
     /// `MAP_POPULATE`: the whole range is mapped at mmap time (the `prefault` parameter).
     pub const POPULATE: u8 = 16;
+}
+
+/// Advice given by `madvise` about a range (Linux's `MADV_*` values, which recorded programs
+/// pass through unchanged).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub struct Advice(pub u8);
+
+impl Advice {
+    /// `MADV_DONTNEED`: the range's pages are dropped; the next touch maps fresh zeroed pages.
+    pub const DONTNEED: u8 = 4;
+    /// `MADV_FREE`: the kernel may drop the range's pages lazily.
+    pub const FREE: u8 = 8;
+    /// `MADV_HUGEPAGE`: the range is eligible for transparent huge pages.
+    pub const HUGEPAGE: u8 = 14;
+    /// `MADV_NOHUGEPAGE`: the range must not get transparent huge pages.
+    pub const NOHUGEPAGE: u8 = 15;
+    /// `MADV_COLLAPSE`: collapse the range into huge pages now (Linux 6.1).
+    pub const COLLAPSE: u8 = 25;
+
+    /// Linux's name of the advice (`"hugepage"`, `"dontneed"`, ...), or `None` for a value
+    /// vmmu does not name.
+    pub const fn name(self) -> Option<&'static str> {
+        match self.0 {
+            Self::DONTNEED => Some("dontneed"),
+            Self::FREE => Some("free"),
+            Self::HUGEPAGE => Some("hugepage"),
+            Self::NOHUGEPAGE => Some("nohugepage"),
+            Self::COLLAPSE => Some("collapse"),
+            _ => None,
+        }
+    }
 }
 
 /// One event of a workload.
@@ -200,6 +254,15 @@ pub enum Event {
         /// New length.
         new_len: u64,
     },
+    /// `madvise` of a range of the current process.
+    Madvise {
+        /// Start (page aligned).
+        start: Gva,
+        /// Length in bytes.
+        len: u64,
+        /// The advice.
+        advice: Advice,
+    },
     /// `brk`: the program break of the current process moves to `end`.
     Brk {
         /// The new break.
@@ -234,6 +297,12 @@ pub trait EventSource: Send {
 
     /// A short description for results and progress lines (`random:footprint=1G,...`, a path).
     fn describe(&self) -> String;
+
+    /// Whether the references' [`MemRef::dep`] fields are known: a dependence of 0 then means
+    /// "independent", otherwise "unknown" (a lackey trace, a version 1 `.vtrace`).
+    fn tracks_dependences(&self) -> bool {
+        false
+    }
 }
 
 /// An [`EventSource`] over an in-memory list (tests and small crafted sequences).
@@ -241,16 +310,24 @@ pub struct VecSource {
     events: Vec<Event>,
     pos: usize,
     name: String,
+    dependences: bool,
 }
 
 impl VecSource {
-    /// A source that yields `events` in order.
+    /// A source that yields `events` in order, their dependences unknown.
     pub fn new(name: impl Into<String>, events: Vec<Event>) -> Self {
         VecSource {
             events,
             pos: 0,
             name: name.into(),
+            dependences: false,
         }
+    }
+
+    /// The same source, declaring its references' dependences known.
+    pub fn with_dependences(mut self) -> Self {
+        self.dependences = true;
+        self
     }
 }
 
@@ -267,5 +344,8 @@ impl EventSource for VecSource {
     }
     fn describe(&self) -> String {
         self.name.clone()
+    }
+    fn tracks_dependences(&self) -> bool {
+        self.dependences
     }
 }

@@ -30,6 +30,7 @@ pub mod policy;
 pub mod result;
 pub mod shadow;
 pub mod sim;
+pub mod timing;
 pub mod trace;
 pub mod vmm;
 pub mod walk;

@@ -191,17 +191,21 @@ impl Mmu {
         self.pcid
     }
 
-    /// Looks `va` up in the TLBs for `access`.
+    /// Looks `va` up in the TLBs for `access`: what it found, and its cycles this time (the
+    /// L2 TLB's latency when the L2 TLB answered, else 0).
     #[inline]
-    pub fn lookup(&mut self, va: Gva, access: Access, tag: Tag) -> Lookup {
+    pub fn lookup(&mut self, va: Gva, access: Access, tag: Tag) -> (Lookup, u64) {
         let side = side(access);
         let Some((level, t)) = self.tlb.lookup_for(va, side, tag, access.write) else {
-            return Lookup::Miss;
+            return (Lookup::Miss, 0);
         };
-        if level == TlbLevel::L2 {
+        let cycles = if level == TlbLevel::L2 {
             self.stats.translation_cycles += self.l2_tlb_latency;
-        }
-        match answer(&t, access) {
+            self.l2_tlb_latency
+        } else {
+            0
+        };
+        let found = match answer(&t, access) {
             Answer::Denied => {
                 self.stats.tlb_hit_faults += 1;
                 Lookup::Denied
@@ -211,7 +215,8 @@ impl Mmu {
                 Lookup::Clean
             }
             Answer::Hit => Lookup::Hit(t.page.add(va.page_offset(t.size))),
-        }
+        };
+        (found, cycles)
     }
 
     /// Whether [`remembered`](Self::remembered) could answer a reference to `va` with
@@ -256,17 +261,20 @@ impl Mmu {
     }
 
     /// [`data`](Self::data) of `hpa` during a run of [`Remembered`] hits: counted in `r` when
-    /// it is to the remembered line (an L1 hit, no cycles beyond it), else made here.
+    /// it is to the remembered line (an L1 hit, no cycles beyond it), else made here. Returns
+    /// its cycles beyond an L1 hit.
     #[inline(always)]
-    pub fn data_remembered(&mut self, r: &mut Remembered, hpa: Hpa) {
+    pub fn data_remembered(&mut self, r: &mut Remembered, hpa: Hpa) -> u64 {
         if !r.data_on {
-            return;
+            return 0;
         }
         if hpa.raw() >> r.line_shift == r.line {
             r.line_hits += 1;
+            0
         } else {
-            self.data(hpa);
+            let cycles = self.data(hpa);
             r.line = self.hw.caches.remembered_line();
+            cycles
         }
     }
 
@@ -280,14 +288,14 @@ impl Mmu {
     }
 
     /// Walks `tables` for `va` and fills the TLBs with the result; returns the host address of
-    /// the access, or the fault.
+    /// the access, or the fault, and the walk's cycles this time.
     pub fn walk(
         &mut self,
         va: Gva,
         access: Access,
         tag: Tag,
         tables: Tables<'_>,
-    ) -> Result<Hpa, WalkFault> {
+    ) -> (Result<Hpa, WalkFault>, u64) {
         let mut cycles = 0u64;
         let psc_tag = tag.raw();
         let hw = &mut self.hw;
@@ -350,7 +358,7 @@ impl Mmu {
             }
         };
         self.stats.translation_cycles += cycles;
-        match out {
+        let out = match out {
             Ok(t) => {
                 self.tlb.fill(va, side(access), tag, t);
                 Ok(t.page.add(va.page_offset(t.size)))
@@ -363,16 +371,31 @@ impl Mmu {
                 }
                 Err(f)
             }
-        }
+        };
+        (out, cycles)
     }
 
     /// A data reference (load or store) to `hpa` through the cache hierarchy, when the data
-    /// caches are modelled: its latency beyond an L1 hit.
+    /// caches are modelled; returns its latency beyond an L1 hit (0 when they are not).
     #[inline]
-    pub fn data(&mut self, hpa: Hpa) {
+    pub fn data(&mut self, hpa: Hpa) -> u64 {
         if self.data_on {
             let (_, lat) = self.hw.caches.access(hpa, 0);
-            self.stats.data_cycles += lat.saturating_sub(self.l1_latency) as u64;
+            let cycles = lat.saturating_sub(self.l1_latency) as u64;
+            self.stats.data_cycles += cycles;
+            cycles
+        } else {
+            0
+        }
+    }
+
+    /// The L1 data cache's load-to-use latency when data references are modelled, else 0:
+    /// what a load whose address depends on another waits beyond that load's data.
+    pub fn l1_latency(&self) -> u32 {
+        if self.data_on {
+            self.l1_latency
+        } else {
+            0
         }
     }
 

@@ -24,6 +24,7 @@ fn r(va: u64, kind: AccessKind, instrs: u32) -> Event {
         kind,
         size: 8,
         instrs,
+        dep: 0,
     })
 }
 

@@ -21,6 +21,7 @@ fn r(va: u64, kind: AccessKind) -> Event {
         kind,
         size: 8,
         instrs: 1,
+        dep: 0,
     })
 }
 

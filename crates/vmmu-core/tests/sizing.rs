@@ -281,6 +281,7 @@ mod crafted {
                     kind,
                     size: 8,
                     instrs: 2,
+                    dep: 0,
                 })),
                 Op::Switch => {
                     pid = 3 - pid;
@@ -361,5 +362,6 @@ fn store_at(va: u64) -> vmmu_core::event::Event {
         kind: vmmu_core::event::AccessKind::Store,
         size: 8,
         instrs: 1,
+        dep: 0,
     })
 }

@@ -174,6 +174,7 @@ fn a_large_conversion_to_champsim_keeps_every_record_in_order() {
             kind: AccessKind::Fetch,
             size: 4,
             instrs: 1,
+            dep: 0,
         }))
         .unwrap();
         w.write(&Event::Ref(vmmu_core::MemRef {
@@ -181,6 +182,7 @@ fn a_large_conversion_to_champsim_keeps_every_record_in_order() {
             kind: AccessKind::Store,
             size: 8,
             instrs: 0,
+            dep: 0,
         }))
         .unwrap();
     }

@@ -236,13 +236,16 @@ fn footer_damage_and_trailing_bytes_are_corrupt() {
 fn a_newer_version_or_unknown_flag_is_refused() {
     let b = good_trace();
     let mut newer = b.clone();
-    newer[8] = 2;
-    let (offset, reason) = corrupt_offset(read_bytes("v2.vtrace", &newer).1);
+    newer[8] = 3;
+    let (offset, reason) = corrupt_offset(read_bytes("v3.vtrace", &newer).1);
     assert_eq!(offset, 8);
-    assert!(reason.contains("version 2"), "{reason}");
-    let mut flags = b.clone();
-    flags[11] = 0x80;
-    assert_eq!(corrupt_offset(read_bytes("flags.vtrace", &flags).1).0, 10);
+    assert!(reason.contains("version 3"), "{reason}");
+    // Bits 0 (OS events) and 1 (dependences) are known; the next one and the top are not.
+    for (at, bit) in [(10, 0x04u8), (11, 0x80)] {
+        let mut flags = b.clone();
+        flags[at] |= bit;
+        assert_eq!(corrupt_offset(read_bytes("flags.vtrace", &flags).1).0, 10);
+    }
 }
 
 /// Every single-byte damage (each position, three bit patterns) is either harmless or reported;

@@ -31,6 +31,7 @@ fn r(kind: AccessKind, va: u64, size: u8, instrs: u32) -> Event {
         kind,
         size,
         instrs,
+        dep: 0,
     })
 }
 
@@ -165,7 +166,13 @@ fn a_malformed_line_is_named_by_its_number() {
         (" L 00001000,256", "access size 256 is out of range"),
         (" L 00001000,x", "decimal access size"),
         (" L 00001000,8,5000000000", "instruction count"),
-        (" L 00001000,8,1,2", "ADDR,SIZE[,INSTRS]"),
+        (" L 00001000,8,1,2", "dependence `d1`..`d255`"),
+        (" L 00001000,8,1,d0", "dependence `d1`..`d255`"),
+        (" L 00001000,8,1,d256", "dependence `d1`..`d255`"),
+        (" L 00001000,8,1,d1,5", "ADDR,SIZE[,INSTRS]"),
+        ("I  00400000,4,1,d1", "a data reference"),
+        ("@madvise 0x1000 0x1000 sparkly", "unknown advice `sparkly`"),
+        ("@madvise 0x1000 0x1000 300", "not a MADV_* value"),
         (
             "@mmap 0x1000 0x1000 rw-",
             "expected `@mmap START LEN PROT FLAGS`",

@@ -2,7 +2,7 @@
 //! lackey text → vtrace → lackey text, and what `info` and `convert` report.
 
 use proptest::prelude::*;
-use vmmu_core::event::{AccessKind, Event, EventSource, MapFlags, MemRef, Prot};
+use vmmu_core::event::{AccessKind, Advice, Event, EventSource, MapFlags, MemRef, Prot};
 use vmmu_core::trace::{self, Format, TraceMeta, TraceWriter, VtraceReader, WriterOptions};
 use vmmu_core::{workload, Gva};
 
@@ -98,13 +98,15 @@ fn any_event() -> impl Strategy<Value = Event> {
         kind,
         any::<u8>(),
         prop_oneof![0u32..4, any::<u32>()],
+        prop_oneof![3 => Just(0u8), 1 => any::<u8>()],
     )
-        .prop_map(|(va, kind, size, instrs)| {
+        .prop_map(|(va, kind, size, instrs, dep)| {
             Event::Ref(MemRef {
                 va: Gva(va),
                 kind,
                 size,
                 instrs,
+                dep,
             })
         });
     prop_oneof![
@@ -134,6 +136,11 @@ fn any_event() -> impl Strategy<Value = Event> {
             new_len: nl,
         }),
         1 => any_addr().prop_map(|e| Event::Brk { end: Gva(e) }),
+        1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, a)| Event::Madvise {
+            start: Gva(s),
+            len,
+            advice: Advice(a),
+        }),
         1 => any::<u32>().prop_map(|id| Event::Phase { id }),
     ]
 }
@@ -172,6 +179,10 @@ I  00400008,2
 @exec 2
 @mmap 0x7f0000000000 0x200000 rw- anon,huge,populate
  L 7f0000000000,8,4
+ L 7f0000000008,8,0,d1
+@madvise 0x7f0000000000 0x200000 hugepage
+@madvise 0x7f0000000000 0x1000 dontneed
+@madvise 0x7f0000000000 0x1000 77
 @mprotect 0x7f0000000000 0x1000 r--
 @mremap 0x7f0000000000 0x200000 0x7e0000000000 0x400000
 @munmap 0x7e0000000000 0x400000
@@ -190,7 +201,7 @@ fn lackey_text_to_vtrace_and_back_is_identical() {
     let bin = tmp("mid.vtrace");
     let info = trace::convert(&txt, &bin, Some(Format::Vtrace), &mut |_| true).unwrap();
     assert_eq!(info.format, "vtrace");
-    assert_eq!(info.refs, 9);
+    assert_eq!(info.refs, 10);
     let meta = info.meta.as_ref().unwrap();
     assert!(
         meta.has_os_events,
@@ -244,16 +255,17 @@ fn info_counts_what_the_trace_holds() {
         })
         .unwrap();
         assert!(calls >= 1);
-        assert_eq!(i.events, 25);
-        assert_eq!(i.refs, 9);
+        assert_eq!(i.events, 29);
+        assert_eq!(i.refs, 10);
         let k = i.refs_by_kind;
-        assert_eq!((k.fetch, k.load, k.store, k.modify), (4, 3, 1, 1));
+        assert_eq!((k.fetch, k.load, k.store, k.modify), (4, 4, 1, 1));
         // 4 fetches × 1 + 4 on the annotated load + 100 computed.
         assert_eq!(i.instructions, 108);
         assert_eq!(i.os_events["mmap"], 3);
         assert_eq!(i.os_events["switch"], 2);
         assert_eq!(i.os_events["compute"], 1);
         assert_eq!(i.os_events["phase"], 1);
+        assert_eq!(i.os_events["madvise"], 3);
         assert_eq!(i.processes, 2);
         assert_eq!(i.pages_4k, 6);
         assert!(!i.truncated);
@@ -262,7 +274,7 @@ fn info_counts_what_the_trace_holds() {
     let i = trace::info(&bin, &mut |_| true).unwrap();
     assert_eq!(
         (i.format, i.version, i.compression),
-        ("vtrace", Some(1), "zstd")
+        ("vtrace", Some(2), "zstd")
     );
     let i = trace::info(&txt, &mut |_| true).unwrap();
     assert_eq!(
@@ -292,12 +304,14 @@ fn metadata_survives_the_header() {
         description: "gzip -c \"5 MB\" \u{e9}".into(),
         source: "vmmu record 0.1.0".into(),
         has_os_events: true,
+        dependences: true,
     };
     let w = TraceWriter::create(&path, meta.clone()).unwrap();
     w.finish().unwrap();
     let r = VtraceReader::open(&path).unwrap();
     assert_eq!(r.meta(), &meta);
-    assert_eq!(r.version(), 1);
+    assert!(r.tracks_dependences());
+    assert_eq!(r.version(), 2);
     assert_eq!(trace::detect(&path).unwrap(), Format::Vtrace);
 }
 

@@ -33,6 +33,7 @@ fn program_like(n: usize) -> Vec<Event> {
                 kind: AccessKind::Fetch,
                 size: 4,
                 instrs: 1,
+                dep: 0,
             }));
             if k % 3 == 0 {
                 out.push(Event::Ref(MemRef {
@@ -40,6 +41,7 @@ fn program_like(n: usize) -> Vec<Event> {
                     kind: AccessKind::Load,
                     size: 8,
                     instrs: 0,
+                    dep: 0,
                 }));
             }
             if k == 7 {
@@ -48,6 +50,7 @@ fn program_like(n: usize) -> Vec<Event> {
                     kind: AccessKind::Store,
                     size: 8,
                     instrs: 0,
+                    dep: 0,
                 }));
             }
         }

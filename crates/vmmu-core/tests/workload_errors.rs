@@ -58,6 +58,7 @@ fn unparsable_values_say_what_was_expected() {
     assert_mentions("random:seed=abc", &["`seed`", "integer"]);
     assert_mentions("random:prefault=maybe", &["`prefault`", "`0`, `1`"]);
     assert_mentions("random:huge=2", &["`huge`"]);
+    assert_mentions("random:thp=yes", &["`thp`", "hugepage"]);
     assert_mentions("pointer-chase:dist=pareto", &["`dist`", "zipf", "hotcold"]);
     assert_mentions("pointer-chase:alpha=-1", &["`alpha`", "non-negative"]);
     assert_mentions("stride:stride=12", &["`stride`", "multiple of 8"]);

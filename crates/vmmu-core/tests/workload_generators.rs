@@ -46,6 +46,34 @@ fn every_generator_starts_with_the_process_and_its_region() {
     };
     assert_eq!(len, 64 << 20);
     assert_eq!(flags, MapFlags(MapFlags::HUGE | MapFlags::POPULATE));
+    assert_eq!(ev.len(), 3, "no madvise without thp=");
+    // thp=hugepage advises the whole region right after the mmap; phases take it too.
+    for spec in [
+        "random:refs=1,footprint=4M,thp=hugepage",
+        "phases:a=stream,b=random,period=1,refs=1,footprint=4M,thp=hugepage",
+    ] {
+        let ev = all(spec);
+        assert_eq!(
+            ev[2],
+            Event::Madvise {
+                start: ev_start(&ev[1]),
+                len: 4 << 20,
+                advice: vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
+            },
+            "{spec}"
+        );
+    }
+    let Event::Madvise { advice, .. } = all("stream:refs=1,thp=nohugepage")[2] else {
+        panic!("no madvise")
+    };
+    assert_eq!(advice.name(), Some("nohugepage"));
+}
+
+fn ev_start(e: &Event) -> vmmu_core::addr::Gva {
+    match e {
+        Event::Mmap { start, .. } => *start,
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -152,6 +180,31 @@ fn references_carry_ipr_instructions() {
 }
 
 #[test]
+fn a_chase_says_which_load_each_reference_waits_for_and_the_others_wait_for_none() {
+    for g in ["stream", "stride", "random", "phases"] {
+        let src = workload::open(&format!("{g}:refs=100")).unwrap();
+        assert!(src.tracks_dependences(), "{g}");
+        assert!(
+            refs(&all(&format!("{g}:refs=100")))
+                .iter()
+                .all(|r| r.dep == 0),
+            "{g}"
+        );
+    }
+    let rs = refs(&all("pointer-chase:refs=100"));
+    assert!(rs.iter().all(|r| r.dep == 1));
+    let rs = refs(&all("pointer-chase:refs=100,chains=4,dist=hotcold"));
+    assert!(rs.iter().all(|r| r.dep == 4));
+    for bad in ["0", "256", "x"] {
+        let err = workload::open(&format!("pointer-chase:chains={bad}"))
+            .err()
+            .unwrap_or_else(|| panic!("chains={bad} accepted"))
+            .to_string();
+        assert!(err.contains("chains"), "{err}");
+    }
+}
+
+#[test]
 fn stride_visits_exact_addresses() {
     // offset_i = i * stride mod footprint (footprint rounded down to 8 bytes).
     let rs = refs(&all("stride:footprint=40000,stride=4096,refs=25"));
@@ -186,6 +239,30 @@ fn random_covers_the_footprint_uniformly() {
     for c in per_page {
         assert!((c as i64 - 10_000).abs() < 500, "{per_page:?}");
     }
+}
+
+#[test]
+fn a_chase_with_alpha_zero_is_uniform_over_a_large_footprint() {
+    // 2 GiB of 64-byte nodes (2^25 of them), 256 K references: every 32 MiB of the footprint
+    // gets 1/64 of them (4,096, σ ≈ 64), and no node is drawn much more than once (a uniform
+    // draw of 2^18 from 2^25 repeats about 2^11 / 2^25 · 2^18 / 2 ≈ 1,000 times).
+    let rs = refs(&all(
+        "pointer-chase:footprint=2G,alpha=0,refs=256K,prefault=1,write_ratio=0",
+    ));
+    let mut per_bin = [0u32; 64];
+    let mut nodes: Vec<u64> = Vec::with_capacity(rs.len());
+    for r in &rs {
+        let off = r.va.0 - BASE;
+        per_bin[(off >> 25) as usize] += 1;
+        nodes.push(off >> 6);
+    }
+    for c in per_bin {
+        assert!((c as i64 - 4096).abs() < 400, "{per_bin:?}");
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    let repeats = rs.len() - nodes.len();
+    assert!((500..2000).contains(&repeats), "{repeats} repeated nodes");
 }
 
 #[test]
@@ -269,6 +346,7 @@ fn catalog_names_every_parameter_with_its_default() {
             "seed",
             "prefault",
             "huge",
+            "thp",
         ] {
             assert!(names.contains(&common), "{}: {common}", g.name);
         }

@@ -303,7 +303,7 @@ fn trace_convert(
 #[pyfunction]
 #[pyo3(signature = (
     cmd, output, no_instr=false, follow_children=false, native_layout=false, progress=None,
-    tool_dir=None, valgrind=None
+    tool_dir=None, valgrind=None, no_deps=false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn record(
@@ -316,9 +316,11 @@ fn record(
     progress: Option<Py<PyAny>>,
     tool_dir: Option<String>,
     valgrind: Option<String>,
+    no_deps: bool,
 ) -> PyResult<String> {
     let mut opts = rec::RecordOptions::new(output);
     opts.no_instr = no_instr;
+    opts.deps = !no_deps;
     opts.follow_children = follow_children;
     opts.native_layout = native_layout;
     opts.tool_dir = tool_dir;

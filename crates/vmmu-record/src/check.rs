@@ -2,7 +2,8 @@
 //! outside the mappings of its process (docs/recording.md, "Checking a trace").
 //!
 //! The replay follows the guest OS model's rules (`guest`): `mmap` replaces what was there,
-//! `munmap` and `mprotect` of a range with nothing mapped are impossible events, the first
+//! `munmap` and `mprotect` of a range with nothing mapped are impossible events, so is a
+//! `madvise` of a range not mapped whole (Linux fails it with `ENOMEM`), the first
 //! `brk` of an image sets where its heap starts, a fork copies the parent's mappings, an exec
 //! starts empty. A trace that passes runs in the simulator without a touch of unmapped memory
 //! and without a write to a read-only mapping (which the model treats as a segmentation
@@ -154,6 +155,18 @@ impl Space {
     fn find(&mut self, va: u64) -> Option<Prot> {
         self.vmas.get_near(va, &mut self.hint).map(|r| r.value)
     }
+}
+
+/// Whether every byte of `[lo, hi)` is mapped.
+fn mapped_whole(vmas: &RangeMap<Prot>, lo: u64, hi: u64) -> bool {
+    let mut at = lo;
+    while at < hi {
+        match vmas.get(at) {
+            Some(r) => at = r.end,
+            None => return false,
+        }
+    }
+    true
 }
 
 fn page_up(x: u64) -> u64 {
@@ -341,6 +354,14 @@ impl Checker {
                     Some("nothing is mapped there")
                 }
             }
+            Event::Madvise { start, len, .. } => {
+                let hi = start.0.saturating_add(page_up(len));
+                if mapped_whole(&s.vmas, start.0, hi) {
+                    None
+                } else {
+                    Some("part of the range is not mapped")
+                }
+            }
             Event::Mremap {
                 old,
                 old_len,
@@ -451,6 +472,7 @@ mod tests {
             kind,
             size: 8,
             instrs: 0,
+            dep: 0,
         })
     }
     fn mmap(start: u64, len: u64, prot: Prot) -> Event {
@@ -517,6 +539,36 @@ mod tests {
             },
         ]);
         assert_eq!(rep.bad_events, 1);
+        assert!(!rep.ok);
+    }
+
+    #[test]
+    fn madvise_inside_a_mapping_passes_and_one_reaching_outside_fails() {
+        let advise = |start: u64, len: u64| Event::Madvise {
+            start: Gva(start),
+            len,
+            advice: vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
+        };
+        let rep = run(vec![
+            Event::ProcessCreate { pid: 3 },
+            mmap(0x10000, 0x4000, Prot::RW),
+            mmap(0x14000, 0x1000, Prot(Prot::READ)),
+            advise(0x10000, 0x5000), // two adjacent mappings, covered whole
+            advise(0x11000, 0x1000),
+        ]);
+        assert!(rep.ok, "{}", rep.to_text());
+        let rep = run(vec![
+            Event::ProcessCreate { pid: 3 },
+            mmap(0x10000, 0x4000, Prot::RW),
+            advise(0x12000, 0x4000), // runs past the end
+            advise(0x40000, 0x1000), // nothing there
+        ]);
+        assert_eq!(rep.bad_events, 2, "{}", rep.to_text());
+        assert_eq!(rep.bad_event_examples[0].event, 2);
+        assert_eq!(
+            rep.bad_event_examples[0].reason,
+            "part of the range is not mapped"
+        );
         assert!(!rep.ok);
     }
 

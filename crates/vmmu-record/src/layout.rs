@@ -495,6 +495,13 @@ impl<S: EventSource> NativeLayout<S> {
                     prot,
                 });
             }
+            Event::Madvise { start, len, advice } => {
+                self.split(start.0, start.0 + len, |n, l| Event::Madvise {
+                    start: Gva(n),
+                    len: l,
+                    advice,
+                });
+            }
             Event::Mremap {
                 old,
                 old_len,
@@ -656,6 +663,7 @@ mod tests {
             kind: AccessKind::Load,
             size: 8,
             instrs: 0,
+            dep: 0,
         })
     }
     fn run(events: Vec<Event>) -> Vec<Event> {

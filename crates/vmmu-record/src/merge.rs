@@ -452,6 +452,8 @@ fn add_counts(a: &mut StreamCounts, b: &StreamCounts) {
     a.os_events += b.os_events;
     a.threads_created += b.threads_created;
     a.thread_switches += b.thread_switches;
+    a.dependent += b.dependent;
+    a.phases += b.phases;
 }
 
 impl<S: StreamSet> EventSource for Merged<S> {
@@ -694,6 +696,7 @@ mod tests {
             kind: vmmu_core::event::AccessKind::Load,
             size: 8,
             instrs: 0,
+            dep: 0,
         })
     }
 

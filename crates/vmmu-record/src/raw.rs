@@ -5,22 +5,34 @@
 //! 16 bits of a word are its tag, the high 48 bits its value:
 //!
 //! ```text
-//! bits 63..16  value: an address (kinds 0-3), an instruction count (kind 4),
+//! bits 63..16  value: an address (kinds 0-3, 8-10), an instruction count (kind 4),
 //!              an inline argument (kind 15)
-//! bits 15..12  kind: 0 load, 1 store, 2 modify, 3 fetch, 4 instruction count, 15 event
-//! bits 11..0   size in bytes (kinds 0-3); for kind 15: bits 11..8 payload words, 7..0 type
+//! bits 15..12  kind: 0 load, 1 store, 2 modify, 3 fetch, 4 instruction count,
+//!              8 dependent load, 9 dependent store, 10 dependent modify, 15 event
+//! bits 11..0   size in bytes (kinds 0-3); kinds 8-10: bits 11..8 log2 of the size,
+//!              7..0 the dependence (1-255); kind 15: bits 11..8 payload words, 7..0 type
 //! ```
 //!
 //! The constants mirror `tools/vg-memtrace/vgmt_format.h`.
+//!
+//! **Dependences.** The tool counts a dependence back among the data references of the
+//! running thread, as [`MemRef::dep`] does, so interleaving threads and processes in the merged
+//! trace leaves it meaningful. The decoder keeps it so where the trace and the raw stream
+//! differ: a reference split into pieces ([`PIECE`]) adds references between a dependent one
+//! and its load (the distance grows by the pieces in between and points at the last piece
+//! of a split load; beyond 255 it becomes 0), and a distance that reaches back before the
+//! thread's first reference in this stream (a forked child's registers still carry its
+//! parent's tags) becomes 0.
 
+use rustc_hash::FxHashMap;
 use vmmu_core::addr::Gva;
 use vmmu_core::error::{Error, Result};
-use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot};
+use vmmu_core::event::{AccessKind, Advice, Event, MapFlags, MemRef, Prot};
 
 /// The first 8 bytes of every stream.
 pub const MAGIC: &[u8; 8] = b"VGMTRACE";
-/// The stream format version this decoder reads.
-pub const VERSION: u16 = 1;
+/// The stream format version this decoder reads (the tool's `VGMT_VERSION`).
+pub const VERSION: u16 = 2;
 /// Bytes of the stream header.
 pub const HEADER_SIZE: usize = 64;
 
@@ -28,9 +40,13 @@ pub const HEADER_SIZE: usize = 64;
 pub const HF_NO_INSTR: u32 = 0x1;
 /// Header flag: the stream starts at a fork, in the child.
 pub const HF_FORKED: u32 = 0x2;
+/// Header flag: load dependences are tracked (kinds 8-10 carry them).
+pub const HF_DEPS: u32 = 0x4;
 
 const K_FETCH: u64 = 0x3;
 const K_ICOUNT: u64 = 0x4;
+/// Added to kinds 0-2: a dependent load, store or modify.
+const K_DEP: u64 = 0x8;
 const K_EVENT: u64 = 0xF;
 
 const E_MMAP: u64 = 0x01;
@@ -47,6 +63,8 @@ const E_THREAD_CREATE: u64 = 0x0B;
 const E_THREAD_EXIT: u64 = 0x0C;
 const E_STARTUP_DONE: u64 = 0x0D;
 const E_EXE_NAME: u64 = 0x0E;
+const E_PHASE: u64 = 0x0F;
+const E_MADVISE: u64 = 0x10;
 
 /// Data references wider than this are split into pieces of [`PIECE`] bytes (a `MemRef` size is
 /// one byte; `fxsave`/`xsave` touch 512 bytes and more).
@@ -104,7 +122,11 @@ impl StreamHeader {
         if version != VERSION {
             return Err(corrupt(
                 8,
-                format!("stream version {version}, this vmmu reads version {VERSION}"),
+                format!(
+                    "stream version {version}, this vmmu reads version {VERSION}: the \
+                     vg-memtrace tool and vmmu do not match (rebuild the tool with `make -C \
+                     tools/vg-memtrace`)"
+                ),
             ));
         }
         if hsize as usize != HEADER_SIZE {
@@ -130,6 +152,11 @@ impl StreamHeader {
     /// Whether the stream has no fetch records.
     pub fn no_instr(&self) -> bool {
         self.flags & HF_NO_INSTR != 0
+    }
+
+    /// Whether the tool tracked load dependences.
+    pub fn deps(&self) -> bool {
+        self.flags & HF_DEPS != 0
     }
 }
 
@@ -174,6 +201,11 @@ pub struct StreamCounts {
     pub threads_created: u64,
     /// Thread switches within the process.
     pub thread_switches: u64,
+    /// Data references whose address depends on a load within 255 references
+    /// ([`MemRef::dep`] not 0), pieces of a split reference counted each.
+    pub dependent: u64,
+    /// Phase markers (`VMMU_PHASE`).
+    pub phases: u64,
 }
 
 /// What [`StreamDecoder::decode`] stopped at.
@@ -203,6 +235,23 @@ pub struct StreamDecoder {
     counts: StreamCounts,
     /// References by raw kind (load, store, modify, fetch), folded into `counts` on demand.
     by_kind: [u64; 4],
+    /// The running thread's dependence bookkeeping.
+    thread: ThreadRefs,
+    /// The running thread's Valgrind id, once a thread record named it.
+    thread_id: Option<u32>,
+    /// Data references of the stream when the running thread was switched in.
+    switched_at: u64,
+    /// The other threads' bookkeeping, by Valgrind thread id.
+    threads: FxHashMap<u32, ThreadRefs>,
+}
+
+/// What the decoder keeps per thread to keep dependences counting back within the thread.
+#[derive(Clone, Debug, Default)]
+struct ThreadRefs {
+    /// The thread's raw data references in this stream before it was last switched in.
+    before: u64,
+    /// References of the last 255 that were split: (raw index in the thread, pieces added).
+    splits: Vec<(u64, u64)>,
 }
 
 impl StreamDecoder {
@@ -221,6 +270,10 @@ impl StreamDecoder {
             exe: None,
             counts: StreamCounts::default(),
             by_kind: [0; 4],
+            thread: ThreadRefs::default(),
+            thread_id: None,
+            switched_at: 0,
+            threads: FxHashMap::default(),
         }
     }
 
@@ -306,6 +359,11 @@ impl StreamDecoder {
                         i += 1;
                         continue;
                     }
+                    if (K_DEP..K_DEP + 3).contains(&kind) {
+                        self.dep_reference(w, kind - K_DEP, out);
+                        i += 1;
+                        continue;
+                    }
                     break;
                 }
                 self.reference(w, kind, out);
@@ -367,7 +425,7 @@ impl StreamDecoder {
     fn reference(&mut self, w: u64, kind: u64, out: &mut Vec<Event>) {
         let size = (w & 0xFFF) as usize;
         if size > MAX_REF || self.pending_instrs > u32::MAX as u64 {
-            return self.reference_slow(w, kind, out);
+            return self.reference_slow(w, kind, size, 0, out);
         }
         // Branch-free where it matters: the kinds interleave unpredictably. A fetch retires
         // its instruction; a data reference of a `--no-instr` stream carries the count so far
@@ -375,20 +433,69 @@ impl StreamDecoder {
         self.by_kind[kind as usize] += 1;
         let instrs = (kind == K_FETCH) as u32 | self.pending_instrs as u32;
         self.pending_instrs = 0;
+        out.push(Event::Ref(MemRef::new(
+            Gva(((w as i64) >> 16) as u64),
+            KINDS[kind as usize],
+            size.max(1) as u8,
+            instrs,
+        )));
+    }
+
+    /// A dependent data reference (kinds 8-10; `kind` is 0-2): its size is a power of two,
+    /// its dependence counted back among the running thread's raw data references.
+    #[inline]
+    fn dep_reference(&mut self, w: u64, kind: u64, out: &mut Vec<Event>) {
+        let size = 1usize << ((w >> 8) & 0xF);
+        let dep = self.trace_dep(w & 0xFF);
+        if size > MAX_REF || self.pending_instrs > u32::MAX as u64 {
+            return self.reference_slow(w, kind, size, dep, out);
+        }
+        self.by_kind[kind as usize] += 1;
+        self.counts.dependent += (dep != 0) as u64;
+        let instrs = self.pending_instrs as u32;
+        self.pending_instrs = 0;
         out.push(Event::Ref(MemRef {
             va: Gva(((w as i64) >> 16) as u64),
             kind: KINDS[kind as usize],
-            size: size.max(1) as u8,
+            size: size as u8,
             instrs,
+            dep,
         }));
     }
 
-    /// A reference wider than a `MemRef` holds, or carrying an instruction count.
+    /// The running thread's raw data references so far in this stream.
+    #[inline]
+    fn thread_refs(&self) -> u64 {
+        let [loads, stores, modifies, _] = self.by_kind;
+        loads + stores + modifies - self.switched_at + self.thread.before
+    }
+
+    /// The trace's dependence for a raw one (the reference not yet counted): the pieces of
+    /// split references in between are added; a distance before the thread's first
+    /// reference of the stream, or beyond 255, is 0.
+    fn trace_dep(&self, raw: u64) -> u8 {
+        let r = self.thread_refs();
+        if raw == 0 || raw > r {
+            return 0;
+        }
+        let t = r - raw;
+        let added: u64 = self
+            .thread
+            .splits
+            .iter()
+            .filter(|&&(i, _)| i > t)
+            .map(|&(_, n)| n)
+            .sum();
+        u8::try_from(raw + added).unwrap_or(0)
+    }
+
+    /// A reference wider than a `MemRef` holds, or carrying an instruction count; `dep` is
+    /// its dependence in the trace.
     #[cold]
-    fn reference_slow(&mut self, w: u64, kind: u64, out: &mut Vec<Event>) {
+    fn reference_slow(&mut self, w: u64, kind: u64, size: usize, dep: u8, out: &mut Vec<Event>) {
         // Sign-extend the 48-bit address (a canonical upper-half address stays canonical).
         let va = Gva(((w as i64) >> 16) as u64);
-        let size = (w & 0xFFF) as usize;
+        let index = self.thread_refs();
         self.by_kind[kind as usize] += 1;
         let kind = KINDS[kind as usize];
         let instrs = if kind.is_fetch() {
@@ -397,24 +504,58 @@ impl StreamDecoder {
             self.take_instrs(out)
         };
         if size <= MAX_REF {
+            self.counts.dependent += (dep != 0) as u64;
             out.push(Event::Ref(MemRef {
-                va,
-                kind,
-                size: size.max(1) as u8,
-                instrs,
+                dep,
+                ..MemRef::new(va, kind, size.max(1) as u8, instrs)
             }));
             return;
         }
-        let mut off = 0;
-        while off < size {
-            let n = PIECE.min(size - off);
+        let pieces = size.div_ceil(PIECE) as u64;
+        if !kind.is_fetch() {
+            // Later dependences reaching back across this reference count its pieces.
+            let splits = &mut self.thread.splits;
+            splits.retain(|&(i, _)| i + 255 > index);
+            splits.push((index, pieces - 1));
+        }
+        for p in 0..pieces {
+            let off = p as usize * PIECE;
+            // Each piece's address is computed from the same load, one reference further.
+            let dep = if dep == 0 {
+                0
+            } else {
+                u8::try_from(dep as u64 + p).unwrap_or(0)
+            };
+            self.counts.dependent += (dep != 0) as u64;
             out.push(Event::Ref(MemRef {
-                va: va.add(off as u64),
-                kind,
-                size: n as u8,
-                instrs: if off == 0 { instrs } else { 0 },
+                dep,
+                ..MemRef::new(
+                    va.add(off as u64),
+                    kind,
+                    PIECE.min(size - off) as u8,
+                    if p == 0 { instrs } else { 0 },
+                )
             }));
-            off += n;
+        }
+    }
+
+    /// The running thread becomes `tid` (Valgrind's id).
+    fn switch_thread(&mut self, tid: u32) {
+        if self.thread_id == Some(tid) {
+            return;
+        }
+        let refs = self.thread_refs();
+        let [loads, stores, modifies, _] = self.by_kind;
+        self.switched_at = loads + stores + modifies;
+        match self.thread_id.replace(tid) {
+            // The references before the first thread record are that thread's.
+            None => self.thread.before = refs,
+            Some(old) => {
+                let mut prev = std::mem::take(&mut self.thread);
+                prev.before = refs;
+                self.threads.insert(old, prev);
+                self.thread = self.threads.remove(&tid).unwrap_or_default();
+            }
         }
     }
 
@@ -458,6 +599,10 @@ impl StreamDecoder {
         let value = w >> 16;
         if kind <= K_FETCH {
             self.reference(w, kind, out);
+            return Ok(None);
+        }
+        if (K_DEP..K_DEP + 3).contains(&kind) {
+            self.dep_reference(w, kind - K_DEP, out);
             return Ok(None);
         }
         if kind == K_ICOUNT {
@@ -535,6 +680,26 @@ impl StreamDecoder {
                     );
                 }
             }
+            E_MADVISE => {
+                need(2, "madvise")?;
+                let (start, len) = page_range(p[0], p[1]);
+                if len > 0 {
+                    self.os_event(
+                        Event::Madvise {
+                            start: Gva(start),
+                            len,
+                            advice: Advice(value as u8),
+                        },
+                        out,
+                    );
+                }
+            }
+            E_PHASE => {
+                need(0, "phase")?;
+                self.counts.phases += 1;
+                self.flush_instrs(out);
+                out.push(Event::Phase { id: value as u32 });
+            }
             E_MREMAP => {
                 need(4, "mremap")?;
                 self.os_event(
@@ -572,6 +737,7 @@ impl StreamDecoder {
             // the guest pid, maps them to guest thread ids.
             E_THREAD => {
                 self.counts.thread_switches += 1;
+                self.switch_thread(value as u32);
                 self.flush_instrs(out);
                 out.push(Event::Thread {
                     pid: 0,
@@ -580,6 +746,8 @@ impl StreamDecoder {
             }
             E_THREAD_CREATE => {
                 self.counts.threads_created += 1;
+                // A Valgrind thread id used again is a new thread.
+                self.threads.remove(&(value as u32));
                 self.os_event(
                     Event::ThreadCreate {
                         pid: 0,
@@ -651,6 +819,11 @@ pub(crate) mod tests {
         va << 16 | kind << 12 | size
     }
 
+    /// A dependent reference word: size `1 << log2`, `dep` data references back.
+    pub(crate) fn dref(kind: u64, va: u64, log2: u64, dep: u64) -> u64 {
+        va << 16 | (kind + K_DEP) << 12 | log2 << 8 | dep
+    }
+
     /// An event word with `n` payload words.
     pub(crate) fn rev(ty: u64, inline: u64, n: u64) -> u64 {
         inline << 16 | K_EVENT << 12 | n << 8 | ty
@@ -708,7 +881,8 @@ pub(crate) mod tests {
                     va: Gva(0x7fff_0000_1000),
                     kind: AccessKind::Load,
                     size: 8,
-                    instrs: 0
+                    instrs: 0,
+                    dep: 0,
                 })
             );
             assert_eq!(ev[5], Event::Brk { end: Gva(0x600000) });
@@ -735,7 +909,8 @@ pub(crate) mod tests {
                     va: Gva(0x1000),
                     kind: AccessKind::Store,
                     size: 8,
-                    instrs: 3
+                    instrs: 3,
+                    dep: 0,
                 }),
                 Event::Compute { instrs: 2 },
                 Event::Munmap {
@@ -775,6 +950,150 @@ pub(crate) mod tests {
         assert_eq!(d.exec_target(), Some("/bin/true"));
         let (_, end) = decode_all(&[rev(E_EXEC, 0, 0), rev(E_EXEC_FAILED, 0, 0)], 0, 8);
         assert_eq!(end, StreamEnd::Vanished);
+    }
+
+    /// The dependences of the data references among `ev`.
+    fn deps(ev: &[Event]) -> Vec<u8> {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::Ref(r) if !r.kind.is_fetch() => Some(r.dep),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dependent_references_carry_their_distance_and_size() {
+        let words = [
+            rref(K_LOAD, 0x1000, 8),
+            rref(K_FETCH, 0x401000, 3),
+            dref(K_LOAD, 0x2000, 3, 1),
+            dref(K_STORE, 0x3000, 2, 2),
+            dref(K_MODIFY, 0x4000, 0, 3),
+        ];
+        for chunk in [1, 8, 1000] {
+            let (ev, _) = decode_all(&words, HF_DEPS, chunk);
+            assert_eq!(deps(&ev), vec![0, 1, 2, 3], "chunk {chunk}");
+            assert_eq!(
+                ev[2],
+                Event::Ref(MemRef {
+                    va: Gva(0x2000),
+                    kind: AccessKind::Load,
+                    size: 8,
+                    instrs: 0,
+                    dep: 1,
+                })
+            );
+            let sizes: Vec<u8> = ev
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Ref(r) => Some(r.size),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(sizes, vec![8, 3, 8, 4, 1]);
+        }
+    }
+
+    #[test]
+    fn a_split_reference_in_between_adds_its_pieces_to_the_distance() {
+        // load, 512-byte store (8 pieces), a load depending on the first load: 2 back in
+        // the raw stream, 9 back in the trace.
+        let (ev, _) = decode_all(
+            &[
+                rref(K_LOAD, 0x1000, 8),
+                rref(K_STORE, 0x2000, 512),
+                dref(K_LOAD, 0x3000, 3, 2),
+            ],
+            HF_DEPS,
+            8,
+        );
+        assert_eq!(deps(&ev), vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 9]);
+        // A reference depending on a split load counts back to its last piece; a split
+        // dependent reference's pieces each depend on the same load, one further each.
+        let (ev, _) = decode_all(
+            &[
+                rref(K_LOAD, 0x1000, 512),
+                dref(K_LOAD, 0x3000, 3, 1),
+                dref(K_STORE, 0x4000, 8, 1), // 256 bytes: 4 pieces
+            ],
+            HF_DEPS,
+            8,
+        );
+        assert_eq!(deps(&ev), vec![0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4]);
+        // Pieces that push the distance beyond 255 drop it.
+        let mut words = vec![rref(K_LOAD, 0x1000, 8)];
+        words.extend(std::iter::repeat_n(rref(K_STORE, 0x2000, 4095), 4));
+        words.push(dref(K_LOAD, 0x3000, 3, 5));
+        let (ev, _) = decode_all(&words, HF_DEPS, 8);
+        assert_eq!(deps(&ev).last(), Some(&0));
+    }
+
+    #[test]
+    fn dependences_count_within_the_thread_and_not_before_its_first_reference() {
+        let words = [
+            // A forked child's first reference whose address came from its parent's load.
+            dref(K_LOAD, 0x1000, 3, 4),
+            rev(E_THREAD, 1, 0),
+            rref(K_LOAD, 0x1000, 8),
+            rev(E_THREAD, 2, 0),
+            rref(K_LOAD, 0x2000, 8),
+            dref(K_LOAD, 0x2008, 3, 2), // thread 2 has made one reference: dropped
+            dref(K_LOAD, 0x2010, 3, 1),
+            rev(E_THREAD, 1, 0),
+            dref(K_LOAD, 0x1008, 3, 2), // thread 1: its second reference back
+            rev(E_THREAD_CREATE, 2, 0), // a new thread 2
+            rev(E_THREAD, 2, 0),
+            dref(K_LOAD, 0x3000, 3, 1), // nothing of the new thread 2 before it
+        ];
+        let (ev, _) = decode_all(&words, HF_DEPS, 8);
+        assert_eq!(deps(&ev), vec![0, 0, 0, 0, 1, 2, 0]);
+    }
+
+    #[test]
+    fn phase_markers_and_madvise_decode_in_place() {
+        let words = [
+            rref(K_LOAD, 0x1000, 8),
+            rev(E_PHASE, 7, 0),
+            rref(K_STORE, 0x2000, 8),
+            rev(E_MADVISE, 14, 2),
+            0x7f00_0000_0000,
+            0x20_0000,
+            rev(E_MADVISE, 4, 2), // widened to whole pages
+            0x7f00_0000_1008,
+            0x10,
+        ];
+        let (ev, _) = decode_all(&words, 0, 8);
+        assert_eq!(ev[1], Event::Phase { id: 7 });
+        assert_eq!(
+            ev[3],
+            Event::Madvise {
+                start: Gva(0x7f00_0000_0000),
+                len: 0x20_0000,
+                advice: Advice(Advice::HUGEPAGE),
+            }
+        );
+        assert_eq!(
+            ev[4],
+            Event::Madvise {
+                start: Gva(0x7f00_0000_1000),
+                len: 0x1000,
+                advice: Advice(Advice::DONTNEED),
+            }
+        );
+    }
+
+    #[test]
+    fn a_stream_of_another_version_is_refused_naming_both_versions() {
+        let mut h = header(7, 1, 0, 0);
+        h[8..10].copy_from_slice(&1u16.to_le_bytes());
+        let err = StreamHeader::parse(&h, "old.vgmt").unwrap_err().to_string();
+        assert!(
+            err.contains("old.vgmt")
+                && err.contains("stream version 1, this vmmu reads version 2")
+                && err.contains("make -C tools/vg-memtrace"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -37,6 +37,11 @@ pub struct RecordOptions {
     pub follow_children: bool,
     /// Relocate regions to a native-like x86-64 Linux layout (module `layout`).
     pub native_layout: bool,
+    /// Track which load each data reference's address was computed from ([`MemRef::dep`],
+    /// docs/recording.md "Load dependences"); off, the trace declares its dependences unknown.
+    ///
+    /// [`MemRef::dep`]: vmmu_core::event::MemRef::dep
+    pub deps: bool,
     /// The directory holding the tool beside Valgrind's own files (`VALGRIND_LIB`); `None`
     /// searches the usual places ([`find_tool_dir`]).
     pub tool_dir: Option<String>,
@@ -47,14 +52,16 @@ pub struct RecordOptions {
 }
 
 impl RecordOptions {
-    /// Defaults for writing `output`: fetches kept, no children, Valgrind's layout, zstd
-    /// level 1 with one compression thread (recording is bound by compression).
+    /// Defaults for writing `output`: fetches kept, dependences tracked, no children,
+    /// Valgrind's layout, zstd level 1 with one compression thread (recording is bound by
+    /// compression).
     pub fn new(output: impl Into<String>) -> Self {
         RecordOptions {
             output: output.into(),
             no_instr: false,
             follow_children: false,
             native_layout: false,
+            deps: true,
             tool_dir: None,
             valgrind: None,
             writer: WriterOptions {
@@ -101,6 +108,11 @@ pub struct RecordSummary {
     pub stores: u64,
     /// Modifies (read-modify-write of one location).
     pub modifies: u64,
+    /// Data references whose address was computed from a load within 255 data references
+    /// (`MemRef::dep` not 0).
+    pub dependent_refs: u64,
+    /// Phase markers (`VMMU_PHASE`, docs/recording.md).
+    pub phases: u64,
     /// Instructions retired.
     pub instructions: u64,
     /// Address-space events (mmap, munmap, mprotect, mremap, brk).
@@ -157,6 +169,8 @@ pub struct RecordSummary {
     pub follow_children: bool,
     /// Options used.
     pub native_layout: bool,
+    /// Options used: dependences tracked (the trace's `dependences`).
+    pub dependences: bool,
 }
 
 /// How to get Valgrind, for error messages.
@@ -435,7 +449,7 @@ pub fn record(
     let meta = TraceMeta {
         description: cmd.join(" "),
         source: format!(
-            "vmmu record {} (vg-memtrace{}{}{})",
+            "vmmu record {} (vg-memtrace{}{}{}{})",
             env!("CARGO_PKG_VERSION"),
             if opts.no_instr { ", --no-instr" } else { "" },
             if opts.follow_children {
@@ -448,8 +462,10 @@ pub fn record(
             } else {
                 ""
             },
+            if opts.deps { "" } else { ", --no-deps" },
         ),
         has_os_events: true,
+        dependences: opts.deps,
     };
     let mut writer = TraceWriter::create_with(&opts.output, meta, opts.writer)?;
 
@@ -463,6 +479,7 @@ pub fn record(
         .arg(format!("--out=unix:{}", socket.display()))
         .arg(format!("--instr={}", yn(!opts.no_instr)))
         .arg(format!("--follow-forks={}", yn(opts.follow_children)))
+        .arg(format!("--deps={}", yn(opts.deps)))
         // Valgrind runs an exec'd program only with this; the tool turns it off in a child
         // it does not follow, so only the followed processes' execs stay under Valgrind.
         .arg("--trace-children=yes")
@@ -600,6 +617,8 @@ pub fn record(
         loads: c.loads,
         stores: c.stores,
         modifies: c.modifies,
+        dependent_refs: c.dependent,
+        phases: c.phases,
         instructions: c.instrs,
         os_events: c.os_events,
         processes: ms.processes,
@@ -634,6 +653,7 @@ pub fn record(
         no_instr: opts.no_instr,
         follow_children: opts.follow_children,
         native_layout: opts.native_layout,
+        dependences: opts.deps,
     })
 }
 

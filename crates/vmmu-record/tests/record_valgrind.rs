@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use vmmu_core::addr::Gva;
 use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef};
 use vmmu_record::{self as record, layout, RecordOptions, RecordSummary};
 
@@ -695,4 +696,407 @@ fn under_ci_a_missing_valgrind_fails_even_with_a_skip_reason() {
     assert!(out.contains(&format!("SKIPPED {test}")), "{out}");
     let (passed, out) = child_without_valgrind(test, &[]);
     assert!(!passed, "{out}");
+}
+
+/// Compiles `src` with `vmmu.h` (the phase marker) on the include path.
+fn compile_with_vmmu_h(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
+    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/vg-memtrace");
+    let mut args = vec!["-I", inc.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    compile(dir, name, src, &args)
+}
+
+/// Where the phase markers are: (event index, id), in order.
+fn phases(ev: &[Event]) -> Vec<(usize, u32)> {
+    ev.iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            Event::Phase { id } => Some((i, *id)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks that every dependence in `ev` points, within its thread, at a data reference that
+/// loaded a value (a load or a modify, never a store); returns how many it checked.
+fn dependences_point_at_loads(ev: &[Event]) -> usize {
+    use std::collections::HashMap;
+    let mut history: HashMap<(u32, u32), Vec<AccessKind>> = HashMap::new();
+    let (mut pid, mut tid) = (0, 0);
+    let mut checked = 0;
+    for (i, e) in ev.iter().enumerate() {
+        match *e {
+            Event::ProcessCreate { pid: p } if pid == 0 => (pid, tid) = (p, p),
+            Event::Switch { pid: p } => (pid, tid) = (p, p),
+            Event::Thread { pid: p, tid: t } => (pid, tid) = (p, t),
+            // After a running thread's exit, its process's main thread runs.
+            Event::ThreadExit { pid: p, tid: t } if t == tid => (pid, tid) = (p, p),
+            // The exec'd image starts its own count (its dependences never reach back).
+            Event::Exec { .. } | Event::Fork { .. } => {}
+            Event::Ref(r) if !r.kind.is_fetch() => {
+                let h = history.entry((pid, tid)).or_default();
+                if r.dep != 0 {
+                    let k = r.dep as usize;
+                    assert!(k <= h.len(), "event {i}: dep {k} with {} before", h.len());
+                    let target = h[h.len() - k];
+                    assert!(
+                        matches!(target, AccessKind::Load | AccessKind::Modify),
+                        "event {i}: dep {k} points at a {target:?}"
+                    );
+                    checked += 1;
+                }
+                h.push(r.kind);
+            }
+            _ => {}
+        }
+    }
+    checked
+}
+
+/// How many data references in `ev` fall in `[lo, lo+len)`, by dependence.
+fn deps_in(ev: &[Event], lo: u64, len: u64) -> std::collections::BTreeMap<u8, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for (_, r) in refs(ev) {
+        if !r.kind.is_fetch() && r.va.0 >= lo && r.va.0 < lo + len {
+            *m.entry(r.dep).or_default() += 1;
+        }
+    }
+    m
+}
+
+const DEPS: &str = r#"
+#include <stdio.h>
+#include "vmmu.h"
+#define N 4096
+#define STEPS 1000
+static long a[N];
+static long b[N];
+int main(int argc, char **argv) {
+    for (long i = 0; i < N; i++)
+        a[i] = i;
+    unsigned long r = 12345;
+    for (long i = N - 1; i > 0; i--) {   /* Sattolo: a is one cycle through all of it */
+        r = r * 6364136223846793005UL + 1442695040888963407UL;
+        long j = (r >> 33) % i;
+        long t = a[i]; a[i] = a[j]; a[j] = t;
+    }
+    for (long i = 0; i < N; i++)
+        b[i] = (i * 7) % N;
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%lx %lx\n%lx %lx\n", (unsigned long)a, (unsigned long)sizeof a,
+            (unsigned long)b, (unsigned long)sizeof b);
+    fclose(f);
+    VMMU_PHASE(1);
+    long x = 0;
+    for (long s = 0; s < STEPS; s++)         /* a pointer chase */
+        x = a[x];
+    VMMU_PHASE(2);
+    unsigned long q = 88172645463325252UL;   /* xorshift, in registers */
+    long sum = 0;
+    for (long s = 0; s < STEPS; s++) {       /* independent loads */
+        q ^= q << 13; q ^= q >> 7; q ^= q << 17;
+        sum += a[q & (N - 1)];
+    }
+    VMMU_PHASE(3);
+    for (long i = 0; i < STEPS; i++)         /* a two-level indirection */
+        sum += a[b[i]];
+    VMMU_PHASE(4);
+    for (long i = 0; i < STEPS; i++)         /* an index from two loads */
+        sum += a[(b[i] + b[i + 1]) & (N - 1)];
+    VMMU_PHASE(5);
+    if (x + sum == 42)
+        puts("");
+    return 0;
+}
+"#;
+
+#[test]
+fn load_dependences_of_a_chase_random_loads_and_an_indirection_are_exact() {
+    if !available("load_dependences_of_a_chase_random_loads_and_an_indirection_are_exact") {
+        return;
+    }
+    let d = scratch("deps");
+    let exe = compile_with_vmmu_h(&d, "deps", DEPS, &[]);
+    let addrs = d.join("addrs");
+    let out = d.join("deps.vtrace");
+    let cmd = [exe.to_str().unwrap(), addrs.to_str().unwrap()];
+    let (s, ev) = rec(&cmd, &RecordOptions::new(out.to_str().unwrap()));
+    assert_eq!(s.exit_code, Some(0));
+    assert!(s.dependences);
+    assert!(vmmu_core::trace::open(out.to_str().unwrap())
+        .unwrap()
+        .tracks_dependences());
+    let pairs = read_pairs(&addrs);
+    let ((a, alen), (b, blen)) = (pairs[0], pairs[1]);
+    // The markers land in program order, between the loops' references.
+    let ph = phases(&ev);
+    assert_eq!(
+        ph.iter().map(|p| p.1).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5],
+        "{ph:?}"
+    );
+    assert_eq!(s.phases, 5);
+    let window = |k: usize| &ev[ph[k].0..ph[k + 1].0];
+    let map = |v: &[(u8, usize)]| v.iter().copied().collect();
+    // Pointer chase: each address is the previous load's value. The first's is the array's
+    // base, which gcc keeps in a callee-saved register that the calls before it restored
+    // with a `pop`: it depends on that load.
+    let chase = deps_in(window(0), a, alen);
+    assert_eq!(chase.get(&1), Some(&999), "{chase:?}");
+    assert_eq!(chase.values().sum::<usize>(), 1000, "{chase:?}");
+    assert_eq!(deps_in(window(0), b, blen), map(&[]));
+    // Random loads: the index comes from registers only.
+    assert_eq!(deps_in(window(1), a, alen), map(&[(0, 1000)]));
+    // a[b[i]]: b[i] is independent, a[...] depends on the load just before it.
+    assert_eq!(deps_in(window(2), b, blen), map(&[(0, 1000)]));
+    assert_eq!(deps_in(window(2), a, alen), map(&[(1, 1000)]));
+    // a[b[i] + b[i+1]]: the address depends on the younger of the two loads.
+    assert_eq!(deps_in(window(3), b, blen), map(&[(0, 2000)]));
+    assert_eq!(deps_in(window(3), a, alen), map(&[(1, 1000)]));
+    // Before the first marker, a and b are written and shuffled with computed indices.
+    let before = &ev[..ph[0].0];
+    assert!(deps_in(before, a, alen).keys().all(|&k| k == 0));
+    assert_eq!(deps_in(before, b, blen), map(&[(0, 4096)]));
+    let dependent = refs(&ev).filter(|(_, r)| r.dep != 0).count() as u64;
+    assert_eq!(s.dependent_refs, dependent);
+    assert_eq!(dependences_point_at_loads(&ev) as u64, dependent);
+    check_ok(out.to_str().unwrap());
+
+    // Untracked: every dependence is 0 and the trace says they are unknown; the markers stay.
+    let out2 = d.join("nodeps.vtrace");
+    let mut o = RecordOptions::new(out2.to_str().unwrap());
+    o.deps = false;
+    let (s2, ev2) = rec(&cmd, &o);
+    assert!(!s2.dependences);
+    assert_eq!(s2.dependent_refs, 0);
+    assert!(refs(&ev2).all(|(_, r)| r.dep == 0));
+    assert!(!vmmu_core::trace::open(out2.to_str().unwrap())
+        .unwrap()
+        .tracks_dependences());
+    assert_eq!(phases(&ev2).len(), 5);
+    assert_eq!(
+        (s2.loads, s2.stores, s2.modifies),
+        (s.loads, s.stores, s.modifies)
+    );
+}
+
+const THREAD_CHASE: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#define N 4096
+#define STEPS 300000
+static long a[2][N];
+static volatile int turn, done[2];
+/* futex(2) by a bare syscall: no call, so no register is saved and restored through memory. */
+static inline __attribute__((always_inline)) void futex(volatile int *w, long op, long val) {
+    long ret;
+    register long r10 __asm__("r10") = 0;
+    __asm__ volatile("syscall" : "=a"(ret)
+                     : "0"(202L), "D"(w), "S"(op), "d"(val), "r"(r10)
+                     : "rcx", "r11", "memory");
+}
+/* Each thread chases its own array, handing the CPU to the other every 65536 loads. */
+static void *chase(void *p) {
+    int k = p == a[1];
+    long *arr = p, x = 0;
+    while (turn != k && !done[1 - k])
+        futex(&turn, 0, 1 - k);
+    for (long s = 0; s < STEPS; s++) {
+        x = arr[x];
+        if ((s & 0xffff) == 0xffff) {
+            turn = 1 - k;
+            futex(&turn, 1, 1);
+            while (turn != k && !done[1 - k])
+                futex(&turn, 0, 1 - k);
+        }
+    }
+    done[k] = 1;
+    turn = 1 - k;
+    futex(&turn, 1, 1);
+    return (void *)x;
+}
+int main(int argc, char **argv) {
+    unsigned long r = 99;
+    for (int k = 0; k < 2; k++) {
+        for (long i = 0; i < N; i++)
+            a[k][i] = i;
+        for (long i = N - 1; i > 0; i--) {
+            r = r * 6364136223846793005UL + 1442695040888963407UL;
+            long j = (r >> 33) % i;
+            long t = a[k][i]; a[k][i] = a[k][j]; a[k][j] = t;
+        }
+    }
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%lx %lx\n", (unsigned long)a, (unsigned long)sizeof a[0]);
+    fclose(f);
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++)
+        pthread_create(&t[k], 0, chase, a[k]);
+    for (int k = 0; k < 2; k++)
+        pthread_join(t[k], 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn dependences_count_back_within_each_thread_when_threads_interleave() {
+    if !available("dependences_count_back_within_each_thread_when_threads_interleave") {
+        return;
+    }
+    let d = scratch("depthreads");
+    let exe = compile(&d, "dt", THREAD_CHASE, &["-pthread"]);
+    let addrs = d.join("addrs");
+    let out = d.join("dt.vtrace");
+    let (s, ev) = rec(
+        &[exe.to_str().unwrap(), addrs.to_str().unwrap()],
+        &RecordOptions::new(out.to_str().unwrap()),
+    );
+    assert_eq!(s.exit_code, Some(0));
+    let (a, len) = read_pairs(&addrs)[0];
+    // Per worker thread: its data references so far, and for each load of the chase its
+    // index among them and its dependence (the main thread shuffles the arrays).
+    let pid = match ev[0] {
+        Event::ProcessCreate { pid } => pid,
+        ref e => panic!("the trace starts with {e:?}"),
+    };
+    let mut cur = pid;
+    let mut count: std::collections::BTreeMap<u32, usize> = Default::default();
+    let mut chase: std::collections::BTreeMap<(u32, u64), Vec<(usize, u8)>> = Default::default();
+    let mut resumed = 0;
+    for e in &ev {
+        match *e {
+            Event::Thread { tid, .. } => {
+                cur = tid;
+                resumed += chase.keys().any(|k| k.0 == cur) as usize;
+            }
+            Event::ThreadExit { tid, .. } if tid == cur => cur = pid,
+            Event::Ref(r) if cur != pid && !r.kind.is_fetch() => {
+                let n = count.entry(cur).or_default();
+                if r.kind == AccessKind::Load && r.va.0 >= a && r.va.0 < a + 2 * len {
+                    let k = (r.va.0 - a) / len;
+                    chase.entry((cur, k)).or_default().push((*n, r.dep));
+                }
+                *n += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(chase.len(), 2, "{:?}", chase.keys());
+    assert_ne!(
+        chase.keys().next().unwrap().1,
+        chase.keys().last().unwrap().1
+    );
+    assert!(resumed >= 8, "the chases interleave: {resumed} resumptions");
+    for (key, loads) in &chase {
+        assert_eq!(loads.len(), 300_000, "{key:?}");
+        // Every load after the first depends on the one before, however many of the thread's
+        // references (the hand-over's) came in between, and whatever the other thread did.
+        for w in loads.windows(2) {
+            assert_eq!(w[1].1 as usize, w[1].0 - w[0].0, "{key:?}: {w:?}");
+        }
+        let far = loads.windows(2).filter(|w| w[1].1 > 1).count();
+        assert!((4..=5).contains(&far), "{key:?}: {far} hand-overs");
+    }
+    assert!(dependences_point_at_loads(&ev) > 600_000);
+}
+
+const MADVISE: &str = r#"
+#include <stdio.h>
+#include <sys/mman.h>
+int main(int argc, char **argv) {
+    size_t len = 8 << 20;
+    char *p = mmap(0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int h = madvise(p, 4 << 20, MADV_HUGEPAGE);
+    int dn = madvise(p + (4 << 20), 8192, MADV_DONTNEED);
+    int bad = madvise(p + 1, 4096, MADV_DONTNEED);   /* EINVAL: not recorded */
+    void *huge = mmap(0, 2 << 20, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    for (size_t off = 0; off < len; off += 4096)
+        p[off] = 1;
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%lx %lx\n%x %x\n%x %lx\n", (unsigned long)p, (unsigned long)len, h, dn, bad,
+            huge == MAP_FAILED ? 0UL : (unsigned long)huge);
+    fclose(f);
+    return 0;
+}
+"#;
+
+#[test]
+fn successful_madvise_calls_are_recorded_with_their_arguments_in_both_layouts() {
+    if !available("successful_madvise_calls_are_recorded_with_their_arguments_in_both_layouts") {
+        return;
+    }
+    use vmmu_core::event::Advice;
+    let d = scratch("madvise");
+    let exe = compile(&d, "ma", MADVISE, &[]);
+    let addrs = d.join("addrs");
+    let cmd = [exe.to_str().unwrap(), addrs.to_str().unwrap()];
+    for native in [false, true] {
+        let out = d.join(format!("ma-{native}.vtrace"));
+        let mut o = RecordOptions::new(out.to_str().unwrap());
+        o.native_layout = native;
+        let (s, ev) = rec(&cmd, &o);
+        assert_eq!(s.exit_code, Some(0));
+        let pairs = read_pairs(&addrs);
+        let ((p, len), (h, dn), (bad, huge)) = (pairs[0], pairs[1], pairs[2]);
+        assert_eq!(bad, 0xffff_ffff, "the unaligned madvise fails");
+        // The 8 MiB mapping, where the trace put it.
+        let (im, start) = ev
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| match e {
+                Event::Mmap {
+                    start,
+                    len: l,
+                    flags,
+                    ..
+                } if *l == len && flags.0 & MapFlags::STACK == 0 && (native || start.0 == p) => {
+                    Some((i, start.0))
+                }
+                _ => None,
+            })
+            .expect("the mmap is in the trace");
+        let advised: Vec<(usize, Event)> = ev
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                matches!(e, Event::Madvise { start: s, .. } if s.0 >= start && s.0 < start + len)
+            })
+            .map(|(i, e)| (i, *e))
+            .collect();
+        let mut expect = Vec::new();
+        if h == 0 {
+            expect.push(Event::Madvise {
+                start: Gva(start),
+                len: 4 << 20,
+                advice: Advice(Advice::HUGEPAGE),
+            });
+        }
+        if dn == 0 {
+            expect.push(Event::Madvise {
+                start: Gva(start + (4 << 20)),
+                len: 8192,
+                advice: Advice(Advice::DONTNEED),
+            });
+        }
+        assert!(!expect.is_empty(), "madvise failed natively under Valgrind");
+        assert_eq!(
+            advised.iter().map(|x| x.1).collect::<Vec<_>>(),
+            expect,
+            "native layout {native}"
+        );
+        assert!(advised.iter().all(|x| x.0 > im));
+        if huge != 0 {
+            // MAP_HUGETLB reaches the mapping's flags (where huge pages are reserved).
+            assert!(ev.iter().any(|e| matches!(e,
+                Event::Mmap { len: l, flags, .. }
+                    if *l == 2 << 20 && flags.0 & MapFlags::HUGE != 0)));
+        } else {
+            let _ = writeln!(
+                std::io::stderr(),
+                "note: MAP_HUGETLB failed here (no huge pages reserved): its flag is not checked"
+            );
+        }
+        check_ok(out.to_str().unwrap());
+    }
 }

@@ -28,6 +28,7 @@ pub const PRESETS: &[(&str, &str)] = &[
         "golden-cove",
         include_str!("../../presets/machines/golden-cove.toml"),
     ),
+    ("zen3", include_str!("../../presets/machines/zen3.toml")),
     ("zen4", include_str!("../../presets/machines/zen4.toml")),
 ];
 

@@ -114,7 +114,8 @@ pub enum PagingFormat {
 /// How the guest uses page sizes for the memory it maps.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 pub enum GuestPageSize {
-    /// Every mapping at 4 KiB.
+    /// The base page, 4 KiB, as Linux maps memory: 2 MiB pages only where transparent huge
+    /// pages (`guest.thp`) or hugetlbfs (`MAP_HUGETLB` with `guest.hugetlb_pages`) give them.
     #[default]
     #[serde(rename = "4K")]
     Size4K,
@@ -125,9 +126,74 @@ pub enum GuestPageSize {
     /// 1 GiB wherever aligned and available, else 2 MiB, else 4 KiB.
     #[serde(rename = "1G")]
     Size1G,
-    /// THP-like: regions flagged huge (or larger than 2 MiB) get 2 MiB pages, others 4 KiB.
+    /// The same pages as `2M` (an area shorter than 2 MiB holds no aligned 2 MiB block, so
+    /// "areas flagged huge or at least 2 MiB long get 2 MiB pages" is `2M`'s rule), kept as
+    /// its own name for configurations that use it. Linux's THP is `4K` with `guest.thp`.
     #[serde(rename = "mixed")]
     Mixed,
+}
+
+/// Linux's transparent huge pages mode (`/sys/kernel/mm/transparent_hugepage/enabled`,
+/// Documentation/admin-guide/mm/transhuge.rst), honoured where `guest.page_size` is `4K`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thp {
+    /// No transparent huge pages (`MADV_COLLAPSE` still collapses, as in Linux).
+    Never,
+    /// Only ranges the program advised with `MADV_HUGEPAGE` (Ubuntu's and Debian's default).
+    #[default]
+    Madvise,
+    /// Every anonymous private area, except ranges advised `MADV_NOHUGEPAGE` (the upstream
+    /// Kconfig default, `TRANSPARENT_HUGEPAGE_ALWAYS`).
+    Always,
+}
+
+/// khugepaged, the kernel thread that collapses 4 KiB-mapped ranges into huge pages
+/// (`/sys/kernel/mm/transparent_hugepage/khugepaged/`); the defaults are Linux's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KhugepagedConfig {
+    /// Pages scanned per wake-up (`pages_to_scan`; Linux: 8 × 512 = 4096); each 2 MiB range
+    /// examined counts 512.
+    #[serde(default = "default_pages_to_scan")]
+    pub pages_to_scan: u64,
+    /// Guest time between wake-ups, in milliseconds (`scan_sleep_millisecs`; Linux: 10000).
+    /// The guest's clock is retired instructions at the core's base CPI and frequency
+    /// (docs/model.md, "Page sizes"); 0 turns khugepaged off.
+    #[serde(default = "default_scan_sleep")]
+    pub scan_sleep_millisecs: u64,
+    /// The most not-present entries a range may have and still collapse (`max_ptes_none`;
+    /// Linux: 511, so one present page suffices).
+    #[serde(default = "default_max_ptes_none")]
+    pub max_ptes_none: u32,
+    /// The most entries mapping copy-on-write shared pages a range may have and still
+    /// collapse (`max_ptes_shared`; Linux: 256).
+    #[serde(default = "default_max_ptes_shared")]
+    pub max_ptes_shared: u32,
+}
+
+fn default_pages_to_scan() -> u64 {
+    4096
+}
+fn default_scan_sleep() -> u64 {
+    10_000
+}
+fn default_max_ptes_none() -> u32 {
+    511
+}
+fn default_max_ptes_shared() -> u32 {
+    256
+}
+
+impl Default for KhugepagedConfig {
+    fn default() -> Self {
+        KhugepagedConfig {
+            pages_to_scan: default_pages_to_scan(),
+            scan_sleep_millisecs: default_scan_sleep(),
+            max_ptes_none: default_max_ptes_none(),
+            max_ptes_shared: default_max_ptes_shared(),
+        }
+    }
 }
 
 /// How a frame allocator places frames in physical memory.
@@ -175,6 +241,18 @@ pub struct GuestConfig {
     /// Page sizes the guest maps with.
     #[serde(default)]
     pub page_size: GuestPageSize,
+    /// Transparent huge pages, where `page_size` is `4K` (default `madvise`, docs/model.md
+    /// "Page sizes" says why).
+    #[serde(default)]
+    pub thp: Thp,
+    /// khugepaged's rate and limits.
+    #[serde(default)]
+    pub khugepaged: KhugepagedConfig,
+    /// Huge pages reserved for hugetlbfs (Linux's `vm.nr_hugepages`, default 0): a
+    /// `MAP_HUGETLB` mapping takes its 2 MiB pages (4 MiB in 32-bit paging) from them, and
+    /// one the pool cannot hold falls back to an ordinary mapping.
+    #[serde(default)]
+    pub hugetlb_pages: u64,
     /// Guest physical memory size.
     #[serde(default = "default_guest_memory")]
     pub memory: Bytes,
@@ -222,8 +300,18 @@ fn default_guest_memory() -> Bytes {
 #[serde(deny_unknown_fields)]
 pub struct KernelCosts {
     /// A demand-paging fault: exception entry, allocating and zeroing a 4 KiB page, the PTE
-    /// write, return.
+    /// write, return. A larger page costs `zero_page` more for each further 4 KiB it zeroes.
     pub page_fault: u64,
+    /// Zeroing 4 KiB (`clear_page`): what a 2 MiB fault or population does 511 times more than
+    /// a 4 KiB one, and khugepaged does for each absent page of a range it collapses.
+    pub zero_page: u64,
+    /// Copying 4 KiB (`copy_page`): what a copy-on-write fault of a large page does for each
+    /// further 4 KiB, and a collapse for each present page.
+    pub copy_page: u64,
+    /// A collapse into a huge page beyond its copies (`collapse_huge_page`: taking the mmap
+    /// lock, allocating the huge page, isolating the small pages, the flush, installing the
+    /// entry); the scan charges `per_page` per entry examined.
+    pub collapse: u64,
     /// A copy-on-write fault: a demand fault's work plus copying the page.
     pub cow_fault: u64,
     /// A page populated without a fault (`MAP_POPULATE`): allocating and zeroing it and the
@@ -259,6 +347,9 @@ impl Default for GuestConfig {
         GuestConfig {
             format: PagingFormat::default(),
             page_size: GuestPageSize::default(),
+            thp: Thp::default(),
+            khugepaged: KhugepagedConfig::default(),
+            hugetlb_pages: 0,
             memory: default_guest_memory(),
             allocator: AllocatorConfig::default(),
             vcpus: 1,
@@ -528,18 +619,84 @@ impl Default for HypervisorConfig {
     }
 }
 
-/// The core's base timing.
+/// How the core turns the counts into time (DESIGN.md "Timing: two core models, the same
+/// counts"; docs/model.md "Timing").
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
+pub enum CoreModel {
+    /// Every latency adds up: `instructions × base_CPI` plus each walk's and each data
+    /// reference's latency, nothing overlapped.
+    #[default]
+    #[serde(rename = "additive")]
+    Additive,
+    /// An out-of-order window after the mechanistic interval model (Karkhanis & Smith, ISCA
+    /// 2004; Eyerman et al., TOCS 2009) in its reorder-buffer form (Carlson et al., TACO
+    /// 2014): independent misses and walks overlap, dependent ones serialise.
+    #[serde(rename = "interval")]
+    Interval,
+}
+
+impl CoreModel {
+    /// Every core model, as named in configs.
+    pub const ALL: [CoreModel; 2] = [CoreModel::Additive, CoreModel::Interval];
+
+    /// The name used in configs and results.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CoreModel::Additive => "additive",
+            CoreModel::Interval => "interval",
+        }
+    }
+}
+
+/// The core's base timing, and the out-of-order window the interval model needs.
+///
+/// The window's sizes are optional so that a machine written without them still runs the
+/// additive model; the interval model requires each of them (validation names the missing
+/// one) rather than inventing a default.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CoreConfig {
     /// Cycles per instruction with a perfect TLB and an L1-hitting memory (the `base_CPI` of
-    /// DESIGN.md's timing equation).
+    /// DESIGN.md's timing equation); under the interval model, the dispatch rate's inverse.
     pub base_cpi: f64,
     /// Clock frequency in GHz (for converting cycles to seconds in reports only).
     pub freq_ghz: f64,
     /// Cores of the machine: the most vCPUs a VM may have without overcommit.
     #[serde(default = "one")]
     pub cores: u32,
+    /// Which core model times the run.
+    #[serde(default)]
+    pub model: CoreModel,
+    /// Reorder-buffer entries (instructions): instruction `i` dispatches only once instruction
+    /// `i − rob` has retired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rob: Option<u32>,
+    /// Load-queue entries: loads between dispatch and retirement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_queue: Option<u32>,
+    /// Store-queue entries: stores between dispatch and the write of their data after
+    /// retirement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_queue: Option<u32>,
+    /// Miss-status holding registers of the L1 data cache: data misses in flight at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mshrs: Option<u32>,
+    /// Page walkers: walks in flight at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walkers: Option<u32>,
+}
+
+impl CoreConfig {
+    /// The out-of-order window's fields, by name, as configured.
+    pub fn window_fields(&self) -> [(&'static str, Option<u32>); 5] {
+        [
+            ("rob", self.rob),
+            ("load_queue", self.load_queue),
+            ("store_queue", self.store_queue),
+            ("mshrs", self.mshrs),
+            ("walkers", self.walkers),
+        ]
+    }
 }
 
 /// One TLB array: `entries` entries in sets of `ways`, LRU, holding the listed page sizes.

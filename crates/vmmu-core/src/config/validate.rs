@@ -91,6 +91,7 @@ impl SimConfig {
         if m.core.cores == 0 {
             return Err(Error::config("machine.core.cores", "must be at least 1"));
         }
+        self.validate_window()?;
         if !m
             .caches
             .levels
@@ -214,6 +215,34 @@ impl SimConfig {
                 "1G pages need long mode (guest.format = long4 or long5)",
             ));
         }
+        if self.guest.hugetlb_pages.saturating_mul(2 << 20) > gmem {
+            return Err(Error::config(
+                "guest.hugetlb_pages",
+                format!(
+                    "{} pages of 2 MiB do not fit in guest.memory ({gmem} bytes)",
+                    self.guest.hugetlb_pages
+                ),
+            ));
+        }
+        let k = &self.guest.khugepaged;
+        if k.pages_to_scan == 0 {
+            return Err(Error::config(
+                "guest.khugepaged.pages_to_scan",
+                "must be at least 1 (Linux refuses 0; set scan_sleep_millisecs = 0 to stop \
+                 khugepaged)",
+            ));
+        }
+        for (field, v) in [
+            ("guest.khugepaged.max_ptes_none", k.max_ptes_none),
+            ("guest.khugepaged.max_ptes_shared", k.max_ptes_shared),
+        ] {
+            if v > 511 {
+                return Err(Error::config(
+                    field,
+                    format!("a 2 MiB range has 512 entries: at most 511 (found {v})"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -296,6 +325,37 @@ impl SimConfig {
     }
 
     /// The hypervisor's rules: mode switches and backing against the mode and technique.
+    /// The out-of-order window: each size at least 1 where given (0 walkers could never
+    /// finish a walk, 0 MSHRs a miss, a reorder buffer of 0 never dispatch), and all of them
+    /// given when the interval model reads them.
+    fn validate_window(&self) -> Result<()> {
+        let core = &self.machine.core;
+        for (name, value) in core.window_fields() {
+            let field = format!("machine.core.{name}");
+            match value {
+                Some(0) => return Err(Error::config(field, "must be at least 1")),
+                None if core.model == CoreModel::Interval => {
+                    return Err(Error::config(
+                        field,
+                        format!(
+                            "the interval core model needs it: give the machine's {} (see \
+                             docs/machines.md, \"The core\")",
+                            window_meaning(name)
+                        ),
+                    ))
+                }
+                Some(v) if v > MAX_WINDOW => {
+                    return Err(Error::config(
+                        field,
+                        format!("{v} is more than the {MAX_WINDOW} the interval model holds"),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     fn validate_hypervisor(&self) -> Result<()> {
         let h = &self.hypervisor;
         let at = &h.switch.at;
@@ -567,4 +627,18 @@ fn validate_dav2m(c: &Dav2mConfig) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The largest size of any window structure (the model keeps one entry per element).
+const MAX_WINDOW: u32 = 1 << 16;
+
+/// What each window field counts, for error messages.
+fn window_meaning(name: &str) -> &'static str {
+    match name {
+        "rob" => "reorder-buffer entries",
+        "load_queue" => "load-queue entries",
+        "store_queue" => "store-queue entries",
+        "mshrs" => "L1 data-cache miss-status registers",
+        _ => "page walkers",
+    }
 }

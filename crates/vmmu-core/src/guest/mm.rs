@@ -1,14 +1,14 @@
 //! The guest kernel's memory management: the address-space system calls, page faults
 //! (demand paging and copy-on-write) and the page-size policy.
 
-use super::{Area, GuestOs, OsEffects, OsError, Vma, FLUSH_CEILING};
+use super::{Area, GuestOs, Hugetlb, OsEffects, OsError, Vma, FLUSH_CEILING};
 use crate::addr::{Gpa, Gva, PageSize};
 use crate::config::{GuestPageSize, PagingFormat};
 use crate::event::{MapFlags, Prot};
 use crate::paging::{MapError, Pte};
 
 impl GuestOs {
-    fn current_pid_or_err(&self) -> Result<u32, OsError> {
+    pub(super) fn current_pid_or_err(&self) -> Result<u32, OsError> {
         self.current
             .ok_or_else(|| OsError::Impossible("no running process".into()))
     }
@@ -42,9 +42,13 @@ impl GuestOs {
         // MAP_FIXED semantics: whatever was there goes.
         self.unmap_range(start.raw(), end, fx)?;
         let pid = self.current_pid_or_err()?;
+        let mut area = Area::new(prot, flags);
+        if flags.0 & MapFlags::HUGE != 0 {
+            area.hugetlb = self.hugetlb_reserve(start.raw(), end);
+        }
         let p = self.procs.get_mut(&pid).expect("current is live");
         p.implicit = false;
-        p.vmas.insert(start.raw(), end, Area { prot, flags });
+        p.vmas.insert(start.raw(), end, area);
         if flags.0 & MapFlags::POPULATE != 0 {
             let mut va = start.raw();
             while va < end {
@@ -52,7 +56,7 @@ impl GuestOs {
                 // the entries start accessed, and dirty where writable.
                 let size = self.map_page(va, fx, Pte::A | Pte::D)?;
                 self.stats.pages_populated += 1;
-                self.stats.kernel_cycles += self.costs.populate_page;
+                self.stats.kernel_cycles += self.costs.populate_page + self.zeroing_beyond(size);
                 va = (va & !size.offset_mask()) + size.bytes();
             }
         }
@@ -77,29 +81,15 @@ impl GuestOs {
         self.unmap_range(start.raw(), end, fx)
     }
 
+    /// Removes `[start, end)` from the current process: its areas (and their hugetlbfs
+    /// reservations) and its pages, a large page partly inside the range dropped whole.
     fn unmap_range(&mut self, start: u64, end: u64, fx: &mut OsEffects) -> Result<(), OsError> {
         let pid = self.current_pid_or_err()?;
-        let p = self.procs.get_mut(&pid).expect("live");
-        p.vmas.remove(start, end);
-        let pt = p.pt;
-        let mut victims = Vec::new();
-        pt.for_each_leaf_in(&self.mem, Gva(start), Gva(end), &mut |va, _, level, e| {
-            victims.push((va, level, e))
-        });
-        let mask = self.geo.frame_mask();
-        let n = victims.len();
-        for (va, level, e) in victims {
-            let size = self.geo.leaf_size(level).expect("leaf");
-            // A large page partly inside the range is dropped whole (no splitting).
-            pt.unmap(&mut self.mem, va, &mut fx.writes);
-            self.release(e.frame(mask) & !size.offset_mask(), size);
-            if n <= FLUSH_CEILING {
-                fx.invalidate.push((pid, va, size));
-            }
-        }
-        if n > FLUSH_CEILING {
-            fx.flush_pids.push(pid);
-        }
+        let mut vmas = std::mem::take(&mut self.procs.get_mut(&pid).expect("live").vmas);
+        self.hugetlb_unreserve(&vmas, start, end);
+        vmas.remove(start, end);
+        self.procs.get_mut(&pid).expect("live").vmas = vmas;
+        self.zap(pid, start, end, false, fx);
         Ok(())
     }
 
@@ -177,10 +167,7 @@ impl GuestOs {
         p.implicit = false;
         let cur_pg = cur.next_multiple_of(4096);
         if new_end > cur_pg {
-            let heap = Area {
-                prot: Prot::RW,
-                flags: MapFlags(0),
-            };
+            let heap = Area::new(Prot::RW, MapFlags(0));
             p.vmas.insert(cur_pg, new_end, heap);
             p.vmas.merge();
         } else if new_end < cur_pg {
@@ -205,7 +192,13 @@ impl GuestOs {
         let end = old.raw().saturating_add(old_len.next_multiple_of(4096));
         self.unmap_range(old.raw(), end, fx)?;
         let flags = MapFlags(v.value.flags.0 & !MapFlags::POPULATE);
-        self.mmap(new, new_len, v.value.prot, flags, fx)
+        self.mmap(new, new_len, v.value.prot, flags, fx)?;
+        // The moved area keeps its huge-page advice, as Linux's VMA flags move with it.
+        let advice = v.value.advice;
+        let end = new.raw().saturating_add(new_len.next_multiple_of(4096));
+        let p = self.procs.get_mut(&pid).expect("live");
+        p.vmas.modify(new.raw(), end, |a| Area { advice, ..a });
+        Ok(())
     }
 
     /// Resolves a fault of the current process at `va`: demand paging (map a new frame),
@@ -248,8 +241,15 @@ impl GuestOs {
         }
         self.stats.kernel_cycles += self.costs.page_fault;
         // A write fault maps the page dirty (Linux: pte_mkdirty on a write fault).
-        self.map_page(va.raw(), fx, if write { Pte::D } else { 0 })?;
+        let size = self.map_page(va.raw(), fx, if write { Pte::D } else { 0 })?;
+        self.stats.kernel_cycles += self.zeroing_beyond(size);
         Ok(())
+    }
+
+    /// Zeroing a page of `size` beyond the 4 KiB that `page_fault` and `populate_page`
+    /// include: `zero_page` for each further 4 KiB (511 for 2 MiB).
+    fn zeroing_beyond(&self, size: PageSize) -> u64 {
+        self.costs.zero_page * (size.bytes() / PageSize::Size4K.bytes() - 1)
     }
 
     fn cow(
@@ -265,6 +265,10 @@ impl GuestOs {
         let pt = self.procs[&pid].pt;
         let base = va.page_base(size);
         if self.shared.contains_key(&frame) {
+            // Copying a large page costs `copy_page` for each 4 KiB beyond the one
+            // `cow_fault` includes.
+            self.stats.kernel_cycles +=
+                self.costs.copy_page * (size.bytes() / PageSize::Size4K.bytes() - 1);
             let new = self.alloc.alloc(size).ok_or(OsError::OutOfMemory)?;
             fx.new_frames.push((Gpa(new), size));
             self.release(frame, size);
@@ -288,8 +292,9 @@ impl GuestOs {
         Ok(())
     }
 
-    /// The page size the policy wants for `va` in area `vma`.
-    fn wanted_size(&self, va: u64, vma: Option<&Vma>) -> PageSize {
+    /// The page size the policy wants for `va` in area `vma`, and whether it is a transparent
+    /// huge page (counted in `thp_fault_*`).
+    fn wanted_size(&self, va: u64, vma: Option<&Vma>) -> (PageSize, bool) {
         let large = if self.geo.format == PagingFormat::X86_32 {
             PageSize::Size4M
         } else {
@@ -302,8 +307,16 @@ impl GuestOs {
             }
             None => false,
         };
+        let mut thp = false;
         let want = match self.policy {
-            GuestPageSize::Size4K => PageSize::Size4K,
+            GuestPageSize::Size4K => match vma {
+                Some(v) if v.value.hugetlb != Hugetlb::No => self.hugetlb_size(),
+                Some(v) if self.thp_eligible(&v.value, false) => {
+                    thp = true;
+                    PageSize::Size2M
+                }
+                _ => PageSize::Size4K,
+            },
             GuestPageSize::Size2M => large,
             GuestPageSize::Size1G if self.geo.supports(PageSize::Size1G) => PageSize::Size1G,
             GuestPageSize::Size1G => large,
@@ -320,7 +333,7 @@ impl GuestOs {
         let mut s = want;
         loop {
             if s == PageSize::Size4K || fits(s) {
-                return s;
+                return (s, thp && s != PageSize::Size4K);
             }
             s = match s {
                 PageSize::Size1G => large,
@@ -346,11 +359,15 @@ impl GuestOs {
         if !prot.exec() {
             flags |= Pte::NX;
         }
-        let mut size = self.wanted_size(va, vma.as_ref());
+        let (mut size, mut thp) = self.wanted_size(va, vma.as_ref());
         loop {
             let frame = match self.alloc.alloc(size) {
                 Some(f) => f,
                 None if size != PageSize::Size4K => {
+                    if thp {
+                        self.stats.thp_fault_fallback += 1;
+                        thp = false;
+                    }
                     size = self.smaller(size);
                     continue;
                 }
@@ -380,13 +397,17 @@ impl GuestOs {
                 Ok(()) => {
                     fx.new_frames.push((Gpa(frame), size));
                     self.stats.pages_mapped[size.index()] += 1;
+                    self.stats.thp_fault_alloc += thp as u64;
                     return Ok(size);
                 }
                 Err(MapError::Conflict { .. }) | Err(MapError::UnsupportedSize(_))
                     if size != PageSize::Size4K =>
                 {
+                    // A 4 KiB table is there already: Linux faults a huge page only where
+                    // the middle directory entry is empty.
                     self.alloc.free(frame, size);
                     size = self.smaller(size);
+                    thp = false;
                 }
                 Err(MapError::OutOfMemory) => return Err(OsError::OutOfMemory),
                 Err(e) => return Err(OsError::Impossible(format!("cannot map {va:#x}: {e:?}"))),

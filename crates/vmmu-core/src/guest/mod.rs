@@ -8,18 +8,22 @@
 //! page-table writes, frames it allocated (the hypervisor backs them), pages whose translations
 //! must be invalidated, CR3 writes. The simulator hands those on.
 //!
+//! Large pages as Linux gives them — transparent huge pages, hugetlbfs, khugepaged, the
+//! `madvise` advice — are in `thp.rs`.
+//!
 //! Simplifications (documented in docs/model.md): no swapping or page cache; file-backed
-//! mappings behave like anonymous ones; `mremap` moves a range by unmapping the old pages (the
-//! new range demand-faults); page tables are freed only when a process exits or execs; freed
-//! frames are not coalesced.
+//! mappings behave like anonymous ones (but get no transparent huge pages); `mremap` moves a
+//! range by unmapping the old pages (the new range demand-faults); page tables are freed only
+//! when a process exits or execs, or khugepaged collapses one; freed frames are not coalesced.
 
 mod mm;
 mod process;
+mod thp;
 
-pub use process::{Area, Process, Vma};
+pub use process::{Area, HugeAdvice, Hugetlb, Process, Vma};
 
 use crate::addr::{Gpa, Gva, PageSize};
-use crate::config::{GuestConfig, GuestPageSize, KernelCosts};
+use crate::config::{CoreConfig, GuestConfig, GuestPageSize, KernelCosts, KhugepagedConfig, Thp};
 use crate::event::Event;
 use crate::mem::{FrameAllocator, PhysMem};
 use crate::paging::{Geometry, PageTable, Pte, TableWrite};
@@ -79,6 +83,25 @@ pub struct OsStats {
     pub processes: u64,
     /// The kernel's own cycles ([`KernelCosts`]).
     pub kernel_cycles: u64,
+    /// Faults (and populated pages) mapped with a transparent huge page (Linux's
+    /// `/proc/vmstat` `thp_fault_alloc`).
+    pub thp_fault_alloc: u64,
+    /// Faults that wanted a transparent huge page, found no free 2 MiB block and mapped
+    /// 4 KiB (`thp_fault_fallback`).
+    pub thp_fault_fallback: u64,
+    /// Ranges collapsed into a huge page by khugepaged or `MADV_COLLAPSE`
+    /// (`thp_collapse_alloc`).
+    pub thp_collapse_alloc: u64,
+    /// Collapses abandoned for want of a free 2 MiB block (`thp_collapse_alloc_failed`).
+    pub thp_collapse_alloc_failed: u64,
+    /// Huge page mappings split into 4 KiB entries (`thp_split_pmd`).
+    pub thp_split_pmd: u64,
+    /// `MAP_HUGETLB` mappings the hugetlbfs pool could not hold, mapped as ordinary memory.
+    pub hugetlb_fallback: u64,
+    /// Pages dropped by `MADV_DONTNEED` / `MADV_FREE`.
+    pub pages_zapped: u64,
+    /// khugepaged's wake-ups.
+    pub khugepaged_wakeups: u64,
 }
 
 /// Why the guest kernel could not resolve a fault or event.
@@ -103,6 +126,17 @@ pub struct GuestOs {
     pub mem: PhysMem<Gpa>,
     alloc: FrameAllocator,
     policy: GuestPageSize,
+    thp: Thp,
+    khugepaged: KhugepagedConfig,
+    /// Instructions between khugepaged's wake-ups (`u64::MAX`: it never wakes).
+    scan_every: u64,
+    /// The instruction count at which khugepaged next wakes.
+    next_scan: u64,
+    /// Where khugepaged's next scan starts: a pid and an address in it.
+    scan_at: (u32, u64),
+    /// Huge pages reserved for hugetlbfs, and how many no mapping has reserved.
+    hugetlb_pool: u64,
+    hugetlb_free: u64,
     costs: KernelCosts,
     procs: FxHashMap<u32, Process>,
     current: Option<u32>,
@@ -117,13 +151,29 @@ pub struct GuestOs {
 }
 
 impl GuestOs {
-    /// A guest with no processes, whose kernel work costs `costs`.
-    pub fn new(cfg: &GuestConfig, costs: &KernelCosts, seed: u64) -> Self {
+    /// A guest with no processes, on a core of `core` (khugepaged's clock), whose kernel
+    /// work costs `costs`.
+    pub fn new(cfg: &GuestConfig, core: &CoreConfig, costs: &KernelCosts, seed: u64) -> Self {
+        let scan_every = match cfg.khugepaged.scan_sleep_millisecs {
+            _ if cfg.thp == Thp::Never || cfg.page_size != GuestPageSize::Size4K => u64::MAX,
+            0 => u64::MAX,
+            // Guest time is retired instructions at the base CPI: ms × 10⁶ × GHz cycles.
+            ms => (ms as f64 * 1e6 * core.freq_ghz / core.base_cpi)
+                .round()
+                .max(1.0) as u64,
+        };
         GuestOs {
             geo: Geometry::of(cfg.format),
             mem: PhysMem::new(cfg.memory.0),
             alloc: FrameAllocator::new(cfg.memory.0, &cfg.allocator, seed),
             policy: cfg.page_size,
+            thp: cfg.thp,
+            khugepaged: cfg.khugepaged,
+            scan_every,
+            next_scan: scan_every,
+            scan_at: (0, 0),
+            hugetlb_pool: cfg.hugetlb_pages,
+            hugetlb_free: cfg.hugetlb_pages,
             costs: *costs,
             procs: FxHashMap::default(),
             current: None,
@@ -239,6 +289,9 @@ impl GuestOs {
             Event::ThreadCreate { pid, tid } => (self.thread_create(pid, tid), c.thread_create),
             Event::ThreadExit { pid, tid } => (self.thread_exit(pid, tid), c.exit),
             Event::Munmap { start, len } => (self.munmap(start, len, fx), c.syscall),
+            Event::Madvise { start, len, advice } => {
+                (self.madvise(start, len, advice, fx), c.syscall)
+            }
             Event::Mprotect { start, len, prot } => {
                 (self.mprotect(start, len, prot, fx), c.syscall)
             }
@@ -401,8 +454,10 @@ impl GuestOs {
         Ok(())
     }
 
-    /// Frees a dead address space: its pages (`per_page` each) and its table frames.
+    /// Frees a dead address space: its pages (`per_page` each), its table frames and its
+    /// hugetlbfs reservations.
     fn teardown(&mut self, p: &Process, fx: &mut OsEffects) {
+        self.hugetlb_unreserve(&p.vmas, 0, u64::MAX);
         let mut leaves = Vec::new();
         p.pt.for_each_leaf(&self.mem, &mut |_, _, level, e| leaves.push((e, level)));
         self.stats.kernel_cycles += self.costs.per_page * leaves.len() as u64;
@@ -448,6 +503,14 @@ impl GuestOs {
         });
         let mut child_p = Process::new(child, pt);
         child_p.vmas = par.vmas.clone();
+        // The parent keeps its hugetlbfs reservations (Linux's HPAGE_RESV_OWNER).
+        child_p.vmas.modify(0, u64::MAX, |a| match a.hugetlb {
+            Hugetlb::Reserved => Area {
+                hugetlb: Hugetlb::Inherited,
+                ..a
+            },
+            _ => a,
+        });
         child_p.heap = par.heap;
         child_p.implicit = par.implicit;
         let par_pt = par.pt;

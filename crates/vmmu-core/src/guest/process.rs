@@ -5,13 +5,61 @@ use crate::event::{MapFlags, Prot};
 use crate::interval::{Range, RangeMap};
 use crate::paging::PageTable;
 
-/// What a virtual memory area is: its protection and backing flags.
+/// What a virtual memory area is: its protection, backing flags, huge-page advice and
+/// hugetlbfs reservation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Area {
     /// Protection.
     pub prot: Prot,
     /// Backing flags.
     pub flags: MapFlags,
+    /// The program's transparent-huge-page advice (Linux's `VM_HUGEPAGE` / `VM_NOHUGEPAGE`).
+    pub advice: HugeAdvice,
+    /// Whether the area is hugetlbfs memory (a `MAP_HUGETLB` mapping the pool could hold).
+    pub hugetlb: Hugetlb,
+}
+
+impl Area {
+    /// An area of `prot` and `flags` with no advice and no hugetlbfs pages.
+    pub const fn new(prot: Prot, flags: MapFlags) -> Self {
+        Area {
+            prot,
+            flags,
+            advice: HugeAdvice::None,
+            hugetlb: Hugetlb::No,
+        }
+    }
+
+    /// Anonymous private memory, the only kind Linux backs with transparent huge pages
+    /// (shared anonymous memory is shmem, whose `shmem_enabled` defaults to `never`).
+    pub const fn anonymous_private(&self) -> bool {
+        self.flags.0 & (MapFlags::FILE | MapFlags::SHARED) == 0
+    }
+}
+
+/// The transparent-huge-page advice on an area (`madvise`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum HugeAdvice {
+    /// None given.
+    #[default]
+    None,
+    /// `MADV_HUGEPAGE`: eligible under `thp = "madvise"` too.
+    Huge,
+    /// `MADV_NOHUGEPAGE`: never a transparent huge page.
+    NoHuge,
+}
+
+/// Whether an area holds hugetlbfs pages, and whose reservation they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Hugetlb {
+    /// Ordinary memory.
+    #[default]
+    No,
+    /// Hugetlbfs memory whose pool pages this process reserved at mmap (returned when the
+    /// area goes).
+    Reserved,
+    /// Hugetlbfs memory inherited by fork: Linux leaves the reservation with the parent.
+    Inherited,
 }
 
 /// A virtual memory area: `[start, end)` of one [`Area`].

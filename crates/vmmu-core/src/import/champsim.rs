@@ -20,9 +20,25 @@
 //! record does not say the access size); an address that is both read and written is one
 //! modify. ChampSim traces carry no process or address-space events.
 //!
+//! **Dependences** ([`MemRef::dep`]) come from the register fields, as the recorder's
+//! Valgrind tool computes them from the program's dataflow ([`RegTags`]): every register
+//! carries the sequence number of the youngest load its value was computed from (data
+//! references counted, loads, stores and modifies, as [`MemRef::dep`] counts them); an
+//! instruction's destination registers take the maximum of its source registers' tags and of
+//! its own youngest load; the address of each of its memory operands is taken to depend on
+//! all of its source registers. A record does not say which registers form an address and
+//! which are data (`add rax, [rbx]` lists both `rax` and `rbx`), so a load is dependent on
+//! a load that only fed its instruction's other operand: an approximation that can add a
+//! dependence or point one at a nearer load, never make a dependent load look independent. Three registers are special: the instruction pointer has no tag (where the
+//! program goes is control flow, not data), the flags register never forms an address
+//! (only a value, through `setcc` or `cmov`), and the stack pointer written by an instruction
+//! that loads (`pop`, `ret`) keeps its sources' tag, not the load's (it moves by a constant).
+//!
 //! Writing goes the other way: each fetch starts a record, and the data references that
 //! follow fill its sources and destinations (a modify is both); references beyond 4 loads or
 //! 2 stores, or with no fetch before them, start records of their own at the previous `ip`.
+//! The register fields are written as zero: dependences are lost (read back, every
+//! reference is independent).
 
 use crate::addr::Gva;
 use crate::error::{Error, Result};
@@ -36,6 +52,44 @@ pub const RECORD: usize = 64;
 pub const FETCH_SIZE: u8 = 4;
 /// Size given to an imported load or store.
 pub const DATA_SIZE: u8 = 8;
+/// ChampSim's stack pointer register (`champsim::REG_STACK_POINTER`).
+pub const REG_STACK_POINTER: u8 = 6;
+/// ChampSim's flags register (`champsim::REG_FLAGS`).
+pub const REG_FLAGS: u8 = 25;
+/// ChampSim's instruction pointer register (`champsim::REG_INSTRUCTION_POINTER`).
+pub const REG_INSTRUCTION_POINTER: u8 = 26;
+
+/// The dataflow state that turns register fields into [`MemRef::dep`]: per register, the
+/// sequence number of the youngest load its value was computed from (0: none).
+#[derive(Clone, Debug)]
+pub struct RegTags {
+    tags: [u64; 256],
+    /// Data references so far, from [`RegTags::START`].
+    seq: u64,
+}
+
+impl Default for RegTags {
+    fn default() -> Self {
+        RegTags {
+            tags: [0; 256],
+            seq: Self::START,
+        }
+    }
+}
+
+impl RegTags {
+    /// The first sequence number: an untagged value (tag 0) is always more than 255 data
+    /// references back.
+    const START: u64 = 256;
+
+    /// The next data reference's sequence number and its dependence on an address tagged
+    /// `tag`.
+    #[inline]
+    fn next(&mut self, tag: u64) -> (u64, u8) {
+        self.seq += 1;
+        (self.seq, u8::try_from(self.seq - tag).unwrap_or(0))
+    }
+}
 
 /// Reads a ChampSim trace as events.
 pub struct ChampSimReader {
@@ -46,6 +100,7 @@ pub struct ChampSimReader {
     offset: u64,
     buf: Vec<u8>,
     records: u64,
+    regs: RegTags,
 }
 
 /// Records read from the decompressed stream at a time.
@@ -62,6 +117,7 @@ impl ChampSimReader {
             offset: 0,
             buf: vec![0u8; READ_RECORDS * RECORD],
             records: 0,
+            regs: RegTags::default(),
         })
     }
 
@@ -108,24 +164,39 @@ impl ChampSimReader {
     }
 }
 
-/// The events of one record, appended to `out`.
+/// The events of one record, appended to `out`; `regs` carries the dataflow from record to
+/// record.
 #[inline]
-fn record_events(r: &[u8], out: &mut Vec<Event>) {
+fn record_events(r: &[u8], regs: &mut RegTags, out: &mut Vec<Event>) {
     let word = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
-    out.push(Event::Ref(MemRef {
-        va: Gva(word(0)),
-        kind: AccessKind::Fetch,
-        size: FETCH_SIZE,
-        instrs: 1,
-    }));
+    out.push(Event::Ref(MemRef::new(
+        Gva(word(0)),
+        AccessKind::Fetch,
+        FETCH_SIZE,
+        1,
+    )));
+    // The tags of the source registers: as an address (flags excepted) and as a value.
+    let (mut addr_tag, mut value_tag) = (0, 0);
+    for &reg in &r[12..16] {
+        if reg != 0 && reg != REG_INSTRUCTION_POINTER {
+            let t = regs.tags[reg as usize];
+            value_tag = value_tag.max(t);
+            if reg != REG_FLAGS {
+                addr_tag = addr_tag.max(t);
+            }
+        }
+    }
     let dst = [word(16), word(24)];
     let src = [word(32), word(40), word(48), word(56)];
-    let data = |va: u64, kind| {
+    let mut loaded = 0;
+    let mut data = |va: u64, kind| {
+        let (seq, dep) = regs.next(addr_tag);
+        if kind != AccessKind::Store {
+            loaded = seq;
+        }
         Event::Ref(MemRef {
-            va: Gva(va),
-            kind,
-            size: DATA_SIZE,
-            instrs: 0,
+            dep,
+            ..MemRef::new(Gva(va), kind, DATA_SIZE, 0)
         })
     };
     for (i, &a) in src.iter().enumerate() {
@@ -145,6 +216,13 @@ fn record_events(r: &[u8], out: &mut Vec<Event>) {
         }
         out.push(data(a, AccessKind::Store));
     }
+    for &reg in &r[10..12] {
+        match reg {
+            0 | REG_INSTRUCTION_POINTER => {}
+            REG_STACK_POINTER => regs.tags[reg as usize] = value_tag,
+            _ => regs.tags[reg as usize] = value_tag.max(loaded),
+        }
+    }
 }
 
 impl EventSource for ChampSimReader {
@@ -154,7 +232,7 @@ impl EventSource for ChampSimReader {
         let start = buf.len();
         let got = self.fill(want)?;
         for r in self.buf[..got].chunks_exact(RECORD) {
-            record_events(r, buf);
+            record_events(r, &mut self.regs, buf);
         }
         self.offset += got as u64;
         self.records += (got / RECORD) as u64;
@@ -163,6 +241,10 @@ impl EventSource for ChampSimReader {
 
     fn describe(&self) -> String {
         format!("champsim {}", self.path)
+    }
+
+    fn tracks_dependences(&self) -> bool {
+        true
     }
 }
 
@@ -221,6 +303,7 @@ pub struct ChampSimWriter<S: Send + 'static = ()> {
 /// The writing thread's state: the events of a buffer of records, read back, go to `back`.
 struct ReadBack<S> {
     events: Vec<Event>,
+    regs: RegTags,
     state: S,
     back: Option<fn(&mut S, &[Event])>,
 }
@@ -231,7 +314,7 @@ fn read_back<S>(rb: &mut ReadBack<S>, records: &[u8]) {
     };
     rb.events.clear();
     for r in records.chunks_exact(RECORD) {
-        record_events(r, &mut rb.events);
+        record_events(r, &mut rb.regs, &mut rb.events);
     }
     back(&mut rb.state, &rb.events);
 }
@@ -259,6 +342,7 @@ impl<S: Send + 'static> ChampSimWriter<S> {
         let out = CompressedWriter::create(path, Compression::for_path(path))?;
         let rb = ReadBack {
             events: Vec::new(),
+            regs: RegTags::default(),
             state,
             back,
         };
@@ -415,6 +499,7 @@ mod tests {
             kind,
             size: if kind == AccessKind::Fetch { 4 } else { 8 },
             instrs: (kind == AccessKind::Fetch) as u32,
+            dep: 0,
         })
     }
 
@@ -451,6 +536,87 @@ mod tests {
             assert_eq!(read_all(&p), expect, "{ext}");
             let _ = std::fs::remove_file(&p);
         }
+    }
+
+    /// A record with registers: (destination registers, source registers).
+    fn with_regs(ip: u64, regs: ([u8; 2], [u8; 4]), dst: [u64; 2], src: [u64; 4]) -> Vec<u8> {
+        let mut r = record(ip, dst, src);
+        r[10..12].copy_from_slice(&regs.0);
+        r[12..16].copy_from_slice(&regs.1);
+        r
+    }
+
+    #[test]
+    fn register_dataflow_gives_each_reference_its_dependence() {
+        const RAX: u8 = 10;
+        const RBX: u8 = 7;
+        const RCX: u8 = 9;
+        const RDX: u8 = 8;
+        const RSI: u8 = 4;
+        const RDI: u8 = 3;
+        const R8: u8 = 11;
+        const R9: u8 = 12;
+        const SP: u8 = REG_STACK_POINTER;
+        const FL: u8 = REG_FLAGS;
+        const IP: u8 = REG_INSTRUCTION_POINTER;
+        let load = |dst: [u8; 2], srcs: [u8; 4], a: u64| {
+            with_regs(0x401000, (dst, srcs), [0, 0], [a, 0, 0, 0])
+        };
+        let mut t = Vec::new();
+        let mut expect: Vec<u8> = Vec::new();
+        let mut push = |r: Vec<u8>, dep: u8| {
+            t.extend(r);
+            expect.push(dep);
+        };
+        push(load([RAX, 0], [IP, 0, 0, 0], 0x1000), 0); // mov rax, [rip+x]
+        push(load([RBX, 0], [RAX, 0, 0, 0], 0x2000), 1); // mov rbx, [rax]
+        push(load([RCX, 0], [SP, 0, 0, 0], 0x7ff0), 0); // mov rcx, [rsp+8]
+                                                        // mov [rbx], rdx: the store's address came from the load two references back.
+        push(
+            with_regs(0x401000, ([0, 0], [RBX, RDX, 0, 0]), [0x3000, 0], [0; 4]),
+            2,
+        );
+        push(load([RSI, SP], [SP, 0, 0, 0], 0x7ff8), 0); // pop rsi: rsp is not the load's
+        push(load([RDI, 0], [SP, 0, 0, 0], 0x7ff8), 0); // mov rdi, [rsp]
+                                                        // cmp rax, [x]: the record cannot tell rax is data, so the load depends on it.
+        push(load([FL, 0], [RAX, IP, 0, 0], 0x4000), 6);
+        // cmovz rdi, [y]: flags never form an address; rdi takes the load (and flags).
+        push(load([RDI, 0], [FL, 0, 0, 0], 0x5000), 0);
+        push(load([R8, 0], [RDI, 0, 0, 0], 0x5008), 1); // mov r8d, [rdi]
+                                                        // jmp [rbx]: dependent; the instruction pointer it writes carries no tag.
+        push(load([IP, 0], [RBX, IP, 0, 0], 0x6000), 8);
+        push(load([RAX, 0], [IP, 0, 0, 0], 0x7000), 0); // mov rax, [rip+z]
+        push(load([R9, 0], [0; 4], 0x8000), 0); // mov r9, [abs]
+        for _ in 0..254 {
+            push(load([0, 0], [0; 4], 0x9000), 0);
+        }
+        push(load([RAX, 0], [R9, 0, 0, 0], 0xa000), 255); // 255 back: kept
+        push(load([RAX, 0], [R9, 0, 0, 0], 0xa008), 0); // 256 back: beyond reach
+                                                        // add [rbx], rax: one modify, its address from the load just before (through rax).
+        push(
+            with_regs(
+                0x401000,
+                ([FL, 0], [RBX, RAX, 0, 0]),
+                [0xb000, 0],
+                [0xb000, 0, 0, 0],
+            ),
+            1,
+        );
+        let p = tmp("regs");
+        std::fs::write(&p, &t).unwrap();
+        let mut reader = ChampSimReader::open(&p).unwrap();
+        assert!(reader.tracks_dependences());
+        let mut ev = Vec::new();
+        while reader.next_batch(&mut ev, 100).unwrap() > 0 {}
+        let got: Vec<u8> = ev
+            .iter()
+            .filter_map(|e| match e {
+                Event::Ref(r) if !r.kind.is_fetch() => Some(r.dep),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, expect);
+        let _ = std::fs::remove_file(&p);
     }
 
     #[test]

@@ -160,6 +160,46 @@ impl<V: Space, P: PhysAddr> PageTable<V, P> {
         Ok(())
     }
 
+    /// Replaces the table that the entry of `size`'s level covering `va` points to by a leaf
+    /// of `size` mapping `pa` with `flags` (as [`PageTable::map`]): the entry is cleared, then
+    /// written, two logged writes (Linux's collapse: `pmdp_collapse_flush`, then
+    /// `set_pmd_at`). Returns the frame of the table it unlinked, which the caller frees.
+    #[allow(clippy::too_many_arguments)]
+    pub fn replace_table(
+        &self,
+        mem: &mut PhysMem<P>,
+        va: V,
+        pa: P,
+        size: PageSize,
+        flags: u64,
+        log: &mut Vec<TableWrite<P>>,
+    ) -> Result<P, MapError> {
+        let geo = self.geo;
+        let leaf_level = geo.level_of(size).ok_or(MapError::UnsupportedSize(size))?;
+        let va = va.raw();
+        let mut table = self.root.raw();
+        let mut level = geo.levels;
+        loop {
+            let ea = table + geo.entry_offset(va, level);
+            let e = self.read(mem, ea);
+            if !e.present() || geo.leaf_at(level, e).is_some() {
+                return Err(MapError::Conflict { level });
+            }
+            if level == leaf_level {
+                let mut f = flags & (Pte::RW | Pte::US | Pte::G | Pte::NX | Pte::A | Pte::D);
+                if geo.entry_bytes == 4 {
+                    f &= !Pte::NX;
+                }
+                let v = (pa.raw() & !size.offset_mask() & geo.frame_mask()) | f | Pte::P | Pte::PS;
+                self.write(mem, ea, level, Pte(0), log);
+                self.write(mem, ea, level, Pte(v), log);
+                return Ok(P::from_raw(e.frame(geo.frame_mask())));
+            }
+            table = e.frame(geo.frame_mask());
+            level -= 1;
+        }
+    }
+
     /// The leaf that maps `va`, found by the one descent.
     #[inline]
     pub fn leaf_of(&self, mem: &PhysMem<P>, va: V) -> Option<Leaf> {
@@ -432,6 +472,64 @@ mod tests {
         .unwrap();
         assert_eq!(log.len(), 1);
         assert_eq!(pt.table_frames(&mem).len(), 4);
+    }
+
+    #[test]
+    fn replacing_a_leaf_table_by_a_large_leaf_writes_the_entry_twice() {
+        let (mut mem, pt, _) = setup(PagingFormat::Long4);
+        let mut log = Vec::new();
+        let mut nf = frames(0x300_0000);
+        pt.map(
+            &mut mem,
+            &mut nf,
+            Gva(0x4000_3000),
+            Gpa(0x5000),
+            PageSize::Size4K,
+            Pte::RW,
+            &mut log,
+        )
+        .unwrap();
+        let (pte_addr, _, _) = pt.leaf(&mem, Gva(0x4000_3000)).unwrap();
+        log.clear();
+        let table = pt
+            .replace_table(
+                &mut mem,
+                Gva(0x4010_0000),
+                Gpa(0x60_0000),
+                PageSize::Size2M,
+                Pte::RW | Pte::A | Pte::D,
+                &mut log,
+            )
+            .unwrap();
+        assert_eq!(
+            table.raw(),
+            pte_addr.raw() & !0xfff,
+            "the leaf table is unlinked"
+        );
+        assert_eq!(log.len(), 2);
+        assert_eq!((log[0].level, log[0].new), (2, 0), "cleared first");
+        let (pa, size, e) = pt.lookup(&mem, Gva(0x4000_3123)).unwrap();
+        assert_eq!((pa, size), (Gpa(0x60_3123), PageSize::Size2M));
+        assert!(e.writable() && e.dirty());
+        // A large leaf or an absent table is not a table to replace.
+        let err = pt.replace_table(
+            &mut mem,
+            Gva(0x4000_0000),
+            Gpa(0x80_0000),
+            PageSize::Size2M,
+            0,
+            &mut log,
+        );
+        assert_eq!(err, Err(MapError::Conflict { level: 2 }));
+        let err = pt.replace_table(
+            &mut mem,
+            Gva(0x8000_0000),
+            Gpa(0x80_0000),
+            PageSize::Size2M,
+            0,
+            &mut log,
+        );
+        assert!(err.is_err());
     }
 
     #[test]

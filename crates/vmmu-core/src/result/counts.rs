@@ -10,6 +10,7 @@ use crate::hw::HitMiss;
 use crate::mmu::MmuStats;
 use crate::shadow::ShadowStats;
 use crate::sim::{Counters, CyclesByCause, PagerLockCounts, ShootdownCounts, Simulator, Warmup};
+use crate::timing::CoreStalls;
 use crate::vmm::exits::{ExitReason, ExitStats};
 use crate::walk::WalkStats;
 
@@ -27,6 +28,8 @@ pub(crate) struct Counts {
     pub walk: WalkStats,
     /// The MMU's own counters.
     pub mmu: MmuStats,
+    /// The interval core model's counters (`None` under the additive model).
+    pub core: Option<CoreStalls>,
     /// The TLBs', in the order of [`crate::hw::tlb::TlbHierarchy::counts`].
     pub tlb: [HitMiss; 4],
     /// The cache levels', in level order.
@@ -66,6 +69,7 @@ impl Counts {
             warmed: sim.warmed,
             walk: m.hw.stats,
             mmu: m.stats,
+            core: sim.core.stalls(),
             tlb: m.tlb.counts(),
             caches: m.hw.caches.counts(),
             pwc: m.hw.pwc.stats(),
@@ -85,12 +89,23 @@ impl Counts {
         }
     }
 
-    /// Cycles by cause, on a core of `base_cpi` (the simulation's).
+    /// Cycles by cause, on a core of `base_cpi` (the simulation's), as its core model times
+    /// them.
     pub fn cycles_by_cause(&self, base_cpi: f64) -> CyclesByCause {
+        self.cycles_by_cause_of(base_cpi, self.core.as_ref())
+    }
+
+    /// Cycles by cause as the additive model times the same counts.
+    pub fn cycles_by_cause_additive(&self, base_cpi: f64) -> CyclesByCause {
+        self.cycles_by_cause_of(base_cpi, None)
+    }
+
+    fn cycles_by_cause_of(&self, base_cpi: f64, core: Option<&CoreStalls>) -> CyclesByCause {
         CyclesByCause::of(
             base_cpi,
             &self.counters,
             &self.mmu,
+            core,
             &self.os,
             &self.exits,
             self.shootdowns.wait_cycles,

@@ -8,7 +8,7 @@ mod counts;
 pub mod oracle;
 mod stitch;
 
-use crate::config::{Mode, PolicyConfig, SimConfig, Technique};
+use crate::config::{CoreModel, Mode, PolicyConfig, SimConfig, Technique};
 use crate::error::Result;
 use crate::event::EventSource;
 use crate::hw::HitMiss;
@@ -17,12 +17,13 @@ pub use crate::sim::CyclesByCause;
 use crate::sim::{
     PagerLockCounts, Progress, ShootdownCounts, Simulator, VcpuCounts, Warmup, WindowRecord,
 };
+use crate::timing::{whole, Stall};
 use crate::vmm::exits::ExitCount;
 use crate::vmm::mode_index;
 use crate::walk::step::{step_name, Grid, COL_G, GRID};
 use counts::Counts;
 use oracle::OracleSummary;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -68,6 +69,30 @@ pub struct GuestCounts {
     pub processes: u64,
     /// Touches outside every mapping.
     pub unmapped_touches: u64,
+    /// Transparent huge pages mapped at fault (or population) time.
+    #[serde(default)]
+    pub thp_fault_alloc: u64,
+    /// Faults that wanted a transparent huge page and found no free 2 MiB block.
+    #[serde(default)]
+    pub thp_fault_fallback: u64,
+    /// 2 MiB ranges collapsed into a huge page (khugepaged, `MADV_COLLAPSE`).
+    #[serde(default)]
+    pub thp_collapse_alloc: u64,
+    /// Collapses abandoned for want of a free 2 MiB block.
+    #[serde(default)]
+    pub thp_collapse_alloc_failed: u64,
+    /// Huge page mappings split into 4 KiB entries.
+    #[serde(default)]
+    pub thp_split_pmd: u64,
+    /// `MAP_HUGETLB` mappings the hugetlbfs pool could not hold.
+    #[serde(default)]
+    pub hugetlb_fallback: u64,
+    /// Mappings dropped by `MADV_DONTNEED` / `MADV_FREE` (a huge page counts one).
+    #[serde(default)]
+    pub pages_zapped: u64,
+    /// khugepaged's wake-ups.
+    #[serde(default)]
+    pub khugepaged_wakeups: u64,
 }
 
 /// The nested tables.
@@ -98,6 +123,29 @@ pub struct OsEvents {
     pub psc_flushes: u64,
     /// Accesses a TLB entry forbade (a fault without a walk).
     pub tlb_hit_faults: u64,
+}
+
+/// How the interval core model timed the run (docs/statistics.md, "The core"): present only
+/// under `machine.core.model = "interval"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CoreResult {
+    /// The core model: `interval`.
+    pub model: String,
+    /// Whether the source tracked its references' dependences: `tracked`, or `unknown
+    /// (assumed independent)`.
+    pub dependences: String,
+    /// The cycles the additive model gives the same counts (no overlap).
+    pub cycles_additive: u64,
+    /// Those cycles by cause: `translation` and `data` are the latency totals of which
+    /// `cycles_by_cause` holds the exposed part.
+    pub cycles_by_cause_additive: CyclesByCause,
+    /// The exposed translation and data cycles by why dispatch stalled: `rob`,
+    /// `load_queue`, `store_queue`, `fetch`, `drain` (each rounded).
+    pub stall_by_reason: BTreeMap<String, u64>,
+    /// Cycles walks waited for a free page walker, exposed or not.
+    pub walker_wait_cycles: u64,
+    /// Cycles data misses waited for a free miss-status register, exposed or not.
+    pub mshr_wait_cycles: u64,
 }
 
 /// How the simulation itself went.
@@ -177,6 +225,9 @@ pub struct RunResult {
     pub shadow: Option<ShadowStats>,
     /// Cycles by cause.
     pub cycles_by_cause: CyclesByCause,
+    /// The interval core model's figures (absent under the additive model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<CoreResult>,
     /// Changes of paging mode.
     pub mode_switches: u64,
     /// Instructions retired per mode.
@@ -198,7 +249,8 @@ pub struct RunResult {
     /// What the warm-up left out.
     pub warmup: Warmup,
     /// The configuration (shared: the results the oracle builds of one simulation's counters
-    /// hold one copy).
+    /// hold one copy); under the additive core model without the interval model's fields.
+    #[serde(serialize_with = "config_of_run")]
     pub config: Arc<SimConfig>,
     /// The simulation's own figures.
     pub sim: SimInfo,
@@ -345,6 +397,26 @@ impl RunResult {
             world_switches: exits.world_switches(),
             shadow: k.shadow,
             cycles_by_cause: by_cause,
+            core: k.core.map(|stalls| {
+                let additive = k.cycles_by_cause_additive(cfg.machine.core.base_cpi);
+                CoreResult {
+                    model: CoreModel::Interval.name().to_string(),
+                    dependences: if sim.dependences {
+                        "tracked"
+                    } else {
+                        "unknown (assumed independent)"
+                    }
+                    .to_string(),
+                    cycles_additive: additive.total(),
+                    cycles_by_cause_additive: additive,
+                    stall_by_reason: Stall::ALL
+                        .iter()
+                        .map(|&r| (r.name().to_string(), whole(stalls.by_reason[r as usize])))
+                        .collect(),
+                    walker_wait_cycles: whole(stalls.walker_wait),
+                    mshr_wait_cycles: whole(stalls.mshr_wait),
+                }
+            }),
             mode_switches: k.mode_switches,
             instructions_in_mode: [Mode::Native, Mode::Nested, Mode::Shadow]
                 .into_iter()
@@ -366,6 +438,14 @@ impl RunResult {
                 table_frames: os.table_frames,
                 processes: os.processes,
                 unmapped_touches: os.unmapped_touches,
+                thp_fault_alloc: os.thp_fault_alloc,
+                thp_fault_fallback: os.thp_fault_fallback,
+                thp_collapse_alloc: os.thp_collapse_alloc,
+                thp_collapse_alloc_failed: os.thp_collapse_alloc_failed,
+                thp_split_pmd: os.thp_split_pmd,
+                hugetlb_fallback: os.hugetlb_fallback,
+                pages_zapped: os.pages_zapped,
+                khugepaged_wakeups: os.khugepaged_wakeups,
             },
             nested: has_nested_tables.then(|| NestedCounts {
                 pages_4k: host.nested_pages[0],
@@ -480,4 +560,34 @@ pub fn run(
     sim.run(source, progress)?;
     let secs = start.elapsed().as_secs_f64();
     Ok(RunResult::of(&sim, &source.describe(), secs))
+}
+
+/// A result's configuration: under the additive core model, `machine.core` without the
+/// interval model's fields (`model` and the window's sizes) and `machine.sources` without
+/// theirs, which cannot have changed the run — so an additive result reads exactly as before
+/// the interval model existed.
+fn config_of_run<S: Serializer>(
+    cfg: &Arc<SimConfig>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    if cfg.machine.core.model != CoreModel::Additive {
+        return cfg.serialize(s);
+    }
+    let mut v = serde_json::to_value(&**cfg).map_err(serde::ser::Error::custom)?;
+    let fields = cfg.machine.core.window_fields().map(|(name, _)| name);
+    for name in std::iter::once("model").chain(fields) {
+        if let Some(core) = v
+            .pointer_mut("/machine/core")
+            .and_then(|c| c.as_object_mut())
+        {
+            core.remove(name);
+        }
+        if let Some(src) = v
+            .pointer_mut("/machine/sources")
+            .and_then(|c| c.as_object_mut())
+        {
+            src.remove(&format!("core.{name}"));
+        }
+    }
+    v.serialize(s)
 }

@@ -92,6 +92,7 @@ pub fn run(
         c.mode = mode;
         c.policy = None;
         let mut sim = Simulator::new(&c)?;
+        sim.set_dependences(source.tracks_dependences());
         sim.observe_windows(window);
         sims.push(sim);
         configs.push(Arc::new(c));
@@ -316,6 +317,14 @@ fn stitch(
     let fin = |m: Mode| &fins[side(m)];
     bump(&mut acc, &["cycles"], switch_cycles);
     bump(&mut acc, &["cycles_by_cause", "mode_switch"], switch_cycles);
+    if acc.get("core").is_some_and(Value::is_object) {
+        bump(&mut acc, &["core", "cycles_additive"], switch_cycles);
+        bump(
+            &mut acc,
+            &["core", "cycles_by_cause_additive", "mode_switch"],
+            switch_cycles,
+        );
+    }
     if switches > 0 {
         bump(&mut acc, &["exits", "mode_switch", "count"], switches);
         bump(&mut acc, &["exits", "mode_switch", "cycles"], switch_cycles);

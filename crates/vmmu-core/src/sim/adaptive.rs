@@ -222,6 +222,7 @@ impl Simulator {
             return Ok(());
         }
         if a.samples {
+            self.core.drain();
             self.vmm.pmu_exit(&mut self.mmu);
         }
         let now = self.snapshot();
@@ -261,6 +262,7 @@ impl Simulator {
     fn act(&mut self, action: Action) -> Result<()> {
         match action {
             Action::Switch(to) if to != self.vmm.mode() => {
+                self.core.drain();
                 self.vmm
                     .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)
             }

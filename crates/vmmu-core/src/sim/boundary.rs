@@ -1,8 +1,9 @@
 //! The boundaries between events where the run changes course: the end of the warm-up, after
 //! which every counter restarts, the mode switches of `hypervisor.switch.at`, and a policy's
 //! PMU windows and paging-exit wake-ups (`adaptive.rs`), and the ends of the windows an
-//! observer outside the simulation watches (the oracle's). Each is taken at the first event
-//! boundary at or after its point.
+//! observer outside the simulation watches (the oracle's), and the guest kernel's background
+//! work (khugepaged's wake-ups). Each is taken at the first event boundary at or after its
+//! point.
 
 use super::{Counters, Simulator, Warmup};
 use crate::error::{Error, Result};
@@ -23,7 +24,11 @@ impl Simulator {
             Some(o) if !self.warming => self.warmed.instructions + o.next,
             Some(_) | None => u64::MAX,
         };
-        self.next_instr = warm(w.instructions).min(switch).min(window).min(observed);
+        self.next_instr = warm(w.instructions)
+            .min(switch)
+            .min(window)
+            .min(observed)
+            .min(self.os.next_background());
         self.next_refs = warm(w.refs);
         self.next_exits = exits;
     }
@@ -40,12 +45,14 @@ impl Simulator {
         }
         while self.switches.last().is_some_and(|&at| instr >= at) {
             self.switches.pop();
+            self.core.drain();
             self.vmm
                 .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
         }
         if !self.warming {
             self.adapt()?;
         }
+        self.background()?;
         self.plan();
         Ok(())
     }
@@ -61,6 +68,7 @@ impl Simulator {
         };
         self.counters = Counters::default();
         self.mmu.reset_stats();
+        self.core.reset_stalls();
         self.os.reset_stats();
         self.vmm.reset_stats(0);
         self.start_windows();

@@ -4,8 +4,12 @@
 //! the mode lives in [`Vmm`], the hardware in [`Mmu`], the guest kernel in [`GuestOs`].
 //!
 //! `cycles = instructions × base_CPI + translation + data + guest_kernel + hypervisor +
-//! mode_switch` (docs/statistics.md). The loop streams events in batches and allocates nothing
-//! per reference; a mode switch or the end of the warm-up happens between two events, at the
+//! mode_switch` (docs/statistics.md). Under the additive core model `translation` and `data`
+//! are the MMU's latency sums; under the interval model they are what the core's window
+//! ([`crate::timing`]) exposes of them: the loop hands it each reference's latencies, as the
+//! MMU returns them, and drains it before every operation that cannot overlap (a fault, an
+//! OS event, a mode switch). The loop streams events in batches and allocates nothing per
+//! reference; a mode switch or the end of the warm-up happens between two events, at the
 //! first boundary at or after its point.
 
 mod adaptive;
@@ -24,6 +28,7 @@ use crate::guest::{GuestOs, OsEffects, OsError, OsStats};
 use crate::hw::tlb::{Tag, TlbHierarchy};
 use crate::mmu::{Lookup, Mmu, MmuStats};
 use crate::paging::Geometry;
+use crate::timing::{Core, CoreStalls, RefCost};
 use crate::vmm::exits::{ExitReason, ExitStats};
 use crate::vmm::{Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
@@ -75,11 +80,15 @@ pub struct CyclesByCause {
 
 impl CyclesByCause {
     /// The cycles of a run whose counters are these, on a core of `base_cpi`; the waits of
-    /// a multi-vCPU run (zero with one vCPU) given apart.
+    /// a multi-vCPU run (zero with one vCPU) given apart. `core` is the interval model's
+    /// counters (its exposed translation and data cycles replace the MMU's latency sums), or
+    /// `None` for the additive model.
+    #[allow(clippy::too_many_arguments)]
     pub fn of(
         base_cpi: f64,
         counters: &Counters,
         mmu: &MmuStats,
+        core: Option<&CoreStalls>,
         os: &OsStats,
         exits: &ExitStats,
         shootdown_wait: u64,
@@ -88,8 +97,8 @@ impl CyclesByCause {
         let mode_switch = exits.cycles(ExitReason::ModeSwitch);
         CyclesByCause {
             base: (counters.instructions as f64 * base_cpi).round() as u64,
-            translation: mmu.translation_cycles,
-            data: mmu.data_cycles,
+            translation: core.map_or(mmu.translation_cycles, CoreStalls::translation_cycles),
+            data: core.map_or(mmu.data_cycles, CoreStalls::data_cycles),
             guest_kernel: os.kernel_cycles,
             hypervisor: exits.total_cycles() - mode_switch,
             mode_switch,
@@ -143,6 +152,10 @@ pub struct Simulator {
     pub vmm: Vmm,
     /// The MMU hardware.
     pub mmu: Mmu,
+    /// The core's timing (the running vCPU's).
+    pub core: Core,
+    /// The source tracks its references' dependences ([`EventSource::tracks_dependences`]).
+    pub dependences: bool,
     /// Counters.
     pub counters: Counters,
     /// What the warm-up left out (zero while it lasts, or without one).
@@ -185,14 +198,19 @@ struct Observed {
 }
 
 fn os_err(e: OsError, event: u64, what: &Event) -> Error {
+    guest_err(e, event, format!("{what:?}"))
+}
+
+/// A guest kernel error at event `event`, while doing `what`.
+fn guest_err(e: OsError, event: u64, what: String) -> Error {
     match e {
         OsError::OutOfMemory => Error::OutOfMemory {
             space: "guest physical",
-            reason: format!("at event {event} ({what:?}): raise guest.memory"),
+            reason: format!("at event {event} ({what}): raise guest.memory"),
         },
         OsError::Segv(reason) | OsError::Impossible(reason) => Error::Event {
             event,
-            what: format!("{what:?}"),
+            what,
             reason,
         },
     }
@@ -209,9 +227,11 @@ impl Simulator {
         let mut switches = cfg.hypervisor.switch.at.clone();
         switches.reverse();
         let mut sim = Simulator {
-            os: GuestOs::new(&cfg.guest, &cfg.machine.kernel, cfg.seed),
+            os: GuestOs::new(&cfg.guest, &cfg.machine.core, &cfg.machine.kernel, cfg.seed),
             vmm: Vmm::new(cfg)?,
             tag: mmu.tag(0),
+            core: Core::new(&cfg.machine.core, mmu.l1_latency()),
+            dependences: false,
             mmu,
             counters: Counters::default(),
             warmed: Warmup::default(),
@@ -241,6 +261,7 @@ impl Simulator {
         source: &mut dyn EventSource,
         progress: &mut dyn FnMut(&Progress) -> bool,
     ) -> Result<()> {
+        self.set_dependences(source.tracks_dependences());
         if self.cfg.guest.vcpus > 1 {
             return smp::run(self, source, progress);
         }
@@ -272,9 +293,18 @@ impl Simulator {
         Ok(())
     }
 
-    /// Ends the run after the last event: a warm-up must have ended, the last window joins
-    /// the timeline, the hypervisor closes its books.
+    /// Whether the references' [`MemRef::dep`] are known (a source's
+    /// [`EventSource::tracks_dependences`]; [`run`](Self::run) sets it): unknown, the interval
+    /// core model treats every reference as independent.
+    pub fn set_dependences(&mut self, known: bool) {
+        self.dependences = known;
+        self.core.set_dependences(known);
+    }
+
+    /// Ends the run after the last event: the core's window drains, a warm-up must have
+    /// ended, the last window joins the timeline, the hypervisor closes its books.
     pub fn finish(&mut self) -> Result<()> {
+        self.core.drain();
         self.check_warmup_ended()?;
         self.close_timeline();
         self.vmm.finish(self.counters.instructions);
@@ -297,6 +327,7 @@ impl Simulator {
             self.cfg.machine.core.base_cpi,
             &self.counters,
             &self.mmu.stats,
+            self.core.stalls().as_ref(),
             &self.os.stats,
             self.vmm.exits(),
             self.shootdowns.wait_cycles,
@@ -359,8 +390,13 @@ impl Simulator {
     #[inline(always)]
     fn step_batch(&mut self, events: &[Event], observe: &mut dyn FnMut(&Simulator)) -> Result<()> {
         let mut i = 0;
+        let timed = self.core.is_interval();
         while i < events.len() {
-            i += self.remembered_hits(&events[i..]);
+            i += if timed {
+                self.remembered_hits::<true>(&events[i..])
+            } else {
+                self.remembered_hits::<false>(&events[i..])
+            };
             let Some(e) = events.get(i) else { break };
             let idx = self.warmed.events + self.counters.events;
             if self.boundary_due() {
@@ -382,9 +418,10 @@ impl Simulator {
     /// where a boundary is already due. Such a run changes no TLB state, so the remembered
     /// hits hold throughout. Its addresses are canonical: a remembered page was looked up by
     /// [`reference`](Self::reference), after its canonical check, and canonicity depends on
-    /// bits above the page offset only.
+    /// bits above the page offset only. `TIMED`: the interval core model times each
+    /// reference (the additive model needs nothing per reference beyond the MMU's sums).
     #[inline(always)]
-    fn remembered_hits(&mut self, events: &[Event]) -> usize {
+    fn remembered_hits<const TIMED: bool>(&mut self, events: &[Event]) -> usize {
         // The cheapest test first: on a stream of TLB misses, the first reference's page is
         // not the remembered one.
         let Some(Event::Ref(first)) = events.first() else {
@@ -414,8 +451,17 @@ impl Simulator {
             n += 1;
             instrs += r.instrs as u64;
             fetches += access.fetch as u64;
-            if !access.fetch {
-                self.mmu.data_remembered(&mut hits, hpa);
+            let data = if access.fetch {
+                0
+            } else {
+                self.mmu.data_remembered(&mut hits, hpa)
+            };
+            if TIMED {
+                let cost = RefCost {
+                    data,
+                    ..RefCost::default()
+                };
+                self.core.reference(r.instrs, r.kind, r.dep, cost);
             }
             if instrs >= instr_room {
                 break;
@@ -452,17 +498,22 @@ impl Simulator {
     fn simulate(&mut self, e: &Event, idx: u64) -> Result<()> {
         self.counters.events += 1;
         match e {
-            Event::Ref(r) => self.reference(r, idx),
+            Event::Ref(r) if self.core.is_interval() => self.reference::<true>(r, idx),
+            Event::Ref(r) => self.reference::<false>(r, idx),
             Event::Compute { instrs } => {
                 self.counters.instructions += instrs;
+                self.core.compute(*instrs);
                 Ok(())
             }
             other => self.os_event(other, idx),
         }
     }
 
+    /// One reference: translated (faults handled on the way) and its data accessed. `TIMED`:
+    /// the interval core model times it from the latencies the MMU returns; the additive
+    /// model's sums are the MMU's own, so its path carries nothing more.
     #[inline(always)]
-    fn reference(&mut self, r: &MemRef, idx: u64) -> Result<()> {
+    fn reference<const TIMED: bool>(&mut self, r: &MemRef, idx: u64) -> Result<()> {
         let c = &mut self.counters;
         c.instructions += r.instrs as u64;
         let access = Access::of(r.kind);
@@ -487,8 +538,14 @@ impl Simulator {
         };
         let tag = self.tag;
         let mut faults = 0;
+        // What this attempt cost, and the instructions not yet dispatched (a retried access
+        // is the same instruction).
+        let mut cost = RefCost::default();
+        let mut instrs = r.instrs;
         let hpa = loop {
-            let fault = match self.mmu.lookup(r.va, access, tag) {
+            let (found, lookup) = self.mmu.lookup(r.va, access, tag);
+            cost.lookup = lookup;
+            let fault = match found {
                 Lookup::Hit(hpa) => break hpa,
                 Lookup::Denied => WalkFault::Protection,
                 Lookup::Miss | Lookup::Clean => {
@@ -497,12 +554,19 @@ impl Simulator {
                         detail: format!("process {pid} runs but has no tables"),
                     })?;
                     let tables = self.vmm.tables(&mut self.os.mem, pt);
-                    match self.mmu.walk(r.va, access, tag, tables) {
+                    let (out, walk) = self.mmu.walk(r.va, access, tag, tables);
+                    cost.walked = true;
+                    cost.walk = walk;
+                    match out {
                         Ok(hpa) => break hpa,
                         Err(f) => f,
                     }
                 }
             };
+            if TIMED {
+                self.core.fault(instrs, r.dep, cost);
+                (cost, instrs) = (RefCost::default(), 0);
+            }
             // A page fault (or EPT violation) drops the TLB entries of the faulting address at
             // every level and on both sides, whether a TLB hit that denies the access or a
             // walk raised it (SDM Vol. 3A §4.10.4.1, §28.3.3.1).
@@ -513,13 +577,17 @@ impl Simulator {
             self.check(pid, r, hpa, idx)?;
         }
         if !access.fetch {
-            self.mmu.data(hpa);
+            cost.data = self.mmu.data(hpa);
+        }
+        if TIMED {
+            self.core.reference(instrs, r.kind, r.dep, cost);
         }
         Ok(())
     }
 
     /// A reference before any process exists: the guest creates pid 1.
     fn implicit_process(&mut self, r: &MemRef, idx: u64) -> Result<u32> {
+        self.core.drain();
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
         self.fx_serial += 1;
@@ -586,7 +654,38 @@ impl Simulator {
         }
     }
 
+    /// The guest kernel's background work due at the current instruction count (khugepaged),
+    /// its effects handed to the hypervisor like an event's.
+    fn background(&mut self) -> Result<()> {
+        let now = self.warmed.instructions + self.counters.instructions;
+        if now < self.os.next_background() {
+            return Ok(());
+        }
+        self.core.drain();
+        let mut fx = std::mem::take(&mut self.fx);
+        fx.clear();
+        self.fx_serial += 1;
+        let idx = self.warmed.events + self.counters.events;
+        let res = self
+            .os
+            .background(now, &mut fx)
+            .map_err(|err| guest_err(err, idx, "khugepaged".into()))
+            .and_then(|_| {
+                self.vmm
+                    .effects(&mut self.mmu, &self.os, &fx)
+                    .map_err(|err| err.at(idx))
+            });
+        self.fx = fx;
+        res
+    }
+
+    /// An OS event: the guest kernel's work (and the hypervisor's, where the mode intercepts
+    /// it) cannot overlap the instructions before it, so the core's window drains first; a
+    /// phase marker is no instruction and drains nothing.
     fn os_event(&mut self, e: &Event, idx: u64) -> Result<()> {
+        if !matches!(e, Event::Phase { .. }) {
+            self.core.drain();
+        }
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
         self.fx_serial += 1;

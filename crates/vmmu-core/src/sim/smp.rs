@@ -21,7 +21,9 @@
 //!
 //! **One home for the hardware.** The running vCPU's MMU is the simulator's `mmu`, so the
 //! single-vCPU code runs unchanged; the others are parked here, and the shared cache levels
-//! move to whichever MMU runs.
+//! move to whichever MMU runs. Each vCPU's core timing (its out-of-order window under the
+//! interval model) is parked with its MMU; an IPI or a forced exit drains a parked vCPU's
+//! window, and the time that takes is added to its clock.
 
 use super::Simulator;
 use crate::addr::{Gpa, Hpa};
@@ -29,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
 use crate::guest::OsEffects;
 use crate::mmu::Mmu;
+use crate::timing::Core;
 use crate::vmm::Vmm;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -130,6 +133,8 @@ struct Thread {
 struct Vcpu {
     /// Its MMU while parked; the simulator's while it runs (then this holds a spare).
     mmu: Mmu,
+    /// Its core timing, parked and swapped like `mmu`.
+    core: Core,
     clock: u64,
     /// Threads placed on it, in round-robin order.
     queue: VecDeque<u32>,
@@ -206,6 +211,11 @@ pub(super) fn run(
     let vcpus = (0..n)
         .map(|i| Vcpu {
             mmu: Mmu::new(&sim.cfg.machine, vpid),
+            core: {
+                let mut core = Core::new(&sim.cfg.machine.core, sim.mmu.l1_latency());
+                core.set_dependences(sim.dependences);
+                core
+            },
             clock: 0,
             queue: VecDeque::new(),
             current: None,
@@ -258,6 +268,9 @@ pub(super) fn run(
             }
         }
     }
+    // The running vCPU's window drains at the end of its last turn.
+    let drained = sim.core.drain();
+    smp.vcpus[smp.running].clock += drained;
     sim.finish()?;
     smp.finish(sim);
     progress(&super::Progress {
@@ -497,6 +510,8 @@ impl Smp {
         self.vcpus[cur].root = sim.vmm.current_root();
         std::mem::swap(&mut sim.mmu, &mut self.vcpus[cur].mmu);
         std::mem::swap(&mut sim.mmu, &mut self.vcpus[v].mmu);
+        std::mem::swap(&mut sim.core, &mut self.vcpus[cur].core);
+        std::mem::swap(&mut sim.core, &mut self.vcpus[v].core);
         sim.mmu.swap_shared(&mut self.vcpus[cur].mmu);
         self.running = v;
         let running = self.vcpus[v]
@@ -545,6 +560,15 @@ impl Smp {
             let switches = sim.vmm.stats.mode_switches;
             let locked = sim.vmm.exits().pager_locked();
             let at = self.vcpus[v].clock + (Self::local_now(sim) - start - self.moved);
+            if sim.boundary_due() {
+                // Taken before the event so that the invalidations of the guest kernel's
+                // background work (khugepaged) are shot down before the event's own effects.
+                sim.boundary()?;
+                if sim.fx_serial != self.fx_seen {
+                    self.fx_seen = sim.fx_serial;
+                    self.shootdown(sim, v)?;
+                }
+            }
             sim.step_at(&e, seq)?;
             self.pager_lock(sim, locked, at);
             if is_os(&e) {
@@ -566,6 +590,7 @@ impl Smp {
                 // The whole VM changes mode: every vCPU exits and flushes.
                 for (w, vc) in self.vcpus.iter_mut().enumerate() {
                     if w != v {
+                        vc.clock += vc.core.drain();
                         vc.mmu.flush_vm();
                     }
                 }
@@ -626,6 +651,7 @@ impl Smp {
     fn end_warmup(&mut self, sim: &mut Simulator) {
         for vc in &mut self.vcpus {
             vc.mmu.reset_stats();
+            vc.core.reset_stalls();
             vc.counts = VcpuCounts {
                 vcpu: vc.counts.vcpu,
                 ..VcpuCounts::default()
@@ -728,6 +754,9 @@ impl Smp {
             if live.is_empty() {
                 continue;
             }
+            // The IPI interrupts the receiver: its window drains before the handler.
+            let drained = self.vcpus[w].core.drain();
+            self.vcpus[w].clock += drained;
             let mut part = OsEffects::default();
             part.invalidate
                 .extend(fx.invalidate.iter().filter(|i| live.contains(&i.0)));
@@ -781,7 +810,7 @@ impl Smp {
             let cyc = sim.vmm.remote_flush(&mut self.vcpus[w].mmu);
             self.moved += cyc;
             let vc = &mut self.vcpus[w];
-            vc.clock += cyc;
+            vc.clock += vc.core.drain() + cyc;
             vc.counts.remote_flushes += 1;
             vc.lazy.clear();
             sim.shootdowns.remote_flushes += 1;
@@ -789,10 +818,16 @@ impl Smp {
         }
     }
 
-    /// The run ended: the per-vCPU counters go to the simulator, and every MMU's counters
-    /// are added to the running one's (the totals of the result).
+    /// The run ended: every parked vCPU's window drains, the per-vCPU counters go to the
+    /// simulator, and every MMU's and core's counters are added to the running one's (the
+    /// totals of the result).
     fn finish(&mut self, sim: &mut Simulator) {
         let running = self.running;
+        for (w, vc) in self.vcpus.iter_mut().enumerate() {
+            if w != running {
+                vc.clock += vc.core.drain();
+            }
+        }
         for (w, vc) in self.vcpus.iter_mut().enumerate() {
             let mmu = if w == running { &sim.mmu } else { &vc.mmu };
             vc.counts.walks = mmu.hw.stats.walks;
@@ -801,6 +836,7 @@ impl Smp {
         for (w, vc) in self.vcpus.iter().enumerate() {
             if w != running {
                 sim.mmu.absorb_stats(&vc.mmu);
+                sim.core.absorb(&vc.core);
             }
         }
         sim.vcpus = self.vcpus.iter().map(|vc| vc.counts.clone()).collect();

@@ -14,18 +14,22 @@
 //!                       bit 2    a size byte follows      (else: size of the class's last ref)
 //!                       bit 3    an instrs varint follows (else: instrs of the class's last ref)
 //!                       bits 4-6 address: 0 last+last_size, 1 last, 2 i8 delta, 3 i16 delta,
-//!                                4 i32 delta, 5 i48 delta, 6 absolute u64, 7 invalid
-//! other events (0x80..): tag then LEB128 varints (prot and flags one byte each)
+//!                                4 i32 delta, 5 i48 delta, 6 absolute u64,
+//!                                7 extended (version 2): an ext byte (bits 0-2 the address
+//!                                code 0-6, bits 3-7 zero) and a dependence byte (1-255) follow
+//! other events (0x80..): tag then LEB128 varints (prot, flags and advice one byte each)
 //! ```
 //!
-//! The predictor state is reset at the start of every chunk, so each chunk decodes on its own.
+//! A reference whose address depends on an earlier load ([`MemRef::dep`] ≠ 0) is the only one
+//! that takes the extended form, so a trace without dependences encodes as version 1 did. The
+//! predictor state is reset at the start of every chunk, so each chunk decodes on its own.
 
 use crate::addr::Gva;
-use crate::event::{AccessKind, Event, MapFlags, MemRef, Prot};
+use crate::event::{AccessKind, Advice, Event, MapFlags, MemRef, Prot};
 use std::mem::MaybeUninit;
 
 /// The longest record: `Mremap`'s tag and four 10-byte varints, rounded up (a reference takes
-/// at most 1 + 1 + 5 + 8).
+/// at most 1 + 2 + 1 + 5 + 8).
 pub(crate) const MAX_RECORD: usize = 48;
 
 /// Bytes a reader must keep readable past a chunk's raw data (the decoder reads whole 8-byte
@@ -39,6 +43,8 @@ const ADDR_SHIFT: u8 = 4;
 const A_NEXT: u8 = 0;
 const A_SAME: u8 = 1;
 const A_ABS: u8 = 6;
+/// The extended reference: the address code and the dependence follow in two bytes.
+const A_EXT: u8 = 7;
 /// Payload bytes of each address code.
 const ADDR_BYTES: [usize; 8] = [0, 0, 1, 2, 4, 6, 8, 0];
 
@@ -102,7 +108,7 @@ const REF_LENS: u32 = {
 };
 
 /// The first tag the fast loop leaves to [`Decoder::slow`] whatever its flags: address code 6
-/// (an 8-byte payload), 7 (invalid), and every other event (bit 7). A reference whose count
+/// (an 8-byte payload), 7 (extended), and every other event (bit 7). A reference whose count
 /// follows (a varint) is also left to it.
 const FIRST_SLOW_TAG: u8 = A_ABS << ADDR_SHIFT;
 
@@ -121,6 +127,7 @@ const T_PHASE: u8 = 0x8B;
 const T_THREAD_CREATE: u8 = 0x8C;
 const T_THREAD_EXIT: u8 = 0x8D;
 const T_THREAD: u8 = 0x8E;
+const T_MADVISE: u8 = 0x8F;
 
 const KINDS: [AccessKind; 4] = [
     AccessKind::Load,
@@ -234,6 +241,11 @@ impl Encoder {
                 new,
                 new_len,
             } => tagged(rec, T_MREMAP, &[old.0, old_len, new.0, new_len]),
+            Event::Madvise { start, len, advice } => {
+                let k = tagged(rec, T_MADVISE, &[start.0, len]);
+                rec[k] = advice.0;
+                k + 1
+            }
             Event::Brk { end } => tagged(rec, T_BRK, &[end.0]),
             Event::Phase { id } => tagged(rec, T_PHASE, &[id as u64]),
         };
@@ -262,8 +274,15 @@ impl Encoder {
         } else {
             A_ABS
         };
-        let mut tag = r.kind as u8 | code << ADDR_SHIFT;
         let mut k = 1;
+        let mut tag = if r.dep == 0 {
+            r.kind as u8 | code << ADDR_SHIFT
+        } else {
+            rec[1] = code;
+            rec[2] = r.dep;
+            k = 3;
+            r.kind as u8 | A_EXT << ADDR_SHIFT
+        };
         if r.size != c.size {
             tag |= SIZE_FOLLOWS;
             rec[k] = r.size;
@@ -310,6 +329,8 @@ fn varint(out: &mut [u8], mut v: u64) -> usize {
 /// Decodes a chunk's raw bytes into events.
 pub(crate) struct Decoder {
     classes: [Class; 2],
+    /// Extended references (address code 7) are valid: the file is version 2 or later.
+    extended: bool,
 }
 
 /// Totals of decoded events, kept for the footer check.
@@ -338,9 +359,12 @@ fn word(raw: &[u8], p: usize) -> u64 {
 }
 
 impl Decoder {
-    /// A decoder at the start of a chunk.
-    pub fn new() -> Decoder {
-        Decoder { classes: INITIAL }
+    /// A decoder at the start of a chunk of a file of format `version`.
+    pub fn new(version: u16) -> Decoder {
+        Decoder {
+            classes: INITIAL,
+            extended: version >= 2,
+        }
     }
 
     /// Starts a new chunk.
@@ -400,7 +424,7 @@ impl Decoder {
                 });
                 break;
             }
-            match Self::slow(raw, p, [data, fetch], t) {
+            match Self::slow(raw, p, [data, fetch], t, self.extended) {
                 Ok((_, np, ..)) if np > len => {
                     failed = Some(DecodeError {
                         at: p,
@@ -447,6 +471,7 @@ impl Decoder {
         mut p: usize,
         mut classes: [Class; 2],
         mut t: Totals,
+        extended: bool,
     ) -> Result<(Event, usize, [Class; 2], Totals), DecodeError> {
         let start = p;
         let tag = raw[start];
@@ -464,6 +489,32 @@ impl Decoder {
         let kind = KINDS[(tag & 3) as usize];
         let c = &mut classes[class_of(kind)];
         let next = c.addr.wrapping_add(c.size as u64);
+        let mut code = (tag >> ADDR_SHIFT) & 7;
+        let mut dep = 0;
+        if code == A_EXT {
+            if !extended {
+                return Err(invalid_code(tag, start));
+            }
+            let (ext, d) = (raw[p], raw[p + 1]);
+            p += 2;
+            if ext > A_ABS {
+                return Err(DecodeError {
+                    at: start,
+                    reason: format!(
+                        "extended reference: address code byte {ext:#04x} is not a code 0-6"
+                    ),
+                });
+            }
+            if d == 0 {
+                return Err(DecodeError {
+                    at: start,
+                    reason: "extended reference with dependence 0 (only dependences 1-255 are \
+                             written in the extended form)"
+                        .into(),
+                });
+            }
+            (code, dep) = (ext, d);
+        }
         if tag & SIZE_FOLLOWS != 0 {
             c.size = raw[p];
             p += 1;
@@ -475,7 +526,6 @@ impl Decoder {
                 reason: format!("instruction count {v} does not fit in 32 bits"),
             })?;
         }
-        let code = (tag >> ADDR_SHIFT) & 7;
         let va = match code {
             A_NEXT => next,
             A_SAME => c.addr,
@@ -500,6 +550,7 @@ impl Decoder {
             kind,
             size: c.size,
             instrs: c.instrs,
+            dep,
         });
         Ok((e, p, classes, t))
     }
@@ -579,6 +630,7 @@ fn fast_refs(
             kind: KINDS[(tag & 3) as usize],
             size: c.size,
             instrs: c.instrs,
+            dep: 0,
         }));
         done += 1;
     }
@@ -604,7 +656,9 @@ struct Totals {
 fn invalid_code(tag: u8, start: usize) -> DecodeError {
     DecodeError {
         at: start,
-        reason: format!("reference tag {tag:#04x} has the invalid address code 7"),
+        reason: format!(
+            "reference tag {tag:#04x} has address code 7, which a version 1 file does not use"
+        ),
     }
 }
 
@@ -671,6 +725,16 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
             new: Gva(v()?),
             new_len: v()?,
         },
+        T_MADVISE => {
+            let (start_va, len) = (v()?, v()?);
+            let advice = raw[*p];
+            *p += 1;
+            Event::Madvise {
+                start: Gva(start_va),
+                len,
+                advice: Advice(advice),
+            }
+        }
         T_BRK => Event::Brk { end: Gva(v()?) },
         T_PROC => Event::ProcessCreate {
             pid: read_u32(raw, p, start, "pid")?,
@@ -714,6 +778,7 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
 
 #[cfg(test)]
 mod tests {
+    use super::super::format::VERSION;
     use super::*;
 
     fn round_trip(events: &[Event]) -> (Vec<u8>, Vec<Event>) {
@@ -728,7 +793,7 @@ mod tests {
         padded.resize(len + PAD, 0);
         let mut out = Vec::new();
         let mut pos = 0;
-        Decoder::new()
+        Decoder::new(VERSION)
             .decode(
                 &padded,
                 len,
@@ -748,6 +813,7 @@ mod tests {
             kind: AccessKind::Load,
             size,
             instrs: 0,
+            dep: 0,
         })
     }
 
@@ -780,7 +846,7 @@ mod tests {
         let mut raw = bytes.to_vec();
         raw.resize(bytes.len() + PAD, 0);
         let (mut out, mut pos) = (Vec::new(), 0);
-        let res = Decoder::new()
+        let res = Decoder::new(VERSION)
             .decode(
                 &raw,
                 bytes.len(),
@@ -841,12 +907,100 @@ mod tests {
         assert_eq!(out, [load(8, 4), load(12, 4)]);
     }
 
+    fn dependent(va: u64, kind: AccessKind, size: u8, instrs: u32, dep: u8) -> Event {
+        Event::Ref(MemRef {
+            va: Gva(va),
+            kind,
+            size,
+            instrs,
+            dep,
+        })
+    }
+
+    #[test]
+    fn dependences_round_trip_in_every_address_code_and_cost_two_bytes() {
+        let events = [
+            load(0x1000, 8),
+            dependent(0x1008, AccessKind::Load, 8, 0, 1), // next: code 0
+            dependent(0x1008, AccessKind::Modify, 8, 0, 255), // same: code 1
+            dependent(0x1010, AccessKind::Store, 4, 7, 3), // size and count follow
+            dependent(0x9_0000, AccessKind::Load, 4, 7, 2), // i32 delta
+            dependent(0x8000_0000_0000_0000, AccessKind::Load, 4, 7, 9), // absolute
+            load(0x8000_0000_0000_0004, 4),               // plain again, predicted
+        ];
+        let (raw, out) = round_trip(&events);
+        assert_eq!(out, events);
+        // The same stream without dependences is two bytes shorter per dependent reference.
+        let plain: Vec<Event> = events
+            .iter()
+            .map(|e| match *e {
+                Event::Ref(r) => Event::Ref(MemRef { dep: 0, ..r }),
+                e => e,
+            })
+            .collect();
+        let (raw_plain, _) = round_trip(&plain);
+        assert_eq!(raw.len(), raw_plain.len() + 2 * 5);
+    }
+
+    #[test]
+    fn madvise_round_trips() {
+        let events = [
+            Event::Madvise {
+                start: Gva(0x7f00_0020_0000),
+                len: 0x40_0000,
+                advice: Advice(Advice::HUGEPAGE),
+            },
+            Event::Madvise {
+                start: Gva(0),
+                len: 4096,
+                advice: Advice(200),
+            },
+        ];
+        assert_eq!(round_trip(&events).1, events);
+    }
+
+    #[test]
+    fn an_extended_reference_is_refused_in_a_version_1_file() {
+        let e = dependent(0x1000, AccessKind::Load, 8, 0, 1);
+        let mut raw = vec![0u8; MAX_RECORD + PAD];
+        let len = Encoder::new().encode(&e, &mut raw, 0);
+        let mut pos = 0;
+        let err = Decoder::new(1)
+            .decode(
+                &raw,
+                len,
+                &mut pos,
+                &mut Vec::new(),
+                1,
+                &mut Counts::default(),
+            )
+            .unwrap_err();
+        assert_eq!(err.at, 0);
+        assert!(err.reason.contains("version 1"), "{}", err.reason);
+        // Version 2 reads it.
+        let mut out = Vec::new();
+        Decoder::new(2)
+            .decode(&raw, len, &mut pos, &mut out, 1, &mut Counts::default())
+            .unwrap();
+        assert_eq!(out, [e]);
+    }
+
+    #[test]
+    fn a_malformed_extended_reference_names_what_is_wrong() {
+        // Tag: load, address code 7; ext byte 7 (not a code 0-6).
+        let (_, res) = decode_bytes(&[A_EXT << ADDR_SHIFT, 7, 1], 1);
+        assert!(res.unwrap_err().reason.contains("not a code 0-6"));
+        // A dependence of 0 is never written in the extended form.
+        let (_, res) = decode_bytes(&[A_EXT << ADDR_SHIFT, A_NEXT, 0], 1);
+        assert!(res.unwrap_err().reason.contains("dependence 0"));
+    }
+
     #[test]
     fn an_unknown_tag_names_its_offset() {
         let mut raw = vec![0x10u8, 0x9F];
         raw.resize(2 + PAD, 0);
         let mut pos = 0;
-        let err = Decoder::new()
+        let err = Decoder::new(VERSION)
             .decode(
                 &raw,
                 2,

@@ -15,12 +15,16 @@ use super::hash::xxh32_of64;
 /// The first 8 bytes of every `.vtrace` file. Like PNG's signature: a non-ASCII first byte so
 /// it is never taken for text, and CR LF, SUB, LF to catch newline translation.
 pub(crate) const MAGIC: [u8; 8] = *b"\x89VTR\r\n\x1a\n";
-/// The format version this code writes and the newest it reads.
-pub(crate) const VERSION: u16 = 1;
+/// The format version this code writes and the newest it reads. Version 2 added the extended
+/// reference (a load dependence) and the `madvise` record; version 1 files read unchanged.
+pub(crate) const VERSION: u16 = 2;
 /// Header flag: the producer declares process / address-space events in the trace.
 pub(crate) const FLAG_OS_EVENTS: u16 = 1;
+/// Header flag: the producer tracked load dependences, so a reference without one is
+/// independent (without the flag, nothing is known).
+pub(crate) const FLAG_DEPENDENCES: u16 = 2;
 /// Header flags this version understands; a file with any other bit set is refused.
-pub(crate) const KNOWN_FLAGS: u16 = FLAG_OS_EVENTS;
+pub(crate) const KNOWN_FLAGS: u16 = FLAG_OS_EVENTS | FLAG_DEPENDENCES;
 /// Offset of the flags field in the header.
 pub(crate) const FLAGS_OFFSET: u64 = 10;
 /// Bytes before the metadata: magic, version, flags, meta_len.

@@ -150,6 +150,7 @@ impl Tally {
                 Event::Munmap { .. } => "munmap",
                 Event::Mprotect { .. } => "mprotect",
                 Event::Mremap { .. } => "mremap",
+                Event::Madvise { .. } => "madvise",
                 Event::Brk { .. } => "brk",
                 Event::Phase { .. } => "phase",
             };
@@ -265,6 +266,7 @@ impl Opened {
                 description: "imported ChampSim trace: no process or address-space events".into(),
                 source: r.describe(),
                 has_os_events: false,
+                dependences: r.tracks_dependences(),
             }),
         }
     }
@@ -351,6 +353,7 @@ pub fn convert(
                 description: String::new(),
                 source: format!("lackey text {src}"),
                 has_os_events: false,
+                dependences: false,
             });
             let mut w = TraceWriter::create(dst, meta)?;
             pass(&mut input, progress, |es| {

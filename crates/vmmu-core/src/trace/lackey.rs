@@ -6,6 +6,8 @@
 //! I  04020ca1,2                                    <- fetch of 2 bytes, 1 instruction
 //!  L 1ffefff8c0,8                                  <- load / ` S` store / ` M` modify
 //!  S 1ffefff8c0,8,3                                <- optional third field: instructions
+//!  L 1ffefff8c8,8,0,d1                             <- optional fourth: depends on the previous
+//!                                                     data reference's loaded value
 //! @mmap 0x7f0000000000 0x100000 rw- anon,huge      <- an OS event (one per Event variant)
 //! # a comment
 //! ```
@@ -17,7 +19,7 @@
 use super::compress::{open_read, CompressedWriter, Compression};
 use crate::addr::Gva;
 use crate::error::{Error, Result};
-use crate::event::{AccessKind, Event, EventSource, MapFlags, MemRef, Prot};
+use crate::event::{AccessKind, Advice, Event, EventSource, MapFlags, MemRef, Prot};
 use std::io::{self, BufRead, Write};
 
 /// A streaming reader of text traces.
@@ -170,9 +172,10 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Event>, Stri
         return Err(expected_ref(line));
     };
     let instrs = parts.next();
-    if parts.next().is_some() {
+    let dep = parts.next();
+    if parts.next().is_some() || (dep.is_some() && kind == AccessKind::Fetch) {
         return Err(format!(
-            "expected `ADDR,SIZE[,INSTRS]`, found `{}`",
+            "expected `ADDR,SIZE[,INSTRS]` (a data reference: `ADDR,SIZE,INSTRS[,dK]`), found `{}`",
             shown(fields)
         ));
     }
@@ -203,11 +206,25 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Event>, Stri
                 )
             })?,
     };
+    let dep = match dep {
+        None => 0,
+        Some(d) => match d.strip_prefix(b"d").and_then(parse_decimal) {
+            Some(k @ 1..=255) => k as u8,
+            _ => {
+                return Err(format!(
+                    "expected a dependence `d1`..`d255` (data references back) as the fourth \
+                     field, found `{}`",
+                    shown(d)
+                ))
+            }
+        },
+    };
     Ok(Some(Event::Ref(MemRef {
         va: Gva(va),
         kind,
         size,
         instrs,
+        dep,
     })))
 }
 
@@ -281,6 +298,7 @@ const EVENT_SYNTAX: &[(&str, &str)] = &[
     ("munmap", "START LEN"),
     ("mprotect", "START LEN PROT"),
     ("mremap", "OLD OLDLEN NEW NEWLEN"),
+    ("madvise", "START LEN ADVICE"),
     ("brk", "END"),
     ("phase", "ID"),
     ("compute", "INSTRS"),
@@ -359,10 +377,39 @@ fn parse_event(body: &[u8]) -> std::result::Result<Event, String> {
             new: va(2)?,
             new_len: num(3)?,
         },
+        "madvise" => Event::Madvise {
+            start: va(0)?,
+            len: num(1)?,
+            advice: parse_advice(args[2]).map_err(|r| format!("{}: {r}", usage()))?,
+        },
         "brk" => Event::Brk { end: va(0)? },
         "phase" => Event::Phase { id: pid(0)? },
         _ => Event::Compute { instrs: num(0)? },
     })
+}
+
+/// An advice by its Linux name (`hugepage`, `nohugepage`, `dontneed`, `free`, `collapse`) or
+/// its `MADV_*` number.
+fn parse_advice(s: &str) -> std::result::Result<Advice, String> {
+    if let Some(n) = parse_number(s) {
+        return u8::try_from(n)
+            .map(Advice)
+            .map_err(|_| format!("advice {n} is not a MADV_* value (0..=255)"));
+    }
+    (0..=u8::MAX)
+        .map(Advice)
+        .find(|a| a.name() == Some(s))
+        .ok_or_else(|| {
+            format!(
+                "unknown advice `{s}`: expected hugepage, nohugepage, dontneed, free, collapse \
+                 or a MADV_* number"
+            )
+        })
+}
+
+/// An advice as an `@madvise` line writes it: its name, or its number when it has none.
+fn advice_text(a: Advice) -> String {
+    a.name().map_or_else(|| a.0.to_string(), str::to_string)
 }
 
 /// `rwx`, `r--`, `---`... or a number for bits beyond the three.
@@ -456,7 +503,13 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
                 AccessKind::Store => (" S", 0),
                 AccessKind::Modify => (" M", 0),
             };
-            if r.instrs == default {
+            if r.dep != 0 {
+                writeln!(
+                    out,
+                    "{lead} {:08x},{},{},d{}",
+                    r.va.0, r.size, r.instrs, r.dep
+                )
+            } else if r.instrs == default {
                 writeln!(out, "{lead} {:08x},{}", r.va.0, r.size)
             } else {
                 writeln!(out, "{lead} {:08x},{},{}", r.va.0, r.size, r.instrs)
@@ -496,6 +549,12 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
             out,
             "@mremap {:#x} {old_len:#x} {:#x} {new_len:#x}",
             old.0, new.0
+        ),
+        Event::Madvise { start, len, advice } => writeln!(
+            out,
+            "@madvise {:#x} {len:#x} {}",
+            start.0,
+            advice_text(advice)
         ),
         Event::Brk { end } => writeln!(out, "@brk {:#x}", end.0),
         Event::Phase { id } => writeln!(out, "@phase {id}"),

@@ -163,6 +163,10 @@ pub struct TraceMeta {
     /// anonymous memory mapped on first touch. The writer sets it at finish if the producer
     /// declared false but wrote such events.
     pub has_os_events: bool,
+    /// Whether the producer tracked which loads each reference's address depends on
+    /// ([`crate::event::MemRef::dep`]): then a reference without a dependence is independent;
+    /// otherwise nothing is known (header flag bit 1).
+    pub dependences: bool,
 }
 
 /// The format of the file at `path`, from its first bytes: the `.vtrace` magic (or a file too

@@ -19,8 +19,9 @@
 
 use super::codec::{Counts, Decoder, PAD};
 use super::format::{
-    ChunkHeader, Footer, CHUNK_HEADER_LEN, CHUNK_MAGIC, FLAG_OS_EVENTS, FOOTER_LEN, FOOTER_MAGIC,
-    HEADER_FIXED, KNOWN_FLAGS, MAGIC, MAX_META, STATUS_TRUNCATED, VERSION,
+    ChunkHeader, Footer, CHUNK_HEADER_LEN, CHUNK_MAGIC, FLAG_DEPENDENCES, FLAG_OS_EVENTS,
+    FOOTER_LEN, FOOTER_MAGIC, HEADER_FIXED, KNOWN_FLAGS, MAGIC, MAX_META, STATUS_TRUNCATED,
+    VERSION,
 };
 use super::hash::{xxh32_of64, xxh64};
 use super::TraceMeta;
@@ -209,6 +210,7 @@ impl VtraceReader {
                 )
             })?;
         meta.has_os_events |= flags & FLAG_OS_EVENTS != 0;
+        meta.dependences = flags & FLAG_DEPENDENCES != 0;
         let offset = header.len() as u64;
         let len_hint = peek_footer(&mut file, offset).map(|f| f.events);
         file.seek(SeekFrom::Start(offset))
@@ -228,7 +230,7 @@ impl VtraceReader {
         self.version
     }
 
-    /// The header's flags (bit 0: OS events declared).
+    /// The header's flags (bit 0: OS events declared; bit 1: dependences tracked).
     pub fn flags(&self) -> u16 {
         self.flags
     }
@@ -273,7 +275,7 @@ impl VtraceReader {
             out: ev_tx,
             back: ev_back_rx,
             spare: Vec::with_capacity(EVENT_QUEUE + 2),
-            decoder: Decoder::new(),
+            decoder: Decoder::new(self.version),
             counts: Counts::default(),
             events: 0,
             chunks: 0,
@@ -607,5 +609,93 @@ impl EventSource for VtraceReader {
 
     fn describe(&self) -> String {
         self.path.clone()
+    }
+
+    fn tracks_dependences(&self) -> bool {
+        self.meta.dependences
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::format::{FLAG_DEPENDENCES, HEADER_FIXED};
+    use super::super::writer::TraceWriter;
+    use super::*;
+    use crate::addr::Gva;
+    use crate::event::{AccessKind, MemRef};
+
+    fn tmp(name: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("vmmu-reader-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name).to_str().unwrap().to_string()
+    }
+
+    fn drain(r: &mut VtraceReader) -> Result<Vec<Event>> {
+        let mut out = Vec::new();
+        while r.next_batch(&mut out, 1000)? > 0 {}
+        Ok(out)
+    }
+
+    /// Writes `events` and rewrites the header as version 1 with its checksum.
+    fn as_version_1(name: &str, events: &[Event]) -> String {
+        let path = tmp(name);
+        let mut w = TraceWriter::create(&path, TraceMeta::default()).unwrap();
+        w.write_batch(events).unwrap();
+        w.finish().unwrap();
+        let mut b = std::fs::read(&path).unwrap();
+        b[8..10].copy_from_slice(&1u16.to_le_bytes());
+        let meta_len = u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+        let end = HEADER_FIXED + meta_len;
+        let check = xxh32_of64(&b[..end]);
+        b[end..end + 4].copy_from_slice(&check.to_le_bytes());
+        std::fs::write(&path, b).unwrap();
+        path
+    }
+
+    fn load(va: u64, dep: u8) -> Event {
+        Event::Ref(MemRef {
+            va: Gva(va),
+            kind: AccessKind::Load,
+            size: 8,
+            instrs: 1,
+            dep,
+        })
+    }
+
+    #[test]
+    fn a_version_1_file_reads_with_its_dependences_unknown() {
+        let events: Vec<Event> = (0..100).map(|i| load(0x1000 + 64 * i, 0)).collect();
+        let path = as_version_1("v1.vtrace", &events);
+        let mut r = VtraceReader::open(&path).unwrap();
+        assert_eq!(r.version(), 1);
+        assert!(!r.tracks_dependences());
+        assert_eq!(drain(&mut r).unwrap(), events);
+    }
+
+    #[test]
+    fn a_version_1_file_with_an_extended_reference_is_corrupt() {
+        let path = as_version_1("v1-ext.vtrace", &[load(0x1000, 0), load(0x2000, 1)]);
+        let mut r = VtraceReader::open(&path).unwrap();
+        let err = drain(&mut r).unwrap_err().to_string();
+        assert!(err.contains("version 1"), "{err}");
+    }
+
+    #[test]
+    fn the_dependence_flag_is_the_producers_declaration() {
+        for declared in [false, true] {
+            let path = tmp(&format!("deps-{declared}.vtrace"));
+            let meta = TraceMeta {
+                dependences: declared,
+                ..TraceMeta::default()
+            };
+            let mut w = TraceWriter::create(&path, meta).unwrap();
+            w.write(&load(0x1000, 1)).unwrap();
+            w.finish().unwrap();
+            let mut r = VtraceReader::open(&path).unwrap();
+            assert_eq!(r.version(), VERSION);
+            assert_eq!(r.flags() & FLAG_DEPENDENCES != 0, declared);
+            assert_eq!(r.tracks_dependences(), declared);
+            assert_eq!(drain(&mut r).unwrap(), [load(0x1000, 1)]);
+        }
     }
 }

@@ -12,8 +12,8 @@
 
 use super::codec::{Encoder, MAX_RECORD};
 use super::format::{
-    header_bytes, ChunkHeader, Footer, CHUNK_HEADER_LEN, FLAGS_OFFSET, FLAG_OS_EVENTS,
-    HEADER_FIXED, STATUS_COMPLETE, STATUS_TRUNCATED,
+    header_bytes, ChunkHeader, Footer, CHUNK_HEADER_LEN, FLAGS_OFFSET, FLAG_DEPENDENCES,
+    FLAG_OS_EVENTS, HEADER_FIXED, STATUS_COMPLETE, STATUS_TRUNCATED,
 };
 use super::hash::xxh64;
 use super::TraceMeta;
@@ -126,6 +126,10 @@ impl TraceWriter {
         let json = serde_json::to_vec(&meta).expect("metadata serializes");
         let flags = if meta.has_os_events {
             FLAG_OS_EVENTS
+        } else {
+            0
+        } | if meta.dependences {
+            FLAG_DEPENDENCES
         } else {
             0
         };

@@ -38,11 +38,12 @@ pub(crate) const COMMON: &[ParamDef] = &[
     p("write_ratio", "0.3", "fraction of references that are stores (the rest are loads), drawn per reference"),
     p("seed", "1", "seed of the generator's random numbers (Xoshiro256++); same spec and seed, same stream"),
     p("prefault", "0", "1: the mmap carries MAP_POPULATE, so the whole footprint is mapped before the first reference"),
-    p("huge", "0", "1: the region asks for large pages (MAP_HUGETLB / THP-eligible, MapFlags::HUGE)"),
+    p("huge", "0", "1: the mmap carries MAP_HUGETLB (MapFlags::HUGE): hugetlbfs pages where guest.hugetlb_pages holds them, else an ordinary mapping; under guest.page_size = 2M or mixed, large pages as every region gets"),
+    p("thp", "none", "hugepage or nohugepage: an madvise(MADV_HUGEPAGE / MADV_NOHUGEPAGE) of the whole region follows the mmap, so guest.thp = madvise gives it transparent huge pages (or always does not); none: no madvise"),
 ];
 
 /// Common parameters that belong to the region, not to one phase of `phases`.
-pub(crate) const REGION_ONLY: &[&str] = &["refs", "seed", "prefault", "huge", "base"];
+pub(crate) const REGION_ONLY: &[&str] = &["refs", "seed", "prefault", "huge", "thp", "base"];
 
 /// The pattern generators (everything but `phases`).
 pub(crate) const GENERATORS: &[GenDef] = &[
@@ -78,6 +79,7 @@ pub(crate) const GENERATORS: &[GenDef] = &[
             p("hot_prob", "0.9", "hotcold: probability that a reference goes to a hot node [0..1]"),
             p("node", "64", "bytes per node (a positive multiple of 8); each reference loads a node's first 8 bytes"),
             p("scatter", "1", "1: popular nodes are spread over the footprint by a seeded permutation (a fragmented heap); 0: node of rank k is the k-th node (hot data packed at the start)"),
+            p("chains", "1", "chases interleaved (1..=255): each reference's address is the value loaded `chains` references before it, so 1 is one chase whose every load waits for the previous one and k are k chases whose loads overlap"),
         ],
     },
 ];
@@ -224,6 +226,19 @@ fn chase(v: &Values, footprint: u64, g: &mut RefGen) -> Result<Pattern> {
         return Err(v.error("hot_fraction", "expected a fraction in (0, 1], found `0`"));
     }
     let hot_prob = v.ratio("hot_prob")?;
+    let chains = v.count("chains")?;
+    g.dep = u8::try_from(chains)
+        .ok()
+        .filter(|&k| k > 0)
+        .ok_or_else(|| {
+            v.error(
+                "chains",
+                format!(
+                    "expected 1..=255 interleaved chases, found `{}`",
+                    v.raw("chains")
+                ),
+            )
+        })?;
     if dist == "zipf" {
         return Ok(Pattern::Zipf {
             zipf: Zipf::new(nodes, alpha),

@@ -10,8 +10,9 @@
 //! Every generator emits the same layout (docs/workloads.md):
 //! 1. `ProcessCreate { pid: 1 }`;
 //! 2. `Mmap { start: base, len: footprint rounded up to 4 KiB, prot: RW, flags }`, an anonymous
-//!    private region, with [`MapFlags::HUGE`] when `huge=1` and [`MapFlags::POPULATE`] when
-//!    `prefault=1`;
+//!    private region, with [`MapFlags::HUGE`] (`MAP_HUGETLB`) when `huge=1` and
+//!    [`MapFlags::POPULATE`] when `prefault=1`; with `thp=hugepage` or `thp=nohugepage`, a
+//!    `Madvise` of the whole region follows it;
 //! 3. `refs` references (`phases` adds a `Phase` marker before each period), each 8 bytes,
 //!    8-byte aligned, inside `[base, base + footprint)`, a load or a store by `write_ratio`,
 //!    carrying `ipr` instructions.
@@ -31,7 +32,7 @@ mod spec;
 
 use crate::addr::Gva;
 use crate::error::Result;
-use crate::event::{Event, EventSource, MapFlags, Prot};
+use crate::event::{Advice, Event, EventSource, MapFlags, Prot};
 use generators::{GenDef, COMMON, GENERATORS, PHASES_DESCRIPTION, PHASES_OWN, REGION_ONLY};
 use serde::Serialize;
 use source::{Part, Synthetic};
@@ -126,7 +127,7 @@ pub fn open(spec: &str) -> Result<Box<dyn EventSource>> {
     let refs = v.count("refs")?;
     let mut gen = generators::ref_gen(&v, v.integer("seed")?)?;
     let pattern = generators::pattern(g, &v, footprint, &mut gen)?;
-    let preamble = preamble(base, footprint, v.flag("huge")?, v.flag("prefault")?);
+    let preamble = preamble(base, footprint, &v)?;
     let parts = vec![Part { pattern, gen }];
     Ok(Box::new(Synthetic::new(
         spec, base, preamble, parts, refs, None,
@@ -145,24 +146,39 @@ fn unknown_generator(spec: &str, name: &str) -> crate::Error {
     )
 }
 
-/// `ProcessCreate { pid: 1 }` and the `Mmap` of the region at `base`.
-fn preamble(base: u64, footprint: u64, huge: bool, prefault: bool) -> [Event; 2] {
+/// `ProcessCreate { pid: 1 }`, the `Mmap` of the region at `base` (`huge`, `prefault`), and
+/// the `Madvise` of `thp` when it asks for one.
+fn preamble(base: u64, footprint: u64, v: &Values) -> Result<Vec<Event>> {
     let mut flags = 0;
-    if huge {
+    if v.flag("huge")? {
         flags |= MapFlags::HUGE;
     }
-    if prefault {
+    if v.flag("prefault")? {
         flags |= MapFlags::POPULATE;
     }
-    [
+    let len = footprint.div_ceil(4096) * 4096;
+    let mut ev = vec![
         Event::ProcessCreate { pid: 1 },
         Event::Mmap {
             start: Gva(base),
-            len: footprint.div_ceil(4096) * 4096,
+            len,
             prot: Prot::RW,
             flags: MapFlags(flags),
         },
-    ]
+    ];
+    let advice = match v.choice("thp", &["none", "hugepage", "nohugepage"])? {
+        "hugepage" => Some(Advice::HUGEPAGE),
+        "nohugepage" => Some(Advice::NOHUGEPAGE),
+        _ => None,
+    };
+    if let Some(a) = advice {
+        ev.push(Event::Madvise {
+            start: Gva(base),
+            len,
+            advice: Advice(a),
+        });
+    }
+    Ok(ev)
 }
 
 /// `phases:a=GEN,b=GEN[,c=GEN,d=GEN],period=N[,X.param=v...]`.
@@ -267,7 +283,7 @@ fn open_phases(parsed: &Spec) -> Result<Box<dyn EventSource>> {
         let pattern = generators::pattern(g, &pv, footprint, &mut gen)?;
         parts.push(Part { pattern, gen });
     }
-    let preamble = preamble(base, region, v.flag("huge")?, v.flag("prefault")?);
+    let preamble = preamble(base, region, &v)?;
     Ok(Box::new(Synthetic::new(
         spec,
         base,

@@ -14,11 +14,14 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 /// Access size of every generated reference, in bytes.
 pub(crate) const REF_SIZE: u64 = 8;
 
-/// What every reference of one generator shares: its RNG, instructions per reference and
-/// load/store mix.
+/// What every reference of one generator shares: its RNG, instructions per reference,
+/// load/store mix and load dependence.
 pub(crate) struct RefGen {
     pub rng: Xoshiro256PlusPlus,
     ipr: u32,
+    /// Every reference's [`MemRef::dep`]: 0 independent, `k` the address is the value loaded
+    /// `k` references before (k interleaved pointer chases).
+    pub dep: u8,
     /// A reference is a store when a 64-bit draw is below this; 0 = never (no draw),
     /// `u64::MAX` = always (no draw).
     write_threshold: u64,
@@ -38,6 +41,7 @@ impl RefGen {
         RefGen {
             rng,
             ipr,
+            dep: 0,
             write_threshold,
         }
     }
@@ -61,6 +65,7 @@ impl RefGen {
             kind,
             size: REF_SIZE as u8,
             instrs: self.ipr,
+            dep: self.dep,
         })
     }
 
@@ -97,6 +102,7 @@ impl RefGen {
         RefGen {
             rng: self.rng.clone(),
             ipr: self.ipr,
+            dep: self.dep,
             write_threshold: self.write_threshold,
         }
     }

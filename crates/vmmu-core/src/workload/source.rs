@@ -14,7 +14,7 @@ pub(crate) struct Part {
 pub(crate) struct Synthetic {
     spec: String,
     base: u64,
-    preamble: [Event; 2],
+    preamble: Vec<Event>,
     preamble_done: usize,
     parts: Vec<Part>,
     /// References per phase; `None` for a single pattern (no phase markers).
@@ -36,12 +36,13 @@ impl Synthetic {
     pub fn new(
         spec: &str,
         base: u64,
-        preamble: [Event; 2],
+        preamble: Vec<Event>,
         parts: Vec<Part>,
         refs: u64,
         period: Option<u64>,
     ) -> Synthetic {
         let markers = period.map_or(0, |p| refs.div_ceil(p));
+        let total_events = preamble.len() as u64 + refs + markers;
         Synthetic {
             spec: spec.trim().to_string(),
             base,
@@ -53,7 +54,7 @@ impl Synthetic {
             left_in_phase: if period.is_some() { 0 } else { u64::MAX },
             current: 0,
             phases_emitted: 0,
-            total_events: preamble.len() as u64 + refs + markers,
+            total_events,
         }
     }
 }
@@ -96,5 +97,11 @@ impl EventSource for Synthetic {
 
     fn describe(&self) -> String {
         self.spec.clone()
+    }
+
+    /// A generator says what its references depend on: each is independent unless its
+    /// generator declares a chase.
+    fn tracks_dependences(&self) -> bool {
+        true
     }
 }

@@ -15,6 +15,7 @@ fn mem_ref(va: u64, kind: AccessKind) -> Event {
         kind,
         size: 8,
         instrs: 1,
+        dep: 0,
     })
 }
 

@@ -42,7 +42,7 @@ pub(crate) const SWIM: PaperDef = PaperDef {
         p("stride", "0", "bytes from one point's index to the next (a multiple of 8); 0: a uniformly random index"),
         p("ipr", "4", "instructions retired per data reference (the stencil's arithmetic)"),
         p("prefault", "0", "0: the program writes every page once before the time-step loop (a demand fault each), as 171.swim's initialisation does; 1: the mapping carries MAP_POPULATE instead (mapped at mmap time, no faults)"),
-        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE: THP / MAP_HUGETLB)"),
+        p("huge", "0", "1: the mapping carries MAP_HUGETLB (MapFlags::HUGE; hugetlbfs pages where guest.hugetlb_pages holds them)"),
     ],
     build: build_swim,
 };
@@ -58,7 +58,7 @@ pub(crate) const ZEUSMP: PaperDef = PaperDef {
         p("stride", "4104", "bytes from one point's index to the next (a multiple of 8): a page and one element, a sweep along the slowest dimension"),
         p("ipr", "4", "instructions retired per data reference"),
         p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
-        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
+        p("huge", "0", "1: the mapping carries MAP_HUGETLB (MapFlags::HUGE)"),
     ],
     build: build_swim,
 };
@@ -81,7 +81,7 @@ pub(crate) const APSI: PaperDef = PaperDef {
         p("stride", "8", "bytes from one point's index to the next: one element, a sweep in storage order"),
         p("ipr", "4", "instructions retired per data reference (the swim program's)"),
         p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
-        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
+        p("huge", "0", "1: the mapping carries MAP_HUGETLB (MapFlags::HUGE)"),
     ],
     build: build_swim,
 };
@@ -97,7 +97,7 @@ pub(crate) const FMA3D: PaperDef = PaperDef {
         p("stride", "8", "bytes from one element's index to the next: one element, a sweep in storage order"),
         p("ipr", "4", "instructions retired per data reference (the swim program's)"),
         p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
-        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
+        p("huge", "0", "1: the mapping carries MAP_HUGETLB (MapFlags::HUGE)"),
     ],
     build: build_swim,
 };
@@ -113,7 +113,7 @@ pub(crate) const CRAFTY: PaperDef = PaperDef {
         p("stride", "0", "0: a uniformly random index per probe (hash lookups)"),
         p("ipr", "4", "instructions retired per data reference (the swim program's)"),
         p("prefault", "0", "0: every page written once before the loop (a demand fault each); 1: MAP_POPULATE instead"),
-        p("huge", "0", "1: the mapping asks for large pages (MapFlags::HUGE)"),
+        p("huge", "0", "1: the mapping carries MAP_HUGETLB (MapFlags::HUGE)"),
     ],
     build: build_swim,
 };

@@ -81,6 +81,12 @@ impl EventSource for ScriptSource {
     fn describe(&self) -> String {
         self.spec.clone()
     }
+
+    /// A generator says what its references depend on: each is independent unless its
+    /// generator declares a chase.
+    fn tracks_dependences(&self) -> bool {
+        true
+    }
 }
 
 /// The seeded random numbers of a workload.
@@ -344,12 +350,7 @@ pub(crate) fn mmap(start: u64, len: u64, prot: Prot, flags: MapFlags) -> Event {
 
 #[inline(always)]
 fn mref(va: u64, kind: AccessKind, size: u8, instrs: u32) -> Event {
-    Event::Ref(MemRef {
-        va: Gva(va),
-        kind,
-        size,
-        instrs,
-    })
+    Event::Ref(MemRef::new(Gva(va), kind, size, instrs))
 }
 
 /// An 8-byte load retiring `instrs` instructions.
