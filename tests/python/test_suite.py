@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
 import string
 from pathlib import Path
 
 import pytest
 
+from conftest import suite_entry
 from vmmu import suite
 from vmmu.suite import cache, driver, entries, inputs, load
 
@@ -220,46 +219,9 @@ def test_record_of_an_unknown_entry_is_an_error(invoke, tmp_path):
 # Real recordings
 
 
-def _need(ok: bool, what: str) -> None:
-    """A missing tool fails the test under CI=true and skips it otherwise."""
-    if ok:
-        return
-    reason = os.environ.get("VMMU_SKIP_VALGRIND", "").strip()
-    if os.environ.get("CI") == "true" and not reason:
-        pytest.fail(f"{what} (CI=true: `make test` installs it when run as root)")
-    pytest.skip(what + (f" (VMMU_SKIP_VALGRIND: {reason})" if reason else ""))
-
-
-@pytest.fixture(scope="module")
-def recorder() -> None:
-    _need(shutil.which("valgrind") is not None, "valgrind is not installed")
-    tool = ROOT / "tools" / "vg-memtrace" / "build" / "lib"
-    _need(
-        tool.is_dir() or bool(os.environ.get("VMMU_VALGRIND_LIB")),
-        "the vg-memtrace tool is not built (make -C tools/vg-memtrace)",
-    )
-
-
-@pytest.fixture(scope="module")
-def suite_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("suite-cache")
-
-
-def _packages(name: str) -> entries.Entry:
-    (entry,) = entries.by_name([name])
-    versions = cache.package_versions(entry)
-    missing = [p for p, v in versions["packages"].items() if v is None]
-    missing += [p for p, v in versions["programs"].items() if v is None]
-    _need(
-        not missing,
-        f"{name} needs {', '.join(missing)}: apt-get install {' '.join(entry.packages)}",
-    )
-    return entry
-
-
 @pytest.mark.parametrize("name", ["redis", "gcc", "swim"])
 def test_a_small_entry_records_measures_and_replays(name, recorder, suite_cache, invoke):
-    _packages(name)
+    suite_entry(name)
     r = invoke("suite", "record", name, "--cache", str(suite_cache), "--no-install")
     assert r.exit_code == 0, r.stderr
     (row,) = [x for x in suite.table("small", suite_cache) if x["name"] == name]
@@ -286,7 +248,7 @@ def test_a_small_entry_records_measures_and_replays(name, recorder, suite_cache,
 def test_a_failing_program_fails_its_entry_with_its_own_error_and_the_others_go_on(
     recorder, suite_cache, invoke, monkeypatch
 ):
-    swim = _packages("swim")
+    swim = suite_entry("swim")
     bad = dataclasses.replace(
         swim,
         name="fails",
