@@ -25,8 +25,10 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: from the resolved configuration (the field, the value there).
 SAMPLES = {
     "pwc": ("psc", [("machine.pwc.design", "psc")]),
+    "core_model": ("interval", [("machine.core.model", "interval")]),
     "nested_page_size": ("2m", [("host.nested_page_size", "2M")]),
     "guest_page_size": ("mixed", [("guest.page_size", "mixed")]),
+    "thp": ("always", [("guest.thp", "always")]),
     "levels": (5, [("guest.format", "long5"), ("host.nested_levels", 5)]),
     "seed": (7, [("seed", 7)]),
     "check": (True, [("check", True)]),
