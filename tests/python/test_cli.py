@@ -137,7 +137,7 @@ def test_bad_input_exits_2_naming_the_culprit(invoke, args, names):
         ),
         (["compare", "--workload", TINY, "--modes", "nested,shadw"], "did you mean `shadow`?"),
         (["repro", "bhargava"], "did you mean `bhargava08`?"),
-        (["presets", "show", "zen"], "did you mean `zen4`?"),
+        (["presets", "show", "zen"], "did you mean `zen3`?"),
     ],
 )
 def test_an_unknown_name_suggests_the_nearest_known_one(invoke, args, hint):
