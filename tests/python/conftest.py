@@ -9,6 +9,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -96,3 +97,52 @@ def recording_tools(tmp_path_factory: pytest.TempPathFactory) -> None:
         record(["/bin/true"], str(probe), False, False, False, False)
     except Exception as e:
         _require_recorder("make -C tools/vg-memtrace" not in str(e), str(e))
+
+
+# ---------------------------------------------------------------------------------------------
+# The recorded suite at its small scale
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def recorder() -> None:
+    """Valgrind and the vg-memtrace tool, which every suite recording needs."""
+    require_tool(
+        shutil.which("valgrind") is not None,
+        "valgrind is not installed",
+        "`make test` installs it when run as root",
+        skip_env="VMMU_SKIP_VALGRIND",
+    )
+    tool = ROOT / "tools" / "vg-memtrace" / "build" / "lib"
+    require_tool(
+        tool.is_dir() or bool(os.environ.get("VMMU_VALGRIND_LIB")),
+        "the vg-memtrace tool is not built",
+        "make -C tools/vg-memtrace",
+        skip_env="VMMU_SKIP_VALGRIND",
+    )
+
+
+@pytest.fixture(scope="session")
+def suite_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache of the suite's small recordings for the whole session: test_suite.py records
+    redis, gcc and swim into it and the reproductions' tests read them (recording any still
+    missing), so each entry is recorded once."""
+    return tmp_path_factory.mktemp("suite-cache")
+
+
+def suite_entry(name: str) -> Any:
+    """Suite entry ``name``, once its Debian packages are installed (else the test does not
+    pass: :func:`require_tool`)."""
+    from vmmu.suite import cache, entries
+
+    (entry,) = entries.by_name([name])
+    versions = cache.package_versions(entry)
+    missing = [p for p, v in versions["packages"].items() if v is None]
+    missing += [p for p, v in versions["programs"].items() if v is None]
+    require_tool(
+        not missing,
+        f"{name} needs {', '.join(missing)}",
+        f"apt-get install {' '.join(entry.packages)} (`make test` does when run as root)",
+    )
+    return entry

@@ -18,7 +18,7 @@ import pytest
 from vmmu import published as ref
 from vmmu import repro
 from vmmu._format import CLAIM, number
-from vmmu.repro import _render, bae11
+from vmmu.repro import _render, bae11, bhargava08
 from vmmu.repro._claims import (
     COUNTED,
     DIFFERS,
@@ -40,8 +40,12 @@ SHARED = REPO.parent / "shared"
 
 
 @pytest.fixture(scope="session")
-def quick() -> dict[str, Report]:
-    return {name: repro.reproduce(name, quick=True) for name in repro.PAPERS}
+def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
+    # An empty suite cache: every row of a recorded program says it is not recorded
+    # (tests/python/test_repro_suite.py runs them on the small recordings).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VMMU_SUITE_CACHE", str(tmp_path_factory.mktemp("empty-suite-cache")))
+        return {name: repro.reproduce(name, quick=True) for name in repro.PAPERS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,8 +299,32 @@ def test_bhargava08_proxies_reach_table_1_miss_rates_and_24_references(
         target = ref.cell("bhargava08_table1", "suite", suite, "tlb_misses_per_100k_instr")
         assert rep.value(f"t1/tlb_misses/{suite}") == pytest.approx(target, rel=0.05), suite
         assert rep.value(f"t1/walk_latency/{suite}") > 2, suite
-    assert any("skips the recorded programs" in n for n in rep.notes)
+    # With nothing recorded, each suite's programs get a row saying how to record them, and
+    # no judged row of a recorded program.
+    for suite, names in bhargava08.setup.RECORDED.items():
+        for name in names:
+            row = rep.row(f"{suite}/recorded/{name}")
+            assert row.verdict == "not simulated"
+            assert row.explanation == f"not recorded: vmmu suite record {name} --scale small"
     assert not any(k.endswith("/recorded") for k in rep.row_keys())
+
+
+def test_bhargava08_table_1_opportunity_is_judged_under_both_core_models(
+    quick: dict[str, Report],
+) -> None:
+    rep = quick["bhargava08"]
+    view = next(v for v in rep.views if v.key == "core_models")
+    assert [r[0] for r in view.rows] == [s for s in bhargava08.SUITES for _ in (0, 1)]
+    for suite in bhargava08.SUITES:
+        for mk in ("perfect_native", "perfect_2d"):
+            additive = rep.row(f"t1/{mk}/{suite}")
+            interval = rep.row(f"t1/{mk}/{suite}/interval")
+            assert interval.verdict in COUNTED and interval.criterion == additive.criterion
+            # The same walks, timed with overlap: the opportunity is not the additive one.
+            assert interval.vmmu != additive.vmmu, (suite, mk)
+    changed = [r for r in view.rows if r[5] != r[6]]
+    assert all(r[7] for r in changed)
+    assert view.note.startswith(f"{len(changed)} of {len(view.rows)} verdicts change")
 
 
 def test_levasseur_netperf_is_shown_not_simulated(quick: dict[str, Report]) -> None:
@@ -388,3 +416,23 @@ def test_docs_repro_md_matches_a_fresh_quick_run(quick: dict[str, Report]) -> No
         "docs/repro.md is stale: run `vmmu repro all --markdown docs/repro.md`; first "
         f"differences: {stale[:3]}"
     )
+
+
+@pytest.mark.parametrize(
+    ("paper", "rows"),
+    [
+        ("bae11", {"swim": "swim", "gcc": "gcc", "compute": "dgemm"}),
+        ("bhatia09", {"compile": "gcc", "swim": "jvm-txn", "swim_2m": "jvm-txn-thp"}),
+    ],
+)
+def test_a_recorded_row_without_its_trace_says_how_to_record_it(
+    quick: dict[str, Report], paper: str, rows: dict[str, str]
+) -> None:
+    rep = quick[paper]
+    for key, name in rows.items():
+        row = rep.row(f"{key}/recorded/{name}")
+        assert row.verdict == "not simulated"
+        assert row.explanation == f"not recorded: vmmu suite record {name} --scale small"
+        assert key in rep.row_keys()  # the proxy's row beside it
+    assert not [k for k in rep.row_keys() if k.endswith("/recorded") and rep.verdict(k) in COUNTED]
+    assert "not recorded: vmmu suite record" in rep.setup["recorded"]

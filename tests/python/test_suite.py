@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
 import string
 from pathlib import Path
 
 import pytest
 
-from conftest import install_note, require_tool
+from conftest import suite_entry
 from vmmu import suite
 from vmmu.suite import cache, driver, entries, inputs, load
 
@@ -224,44 +222,9 @@ def test_record_of_an_unknown_entry_is_an_error(invoke, tmp_path):
 # Real recordings
 
 
-@pytest.fixture(scope="module")
-def recorder() -> None:
-    require_tool(
-        shutil.which("valgrind") is not None,
-        "valgrind is not installed",
-        "`make tool` installs it",
-        "VMMU_SKIP_VALGRIND",
-    )
-    tool = ROOT / "tools" / "vg-memtrace" / "build" / "lib"
-    require_tool(
-        tool.is_dir() or bool(os.environ.get("VMMU_VALGRIND_LIB")),
-        "the vg-memtrace tool is not built",
-        "`make tool` builds it",
-        "VMMU_SKIP_VALGRIND",
-    )
-
-
-@pytest.fixture(scope="module")
-def suite_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("suite-cache")
-
-
-def _packages(name: str) -> entries.Entry:
-    (entry,) = entries.by_name([name])
-    versions = cache.package_versions(entry)
-    missing = [p for p, v in versions["packages"].items() if v is None]
-    missing += [p for p, v in versions["programs"].items() if v is None]
-    require_tool(
-        not missing,
-        f"{name} needs {', '.join(missing)}: apt-get install {' '.join(entry.packages)}",
-        install_note("suite"),
-    )
-    return entry
-
-
 @pytest.mark.parametrize("name", ["redis", "gcc", "swim"])
 def test_a_small_entry_records_measures_and_replays(name, recorder, suite_cache, invoke):
-    _packages(name)
+    suite_entry(name)
     r = invoke("suite", "record", name, "--cache", str(suite_cache), "--no-install")
     assert r.exit_code == 0, r.stderr
     (row,) = [x for x in suite.table("small", suite_cache) if x["name"] == name]
@@ -288,7 +251,7 @@ def test_a_small_entry_records_measures_and_replays(name, recorder, suite_cache,
 def test_a_failing_program_fails_its_entry_with_its_own_error_and_the_others_go_on(
     recorder, suite_cache, invoke, monkeypatch
 ):
-    swim = _packages("swim")
+    swim = suite_entry("swim")
     bad = dataclasses.replace(
         swim,
         name="fails",

@@ -1,20 +1,25 @@
 """Seed 002's reproduction, the runs: each suite's ``ipr`` solved from Table 1
 (:func:`calibrate`), every suite under every design of :data:`~.setup.DESIGNS`, MiscServer's
-Figure 8 and 9 variants, and the recorded programs (recorded first when missing,
-:func:`traces`); :func:`measure` runs them all."""
+Figure 8 and 9 variants, the recorded suite's entries of each suite (:data:`~.setup.RECORDED`,
+as the suite's cache holds them) under the same designs, and Table 1's perfect-TLB designs of
+every workload under the interval core model; :func:`measure` runs them all."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import vmmu
 from vmmu import published as ref
+from vmmu.repro import _suite
 from vmmu.repro._run import Context, Job, Measured
 from vmmu.repro.bhargava08 import setup
-from vmmu.repro.bhargava08.setup import DESIGNS, SUITES, TRACE_WARMUP, TRACES
+from vmmu.repro.bhargava08.setup import (
+    DESIGNS,
+    INTERVAL_DESIGNS,
+    RECORDED,
+    SUITES,
+    TRACE_WARMUP,
+)
 
 
 def calibrate(ctx: Context, refs: int, suites: list[str]) -> dict[str, int]:
@@ -37,38 +42,6 @@ def calibrate(ctx: Context, refs: int, suites: list[str]) -> dict[str, int]:
         target = ref.cell("bhargava08_table1", "suite", s, "tlb_misses_per_100k_instr")
         out[s] = max(1, round(1e5 * per_ref / target))
     return out
-
-
-def checkout() -> Path | None:
-    root = Path(vmmu.__file__).resolve().parents[2]
-    return root if (root / "tools" / "traces" / "record.sh").is_file() else None
-
-
-def traces(ctx: Context, notes: list[str]) -> dict[str, str]:
-    """The recorded traces, recorded first if missing; ``{}`` (with a note) if impossible."""
-    if ctx.quick:
-        notes.append(
-            "--quick skips the recorded programs (gzip, sqlite3, python3, gcc); the full run "
-            "includes them"
-        )
-        return {}
-    root = checkout()
-    if root is None:
-        notes.append("the recorded programs need a vmmu checkout (tools/traces/record.sh)")
-        return {}
-    paths = {t: root / "traces" / f"{t}.vtrace" for t in TRACES}
-    if not all(p.is_file() for p in paths.values()):
-        log = root / "traces" / "record.log"
-        log.parent.mkdir(exist_ok=True)
-        with log.open("w") as f:
-            done = subprocess.run(
-                [str(root / "tools" / "traces" / "record.sh")], stdout=f, stderr=f, check=False
-            )
-        if done.returncode != 0 or not all(p.is_file() for p in paths.values()):
-            notes.append(f"recording the programs failed (see {log}); their rows are not simulated")
-            return {}
-        notes.append(f"recorded the programs into {root / 'traces'} (log: {log})")
-    return {t: str(p) for t, p in paths.items()}
 
 
 def figure9_jobs(ctx: Context, ipr: Mapping[str, int], refs: int, web: bool) -> list[Job]:
@@ -106,7 +79,8 @@ def figure9_jobs(ctx: Context, ipr: Mapping[str, int], refs: int, web: bool) -> 
 @dataclass
 class Runs:
     """What :func:`measure` ran: the workloads, each suite's ``ipr``, every measurement by job
-    key, the recorded traces and the notes to print."""
+    key (``SUITE/DESIGN`` and ``ENTRY/DESIGN``; ``.../interval/DESIGN`` under the interval core
+    model), the recorded entries of each suite and the notes to print."""
 
     refs: int
     suites: list[str]
@@ -118,7 +92,7 @@ class Runs:
     web: bool
     ipr: dict[str, int]
     m: dict[str, Measured]
-    traces: dict[str, str] = field(default_factory=dict)
+    recorded: dict[str, list[_suite.Recorded]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -140,13 +114,28 @@ def measure(ctx: Context) -> Runs:
             jobs.append(Job(f"{s}/{d}", setup.system(d), spec, warmup=refs))
     if figures:
         jobs += figure9_jobs(ctx, ipr, refs, web=web)
+    recorded: dict[str, list[_suite.Recorded]] = {}
+    if not ctx.values:
+        found = _suite.find(ctx, [n for s in suites for n in RECORDED[s]])
+        recorded = {s: [found[n] for n in RECORDED[s]] for s in suites}
+    for s in suites:
+        spec = f"{setup.suite_spec(ctx, s)},ipr={ipr[s]},refs={2 * refs}"
+        for d in INTERVAL_DESIGNS:
+            jobs.append(Job(f"{s}/interval/{d}", setup.interval_system(d), spec, warmup=refs))
+        for r in recorded.get(s, []):
+            if r.trace is None:
+                continue
+            warm = r.warmup(TRACE_WARMUP)
+            for d in DESIGNS:
+                jobs.append(Job(f"{r.name}/{d}", setup.system(d), trace=r.trace, warmup=warm))
+            for d in INTERVAL_DESIGNS:
+                jobs.append(
+                    Job(
+                        f"{r.name}/interval/{d}",
+                        setup.interval_system(d),
+                        trace=r.trace,
+                        warmup=warm,
+                    )
+                )
     m = ctx.measure(jobs)
-    recorded = traces(ctx, notes) if not ctx.values else {}
-    if recorded:
-        tm = ctx.measure(
-            Job(f"{t}/{d}", setup.system(d), trace=path, warmup=TRACE_WARMUP)
-            for t, path in recorded.items()
-            for d in DESIGNS
-        )
-        m.update(tm)
     return Runs(refs, suites, len(suites) == len(SUITES), figures, web, ipr, m, recorded, notes)

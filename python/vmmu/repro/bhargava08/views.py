@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmmu import published as ref
-from vmmu.repro._claims import View
+from vmmu.repro._claims import Row, View
 from vmmu.repro._run import Context, Measured
 from vmmu.repro.bhargava08 import setup
 from vmmu.repro.bhargava08.claims import t1
@@ -47,6 +47,8 @@ def tables(per: Mapping[str, dict[str, float]], traced: Mapping[str, dict[str, f
         add(s, x, s)
     for t, x in traced.items():
         add(t, x, None)
+    for row in rows[len(rows) - len(traced) :]:
+        row[0] = row[0].replace("(vmmu)", "(recorded)")
     return View(
         "tables",
         "Tables 1 and 4 side by side: paper suites, vmmu proxies and recorded programs",
@@ -60,6 +62,51 @@ def tables(per: Mapping[str, dict[str, float]], traced: Mapping[str, dict[str, f
             "page-entry L2 miss rate (%)",
         ],
         rows,
+    )
+
+
+def core_models(
+    models: Mapping[str, tuple[str, dict[str, float], dict[str, float]]], rows: list[Row]
+) -> View:
+    """Table 1's perfect-TLB opportunity of every workload under the additive and the interval
+    core model, with both verdicts and, where the verdict changes, the interval row's cause."""
+    verdict = {r.key: r for r in rows}
+    out: list[list[Any]] = []
+    for key, (_s, add, x) in models.items():
+        for mk, label in (("perfect_native", "native"), ("perfect_2d", "2D")):
+            a, i = verdict[f"t1/{mk}/{key}"], verdict[f"t1/{mk}/{key}/interval"]
+            changed = a.verdict != i.verdict
+            out.append(
+                [
+                    key,
+                    label,
+                    a.paper,
+                    add[mk],
+                    x[mk],
+                    a.verdict,
+                    i.verdict,
+                    (i.explanation or "the interval value lies in the band") if changed else "",
+                ]
+            )
+    n = sum(1 for r in out if r[5] != r[6])
+    return View(
+        "core_models",
+        "Table 1's perfect-TLB opportunity under the additive and the interval core models",
+        [
+            "workload",
+            "walks",
+            "paper",
+            "additive (%)",
+            "interval (%)",
+            "verdict, additive",
+            "verdict, interval",
+            "cause of a change",
+        ],
+        out,
+        f"{n} of {len(out)} verdicts change under the interval model. Both models count the "
+        "same walks and cache references; only time differs: the interval model lets "
+        "independent walks and data misses overlap inside the reorder-buffer window and stalls "
+        "on dependent ones (docs/model.md, 'Timing').",
     )
 
 
