@@ -16,8 +16,8 @@
 //! hold 0, never a fingerprint) or from the recency links (only ways below `ways` are linked),
 //! or a way a public method asserts below `ways`.
 
+use super::assoc::{LruStore, SetMask};
 use super::recency::Links;
-use super::store::{LruStore, SetMask};
 
 /// The fingerprint of `key`: the top byte of a Fibonacci product (every key bit reaches it, so
 /// the keys of one set, which share their low bits, still differ), with bit 0 set so that 0 can

@@ -47,7 +47,7 @@
 //! masked by `len - 1`, and its entries are stored slots plus one. Debug builds check every
 //! such index.
 
-use super::store::LruStore;
+use super::assoc::LruStore;
 
 /// Sets of more than this many ways are searched by hash index (fully associative) or by
 /// fingerprint; smaller ones by key.

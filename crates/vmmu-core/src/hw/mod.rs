@@ -36,6 +36,7 @@ macro_rules! at_mut {
     }};
 }
 
+pub mod assoc;
 pub mod cache;
 pub mod lanes;
 pub mod lru;

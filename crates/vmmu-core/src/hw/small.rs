@@ -5,9 +5,9 @@
 //! [`SetAssoc`](super::lru::SetAssoc) (tests/hw_model.rs compares them on random operation
 //! sequences).
 
+use super::assoc::{LruStore, SetMask};
 use super::lru::EMPTY;
 use super::recency::Links;
-use super::store::{LruStore, SetMask};
 
 /// One set: `W` keys ([`EMPTY`] for an empty way), their values and their recency order.
 #[derive(Clone, Copy, Debug)]
