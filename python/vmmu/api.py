@@ -15,6 +15,7 @@ importable from here too.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +35,11 @@ from vmmu.options import POLICIES as POLICIES
 from vmmu.options import PWC_DESIGNS as PWC_DESIGNS
 from vmmu.options import TECHNIQUES as TECHNIQUES
 from vmmu.options import THP_MODES as THP_MODES
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -375,6 +381,13 @@ def config(machine: str = DEFAULT_MACHINE, mode: str | None = None, **options: A
     :func:`run`)."""
     pairs = overrides(mode=mode, **options)
     return _core.config_toml(machine, pairs)
+
+
+def config_dict(
+    machine: str = DEFAULT_MACHINE, mode: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """:func:`config` parsed: the resolved configuration as nested dicts."""
+    return tomllib.loads(config(machine=machine, mode=mode, **options))
 
 
 def workloads() -> list[dict[str, Any]]:

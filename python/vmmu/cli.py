@@ -23,6 +23,7 @@ from vmmu._progress import ProgressBars
 from vmmu.exceptions import Interrupted, VmmuError
 from vmmu.repro import repro
 from vmmu.suite.cli import suite
+from vmmu.validate.cli import validate
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -639,6 +640,7 @@ def timeline(result_path: str, column: str | None, output: str | None, limit: in
 
 cli.add_command(repro)
 cli.add_command(suite)
+cli.add_command(validate)
 cli.add_command(cli_results.sweep)
 cli.add_command(cli_results.plot)
 cli.add_command(cli_results.report)
