@@ -40,12 +40,20 @@ SAMPLES = {
     "switch_at": ([1000, 5000], [("hypervisor.switch.at", [1000, 5000])]),
     "warmup": (100, [("warmup.refs", 100)]),
     "warmup_instructions": (300, [("warmup.instructions", 300)]),
+    "warmup_phase": (1, [("warmup.phase", 1)]),
+    "stop_phase": (2, [("stop.phase", 2)]),
+    "l1": ("3d", [("nested_virt.l1", "3d")]),
     "vcpus": (2, [("guest.vcpus", 2)]),
     "overcommit": (True, [("guest.overcommit", True)]),
     "pin": ({3: 0}, [("guest.affinity", {"3": 0})]),
     "policy": ("oracle", [("policy.kind", "oracle")]),
     "time_scale": (0.5, [("policy.time_scale", 0.5)]),
 }
+
+
+def _mode(name: str) -> str:
+    """A mode the option applies to: policies need adaptive, an L1 kind nested-virt."""
+    return {"policy": "adaptive", "time_scale": "adaptive", "l1": "nested-virt"}.get(name, "shadow")
 
 
 def _field(cfg: dict, dotted: str):
@@ -62,7 +70,7 @@ def test_every_option_has_a_sample():
 def test_each_keyword_sets_the_fields_its_entry_names(opt):
     value, fields = SAMPLES[opt.name]
     # pv is direct paging: checked apart from switching, which needs hvm.
-    mode = "adaptive" if opt.name in ("policy", "time_scale") else "shadow"
+    mode = _mode(opt.name)
     cfg = tomllib.loads(vmmu.config(mode=mode, **{opt.name: value}))
     assert [f for f, _ in fields] == list(opt.keys)
     for field, want in fields:
@@ -90,7 +98,7 @@ def test_the_cli_option_gives_the_api_keyword(invoke, opt):
         args = [opt.flag, "off"]
     else:
         args = [opt.flag, str(value)]
-    mode = "adaptive" if opt.name in ("policy", "time_scale") else "shadow"
+    mode = _mode(opt.name)
     r = invoke("config", "--mode", mode, *args)
     assert r.exit_code == 0, r.stderr
     assert tomllib.loads(r.stdout) == tomllib.loads(vmmu.config(mode=mode, **{opt.name: value}))
