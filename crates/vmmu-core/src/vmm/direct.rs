@@ -8,13 +8,9 @@
 use super::exits::ExitReason;
 use super::ops::{no_nested, DirectTechnique, Fault, Ipis, Paging, PagingOps, Resolution, Role};
 use super::shared::Shared;
-use crate::addr::{Gpa, Gva};
 use crate::error::Result;
 use crate::guest::{GuestOs, OsEffects};
-use crate::mem::PhysMem;
 use crate::mmu::Mmu;
-use crate::paging::PageTable;
-use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// Direct paging with its technique.
@@ -37,16 +33,6 @@ impl PagingOps for Direct {
             virt: None,
             ipis: Ipis::Hypercall,
         }
-    }
-
-    #[inline(always)]
-    fn tables<'a>(
-        &'a self,
-        _: &'a Shared,
-        mem: &'a mut PhysMem<Gpa>,
-        pt: PageTable<Gva, Gpa>,
-    ) -> Tables<'a> {
-        Tables::Guest { mem, pt }
     }
 
     /// A page fault traps to the hypervisor, which bounces it to the guest.

@@ -3,13 +3,9 @@
 
 use super::ops::{no_nested, Fault, Ipis, Paging, PagingOps, Resolution, Role};
 use super::shared::Shared;
-use crate::addr::{Gpa, Gva};
 use crate::error::Result;
 use crate::guest::GuestOs;
-use crate::mem::PhysMem;
 use crate::mmu::Mmu;
-use crate::paging::PageTable;
-use crate::walk::Tables;
 use crate::walk::WalkFault;
 
 /// No hypervisor below the guest.
@@ -23,16 +19,6 @@ impl PagingOps for Native {
             virt: None,
             ipis: Ipis::Native,
         }
-    }
-
-    #[inline(always)]
-    fn tables<'a>(
-        &'a self,
-        _: &'a Shared,
-        mem: &'a mut PhysMem<Gpa>,
-        pt: PageTable<Gva, Gpa>,
-    ) -> Tables<'a> {
-        Tables::Guest { mem, pt }
     }
 
     fn fault(

@@ -150,13 +150,17 @@ pub(super) trait PagingOps {
     fn role(&self) -> Role;
 
     /// The tables the hardware walks for a process whose guest tables are `pt` (`root` and
-    /// `get_guest_pgd`). Called on every TLB miss.
+    /// `get_guest_pgd`). Called on every TLB miss. By default the guest's own tables, what
+    /// native and direct paging walk.
+    #[inline(always)]
     fn tables<'a>(
         &'a self,
-        hv: &'a Shared,
+        _hv: &'a Shared,
         mem: &'a mut PhysMem<Gpa>,
         pt: PageTable<Gva, Gpa>,
-    ) -> Tables<'a>;
+    ) -> Tables<'a> {
+        Tables::Guest { mem, pt }
+    }
 
     /// A fault the hypervisor sees first: resolved here, or the guest's (`page_fault`).
     fn fault(
