@@ -1,7 +1,8 @@
 //! Adaptive runs (docs/policies.md): the static baselines equal the plain modes; DAV²M's
 //! thresholds decide exactly at the count they name, on crafted phases; the timeline adds up
-//! to the run; DAV²M moves only along the edges of seed 001 Figure 7; the oracle bounds every
-//! policy; runs are deterministic; a policy that makes no sense is rejected with its rule.
+//! to the run; DAV²M moves only along the edges of seed 001 Figure 7; the oracle's estimate
+//! bounds the static policies on every adaptive workload, and DAV²M, switching inside the
+//! oracle's one window, beats it; runs are deterministic; a policy that makes no sense is rejected with its rule.
 
 mod common;
 
@@ -239,14 +240,17 @@ const EDGES: [(&str, &str); 9] = [
 ];
 
 #[test]
-fn on_mixed_phases_every_policy_adds_up_dav2m_follows_figure_7_and_the_oracle_bounds_all() {
+fn on_mixed_phases_every_policy_adds_up_and_dav2m_follows_figure_7() {
     let w = [("time_scale", "1e-5")];
     let shadow = run_spec(MIXED, &adaptive("static-shadow", &w));
     let nested = run_spec(MIXED, &adaptive("static-nested", &w));
     let oracle = run_spec(MIXED, &adaptive("oracle", &w));
     let best_static = u(&shadow, "cycles").min(u(&nested, "cycles"));
     assert!(u(&oracle, "cycles") <= best_static);
-    assert_eq!(u(&oracle["oracle"], "bound_cycles"), u(&oracle, "cycles"));
+    assert_eq!(
+        u(&oracle["oracle"], "estimate_cycles"),
+        u(&oracle, "cycles")
+    );
     assert_eq!(sum(&oracle, "switches"), u(&oracle, "mode_switches"));
     for policy in ["dav2m", "costmodel"] {
         let a = run_spec(MIXED, &adaptive(policy, &w));
@@ -257,12 +261,6 @@ fn on_mixed_phases_every_policy_adds_up_dav2m_follows_figure_7_and_the_oracle_bo
         assert!(
             u(&a, "mode_switches") <= 2 * t.len() as u64,
             "{policy}: switches bounded"
-        );
-        assert!(
-            u(&oracle, "cycles") <= u(&a, "cycles"),
-            "{policy}: the oracle ({}) is never beaten ({})",
-            u(&oracle, "cycles"),
-            u(&a, "cycles")
         );
         if policy == "dav2m" {
             for pair in t.windows(2) {
@@ -275,6 +273,59 @@ fn on_mixed_phases_every_policy_adds_up_dav2m_follows_figure_7_and_the_oracle_bo
             }
         }
     }
+}
+
+/// The adaptive workloads (the phase workloads of docs/policies.md, with a Phase marker at each
+/// phase), each at a scale whose phases span several windows at `time_scale = 1e-5`.
+const ADAPTIVE: [&str; 3] = [
+    MIXED,
+    "gcc-phases:inputs=1,phases=4,blocks=200,arena=32",
+    "gzip:inputs=1",
+];
+
+#[test]
+fn on_every_adaptive_workload_the_oracles_estimate_bounds_both_static_policies() {
+    // By construction the estimate is never above the better static mode; the static
+    // policies are those modes, so it bounds them. It bounds no switching policy (the next
+    // test).
+    let w = [("time_scale", "1e-5")];
+    for spec in ADAPTIVE {
+        let oracle = run_spec(spec, &adaptive("oracle", &w));
+        let o = &oracle["oracle"];
+        let estimate = u(&oracle, "cycles");
+        assert_eq!(u(o, "estimate_cycles"), estimate, "{spec}");
+        for (policy, total) in [
+            ("static-shadow", "static_shadow_cycles"),
+            ("static-nested", "static_nested_cycles"),
+        ] {
+            let a = run_spec(spec, &adaptive(policy, &w));
+            assert_eq!(u(o, total), u(&a, "cycles"), "{spec} {policy}");
+            assert!(
+                estimate <= u(&a, "cycles"),
+                "{spec}: the estimate {estimate} above {policy}'s {}",
+                u(&a, "cycles")
+            );
+        }
+    }
+}
+
+#[test]
+fn on_a_default_mixed_phases_run_of_two_phases_dav2m_beats_the_oracles_estimate() {
+    // At `time_scale = 1` the PMU window (10⁹ instructions) is longer than the run: the
+    // oracle is one static mode for the solver phase and the shell phase alike, and DAV²M
+    // leaves shadow paging inside the window when the shell's exits cross its threshold.
+    let spec = "mixed-phases:phases=2";
+    let w = [("time_scale", "1")];
+    let oracle = run_spec(spec, &adaptive("oracle", &w));
+    let dav2m = run_spec(spec, &adaptive("dav2m", &w));
+    assert_eq!(timeline(&oracle).len(), 1, "one window");
+    assert_eq!(u(&dav2m, "mode_switches"), 1);
+    assert!(
+        u(&dav2m, "cycles") < u(&oracle, "cycles"),
+        "dav2m {} against the oracle's estimate {}",
+        u(&dav2m, "cycles"),
+        u(&oracle, "cycles")
+    );
 }
 
 #[test]

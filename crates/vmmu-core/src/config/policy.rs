@@ -134,7 +134,8 @@ pub enum PolicyConfig {
     Dav2m(Dav2mConfig),
     /// vmmu's cost model.
     Costmodel(CostModelConfig),
-    /// The best mode per window with hindsight (a bound).
+    /// The best mode per window with hindsight, stitched from the static runs' windows (an
+    /// estimate, not a bound: docs/policies.md).
     Oracle(WindowConfig),
     /// Shadow paging throughout (a baseline with a timeline).
     StaticShadow(WindowConfig),

@@ -8,14 +8,14 @@
 //! paging-related exits ([`Policy::exit_wake`]: DAV²M reacts on the exit that crosses its
 //! threshold). The event loop carries the action out through the hypervisor's one switch
 //! mechanism. The oracle is not a run-time policy: it is computed from two simulations with
-//! hindsight ([`oracle`]).
+//! hindsight ([`hindsight`]).
 //!
 //! Every policy is a variant of [`Policy`], dispatched by `match` (STYLE.md 3); each
 //! transition function is deterministic.
 
 pub mod costmodel;
 pub mod dav2m;
-pub mod oracle;
+pub mod hindsight;
 
 use crate::config::{PolicyConfig, SimConfig, VirtMode};
 use costmodel::CostModel;

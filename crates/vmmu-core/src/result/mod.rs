@@ -269,7 +269,7 @@ pub struct RunResult {
     /// An adaptive run's windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Vec<WindowRecord>>,
-    /// The oracle's bound and schedule (policy `oracle`).
+    /// The oracle's estimate and schedule (policy `oracle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oracle: Option<OracleSummary>,
     /// A sizing study's probes (`config.sizing`): the L2 TLB's hits and misses at each size.

@@ -2,7 +2,7 @@
 //! paging simulated in lockstep on the same events (one pass over the source, two
 //! simulators, each observed at the same window boundaries), the best schedule of modes by
 //! dynamic programming over the windows' cycles with the switches' costs
-//! ([`crate::policy::oracle`]), and a complete result stitched from the chosen windows.
+//! ([`crate::policy::hindsight`]), and a complete result stitched from the chosen windows.
 //!
 //! **Switch costs** are the mechanism's direct costs, priced from the profile as
 //! `Vmm::switch_mode` charges them and estimated from the runs: nested → shadow is an exit
@@ -11,8 +11,10 @@
 //! static shadow simulation holds at that boundary (the whole cache is dropped, as Palacios
 //! does). The transient after a switch (the TLB and walk caches refill; under shadow paging
 //! the cache refills through hidden faults) is not charged: each window costs what it costs
-//! in its mode's static run, warm. So the oracle is a bound — no schedule of switches at
-//! window boundaries can do better by the windows' own costs — and slightly optimistic.
+//! in its mode's static run, warm. So the oracle is the best schedule of switches at window
+//! boundaries by the windows' own costs in the static runs: an estimate, not a bound — a
+//! policy that switches inside a window, or whose switch leaves a cheaper state than the
+//! static run's, can do better (docs/policies.md, "The oracle").
 //!
 //! **The stitched result** is the sum of the chosen windows' changes of every integer field
 //! ([`super::stitch`]), taken a stretch of one mode at a time: the windows' changes
@@ -32,7 +34,7 @@ use crate::config::{SimConfig, VirtMode};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
 use crate::hw::tlb::{COUNT_L1D, COUNT_L2};
-use crate::policy::oracle::{schedule, SwitchCost, WindowCost};
+use crate::policy::hindsight::{schedule, SwitchCost, WindowCost};
 use crate::sim::{Progress, Simulator, WindowRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -54,8 +56,8 @@ pub struct Stretch {
 /// The oracle's figures beside its stitched result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OracleSummary {
-    /// The schedule's cycles: chosen windows plus switches (= the result's `cycles`).
-    pub bound_cycles: u64,
+    /// The schedule's estimated cycles: chosen windows plus switches (= the result's `cycles`).
+    pub estimate_cycles: u64,
     /// Static shadow paging's cycles on the same events.
     pub static_shadow_cycles: u64,
     /// Static nested paging's cycles on the same events.
@@ -218,7 +220,7 @@ fn stitch(
             to_nested: direct + p.unshadow * live(k),
         })
         .collect();
-    let (modes, bound) = schedule(&costs, &prices);
+    let (modes, estimate) = schedule(&costs, &prices);
     let side = |m: VirtMode| usize::from(m == VirtMode::Nested);
     // The schedule's stretches in one mode: (mode, first window, window after the last).
     let mut runs: Vec<(VirtMode, usize, usize)> = Vec::new();
@@ -369,7 +371,7 @@ fn stitch(
     });
     acc["config"] = serde_json::to_value(cfg).expect("a config serializes");
     let summary = OracleSummary {
-        bound_cycles: bound,
+        estimate_cycles: estimate,
         static_shadow_cycles: u(fin(VirtMode::Shadow), &["cycles"]),
         static_nested_cycles: u(fin(VirtMode::Nested), &["cycles"]),
         window,

@@ -1,6 +1,8 @@
-//! The oracle: the best paging mode for every window with hindsight, switch costs included —
-//! dynamic programming over the per-window cycles of both modes, simulated on the same events
-//! (the lockstep runs and the stitched result are in `result::oracle`).
+//! The oracle's schedule: the best paging mode for every window with hindsight, switch costs
+//! included — dynamic programming over the per-window cycles of both modes, simulated on the
+//! same events (the lockstep runs and the stitched result are in `result::oracle`). It is the
+//! best schedule of per-window modes priced by the static runs' windows, an estimate and not a
+//! bound on a policy that switches inside a window (docs/policies.md, "The oracle").
 //!
 //! A schedule runs window `k` in one mode; changing mode between windows `k − 1` and `k`
 //! costs the switch's estimated cycles at that boundary. The schedule minimises the sum. The
