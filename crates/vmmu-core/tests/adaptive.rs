@@ -26,7 +26,7 @@ fn churn_then_quiet(n: u64, tail: u64) -> Vec<Event> {
         ev.push(mmap(va, PAGE, false));
         ev.push(store(va));
         ev.push(Event::Munmap {
-            start: Gva(va),
+            start: Gva::new(va),
             len: PAGE,
         });
     }

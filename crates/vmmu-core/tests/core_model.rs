@@ -322,7 +322,7 @@ fn a_system_call_drains_the_window_and_compute_after_it_no_longer_hides_a_miss()
     const BASE: u64 = 0x10_0000_0000;
     let load = |va: u64| {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: AccessKind::Load,
             size: 8,
             instrs: 1,
@@ -330,7 +330,7 @@ fn a_system_call_drains_the_window_and_compute_after_it_no_longer_hides_a_miss()
         })
     };
     let mmap = |start: u64, flags: u8| Event::Mmap {
-        start: Gva(start),
+        start: Gva::new(start),
         len: 64 << 20,
         prot: Prot::RW,
         flags: MapFlags(flags),

@@ -131,11 +131,11 @@ fn law3_checked_mode_verifies_every_translation() {
         ev.push(if x & 1 == 0 { load(va) } else { store(va) });
     }
     ev.push(Event::Munmap {
-        start: Gva(BASE),
+        start: Gva::new(BASE),
         len: 32 << 20,
     });
     ev.push(Event::Mmap {
-        start: Gva(BASE),
+        start: Gva::new(BASE),
         len: 32 << 20,
         prot: Prot::RW,
         flags: MapFlags(0),

@@ -20,7 +20,7 @@ const PAGE: u64 = 4096;
 
 fn r(va: u64, kind: AccessKind, instrs: u32) -> Event {
     Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size: 8,
         instrs,
@@ -36,13 +36,13 @@ fn events() -> Vec<Event> {
     let mut ev = vec![
         Event::ProcessCreate { pid: 1 },
         Event::Mmap {
-            start: Gva(DATA),
+            start: Gva::new(DATA),
             len: 64 * PAGE,
             prot: Prot::RW,
             flags: MapFlags(0),
         },
         Event::Mmap {
-            start: Gva(CODE),
+            start: Gva::new(CODE),
             len: 4 * PAGE,
             prot: Prot::RWX,
             flags: MapFlags(MapFlags::POPULATE),
@@ -74,7 +74,7 @@ fn events() -> Vec<Event> {
     });
     sweep(&mut ev, 100);
     ev.push(Event::Mprotect {
-        start: Gva(DATA),
+        start: Gva::new(DATA),
         len: 8 * PAGE,
         prot: Prot(Prot::READ),
     });

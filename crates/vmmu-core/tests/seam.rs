@@ -17,7 +17,7 @@ const PAGE: u64 = 4096;
 
 fn r(va: u64, kind: AccessKind) -> Event {
     Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size: 8,
         instrs: 1,
@@ -35,7 +35,7 @@ fn st(va: u64) -> Event {
 
 fn mmap(start: u64, len: u64, prot: Prot, flags: u8) -> Event {
     Event::Mmap {
-        start: Gva(start),
+        start: Gva::new(start),
         len,
         prot,
         flags: MapFlags(flags),
@@ -84,13 +84,13 @@ fn lifetime() -> Vec<Event> {
         ev.push(st(LOW + pick(&mut x, pages) * PAGE));
     }
     ev.push(Event::Mprotect {
-        start: Gva(LOW),
+        start: Gva::new(LOW),
         len: 64 * PAGE,
         prot: Prot(Prot::READ),
     });
     ev.extend((0..64).map(|k| ld(LOW + k * PAGE)));
     ev.push(Event::Munmap {
-        start: Gva(LOW + 512 * PAGE),
+        start: Gva::new(LOW + 512 * PAGE),
         len: 512 * PAGE,
     });
     ev.push(mmap(LOW + 512 * PAGE, 512 * PAGE, Prot::RW, 0));

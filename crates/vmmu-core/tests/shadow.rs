@@ -132,7 +132,7 @@ fn a_write_to_an_out_of_sync_page_costs_no_exit_until_the_next_cr3_write() {
     let mut with_write = base.clone();
     // mprotect of one page rewrites its PTE (an out-of-sync page: no exit) and INVLPGs it.
     with_write.push(Event::Mprotect {
-        start: Gva(BASE),
+        start: Gva::new(BASE),
         len: PAGE,
         prot: vmmu_core::event::Prot(1),
     });
@@ -262,7 +262,7 @@ fn a_full_flush_resyncs_out_of_sync_pages() {
     let mut ev = region(n * PAGE, false);
     ev.extend((0..n).map(|i| store(BASE + i * PAGE)));
     ev.push(Event::Munmap {
-        start: Gva(BASE),
+        start: Gva::new(BASE),
         len: n * PAGE,
     });
     ev.push(mmap(BASE, n * PAGE, false));
@@ -283,7 +283,7 @@ fn impossible_events_name_the_event_and_its_position() {
             vec![
                 Event::ProcessCreate { pid: 1 },
                 Event::Munmap {
-                    start: Gva(BASE),
+                    start: Gva::new(BASE),
                     len: PAGE,
                 },
             ],

@@ -260,7 +260,7 @@ mod crafted {
         let mut ev = vec![
             Event::ProcessCreate { pid: 1 },
             Event::Mmap {
-                start: Gva(BASE),
+                start: Gva::new(BASE),
                 len: PAGES << 12,
                 prot: Prot::RWX,
                 flags: MapFlags(0),
@@ -277,7 +277,7 @@ mod crafted {
         for o in ops {
             match *o {
                 Op::Ref(p, kind) => ev.push(Event::Ref(MemRef {
-                    va: Gva(BASE + (p << 12) + 8 * (p % 7)),
+                    va: Gva::new(BASE + (p << 12) + 8 * (p % 7)),
                     kind,
                     size: 8,
                     instrs: 2,
@@ -289,11 +289,11 @@ mod crafted {
                 }
                 Op::Remap(p, n) => {
                     ev.push(Event::Munmap {
-                        start: Gva(BASE + (p << 12)),
+                        start: Gva::new(BASE + (p << 12)),
                         len: n << 12,
                     });
                     ev.push(Event::Mmap {
-                        start: Gva(BASE + (p << 12)),
+                        start: Gva::new(BASE + (p << 12)),
                         len: n << 12,
                         prot: Prot::RWX,
                         flags: MapFlags(0),
@@ -358,7 +358,7 @@ mod crafted {
 /// A store to `va` (crafted streams).
 fn store_at(va: u64) -> vmmu_core::event::Event {
     vmmu_core::event::Event::Ref(vmmu_core::event::MemRef {
-        va: vmmu_core::addr::Gva(va),
+        va: vmmu_core::addr::Gva::new(va),
         kind: vmmu_core::event::AccessKind::Store,
         size: 8,
         instrs: 1,

@@ -15,7 +15,7 @@ const HUGE: u64 = 2 << 20;
 
 fn madvise(start: u64, len: u64, advice: u8) -> Event {
     Event::Madvise {
-        start: Gva(start),
+        start: Gva::new(start),
         len,
         advice: Advice(advice),
     }
@@ -79,7 +79,7 @@ fn only_anonymous_private_areas_whose_aligned_block_fits_get_huge_pages() {
         let mut ev = vec![
             Event::ProcessCreate { pid: 1 },
             Event::Mmap {
-                start: Gva(start),
+                start: Gva::new(start),
                 len,
                 prot: Prot::RW,
                 flags: MapFlags(flags),
@@ -108,7 +108,7 @@ fn map_hugetlb_takes_the_pool_whatever_thp_says_and_falls_back_without_one() {
         vec![
             Event::ProcessCreate { pid: 1 },
             Event::Mmap {
-                start: Gva(BASE),
+                start: Gva::new(BASE),
                 len: 2 * HUGE,
                 prot: Prot::RW,
                 flags: MapFlags(MapFlags::HUGE),

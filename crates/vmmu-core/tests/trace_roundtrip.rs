@@ -102,7 +102,7 @@ fn any_event() -> impl Strategy<Value = Event> {
     )
         .prop_map(|(va, kind, size, instrs, dep)| {
             Event::Ref(MemRef {
-                va: Gva(va),
+                va: Gva::new(va),
                 kind,
                 size,
                 instrs,
@@ -118,26 +118,26 @@ fn any_event() -> impl Strategy<Value = Event> {
         1 => any::<u32>().prop_map(|pid| Event::Exit { pid }),
         1 => any::<u32>().prop_map(|pid| Event::Switch { pid }),
         1 => (any_addr(), any::<u64>(), any::<u8>(), any::<u8>()).prop_map(|(s, len, p, f)| Event::Mmap {
-            start: Gva(s),
+            start: Gva::new(s),
             len,
             prot: Prot(p),
             flags: MapFlags(f),
         }),
-        1 => (any_addr(), any::<u64>()).prop_map(|(s, len)| Event::Munmap { start: Gva(s), len }),
+        1 => (any_addr(), any::<u64>()).prop_map(|(s, len)| Event::Munmap { start: Gva::new(s), len }),
         1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, p)| Event::Mprotect {
-            start: Gva(s),
+            start: Gva::new(s),
             len,
             prot: Prot(p),
         }),
         1 => (any_addr(), any::<u64>(), any_addr(), any::<u64>()).prop_map(|(o, ol, n, nl)| Event::Mremap {
-            old: Gva(o),
+            old: Gva::new(o),
             old_len: ol,
-            new: Gva(n),
+            new: Gva::new(n),
             new_len: nl,
         }),
-        1 => any_addr().prop_map(|e| Event::Brk { end: Gva(e) }),
+        1 => any_addr().prop_map(|e| Event::Brk { end: Gva::new(e) }),
         1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, a)| Event::Madvise {
-            start: Gva(s),
+            start: Gva::new(s),
             len,
             advice: Advice(a),
         }),

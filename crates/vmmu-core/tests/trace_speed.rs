@@ -29,7 +29,7 @@ fn program_like(n: usize) -> Vec<Event> {
     while out.len() < n {
         for k in 0..12u64 {
             out.push(Event::Ref(MemRef {
-                va: Gva(0x40_1000 + 4 * k),
+                va: Gva::new(0x40_1000 + 4 * k),
                 kind: AccessKind::Fetch,
                 size: 4,
                 instrs: 1,
@@ -37,7 +37,7 @@ fn program_like(n: usize) -> Vec<Event> {
             }));
             if k % 3 == 0 {
                 out.push(Event::Ref(MemRef {
-                    va: Gva(0x7ffe_0000_0f00 - 8 * (k % 4)),
+                    va: Gva::new(0x7ffe_0000_0f00 - 8 * (k % 4)),
                     kind: AccessKind::Load,
                     size: 8,
                     instrs: 0,
@@ -46,7 +46,7 @@ fn program_like(n: usize) -> Vec<Event> {
             }
             if k == 7 {
                 out.push(Event::Ref(MemRef {
-                    va: Gva(0x60_0000 + 8 * (i % (1 << 20))),
+                    va: Gva::new(0x60_0000 + 8 * (i % (1 << 20))),
                     kind: AccessKind::Store,
                     size: 8,
                     instrs: 0,

@@ -45,7 +45,7 @@ fn munmap_while_shared() -> Vec<Event> {
     ev.push(mmap(BASE + (1 << 30), 16 * PAGE, false));
     ev.push(thread(1, 1));
     ev.push(Event::Munmap {
-        start: Gva(BASE),
+        start: Gva::new(BASE),
         len: 4 * PAGE,
     });
     ev.extend((8..16).map(|p| store(BASE + p * PAGE)));
@@ -197,12 +197,12 @@ fn program(ops: &[(u8, u8, u16)]) -> Vec<Event> {
             7 => ev.push(load(lazy + page * PAGE)),
             8 => {
                 ev.push(Event::Munmap {
-                    start: Gva(lazy + page * PAGE),
+                    start: Gva::new(lazy + page * PAGE),
                     len: PAGE * (1 + t as u64 % 40),
                 });
                 let len = PAGE * (1 + t as u64 % 40);
                 ev.push(Event::Mmap {
-                    start: Gva(lazy + page * PAGE),
+                    start: Gva::new(lazy + page * PAGE),
                     len,
                     prot: vmmu_core::event::Prot::RW,
                     flags: vmmu_core::event::MapFlags(0),
@@ -211,7 +211,7 @@ fn program(ops: &[(u8, u8, u16)]) -> Vec<Event> {
             9 => {
                 ro = !ro;
                 ev.push(Event::Mprotect {
-                    start: Gva(shared),
+                    start: Gva::new(shared),
                     len: 256 * PAGE,
                     prot: if ro {
                         vmmu_core::event::Prot(vmmu_core::event::Prot::READ)

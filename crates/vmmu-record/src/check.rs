@@ -239,8 +239,8 @@ impl Checker {
                 let verdict = if s.implicit {
                     Err(None)
                 } else {
-                    let last = r.va.0.wrapping_add(r.size.max(1) as u64 - 1);
-                    match (s.find(r.va.0), s.find(last)) {
+                    let last = r.va.raw().wrapping_add(r.size.max(1) as u64 - 1);
+                    match (s.find(r.va.raw()), s.find(last)) {
                         (Some(prot), Some(_)) if r.kind.is_write() && !prot.write() => {
                             Err(Some("write to a read-only mapping"))
                         }
@@ -262,7 +262,7 @@ impl Checker {
                         if p.examples.len() < EXAMPLES {
                             p.examples.push(BadRef {
                                 event: idx,
-                                va: r.va.0,
+                                va: r.va.raw(),
                                 kind: match r.kind {
                                     vmmu_core::event::AccessKind::Load => "load",
                                     vmmu_core::event::AccessKind::Store => "store",
@@ -328,35 +328,35 @@ impl Checker {
             Event::Mmap {
                 start, len, prot, ..
             } => {
-                if start.0 & 0xfff != 0 || len == 0 {
+                if start.raw() & 0xfff != 0 || len == 0 {
                     Some("start must be page aligned and length non-zero")
                 } else {
                     s.implicit = false;
                     s.vmas
-                        .insert(start.0, start.0.saturating_add(page_up(len)), prot);
+                        .insert(start.raw(), start.raw().saturating_add(page_up(len)), prot);
                     None
                 }
             }
             Event::Munmap { start, len } => {
-                let hi = start.0.saturating_add(page_up(len));
-                if s.vmas.overlaps(start.0, hi) {
-                    s.vmas.remove(start.0, hi);
+                let hi = start.raw().saturating_add(page_up(len));
+                if s.vmas.overlaps(start.raw(), hi) {
+                    s.vmas.remove(start.raw(), hi);
                     None
                 } else {
                     Some("nothing is mapped there")
                 }
             }
             Event::Mprotect { start, len, prot } => {
-                let hi = start.0.saturating_add(page_up(len));
-                if s.vmas.modify(start.0, hi, |_| prot) {
+                let hi = start.raw().saturating_add(page_up(len));
+                if s.vmas.modify(start.raw(), hi, |_| prot) {
                     None
                 } else {
                     Some("nothing is mapped there")
                 }
             }
             Event::Madvise { start, len, .. } => {
-                let hi = start.0.saturating_add(page_up(len));
-                if mapped_whole(&s.vmas, start.0, hi) {
+                let hi = start.raw().saturating_add(page_up(len));
+                if mapped_whole(&s.vmas, start.raw(), hi) {
                     None
                 } else {
                     Some("part of the range is not mapped")
@@ -367,22 +367,23 @@ impl Checker {
                 old_len,
                 new,
                 new_len,
-            } => match s.find(old.0) {
+            } => match s.find(old.raw()) {
                 Some(prot) => {
-                    s.vmas.remove(old.0, old.0.saturating_add(page_up(old_len)));
                     s.vmas
-                        .insert(new.0, new.0.saturating_add(page_up(new_len)), prot);
+                        .remove(old.raw(), old.raw().saturating_add(page_up(old_len)));
+                    s.vmas
+                        .insert(new.raw(), new.raw().saturating_add(page_up(new_len)), prot);
                     None
                 }
                 None => Some("nothing is mapped at the old address"),
             },
             Event::Brk { end } => match s.heap {
                 None => {
-                    s.heap = Some((end.0, end.0));
+                    s.heap = Some((end.raw(), end.raw()));
                     None
                 }
                 Some((base, cur)) => {
-                    let new_end = page_up(end.0);
+                    let new_end = page_up(end.raw());
                     if new_end < base {
                         Some("below the heap start")
                     } else {
@@ -468,7 +469,7 @@ mod tests {
 
     fn r(va: u64, kind: AccessKind) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size: 8,
             instrs: 0,
@@ -477,7 +478,7 @@ mod tests {
     }
     fn mmap(start: u64, len: u64, prot: Prot) -> Event {
         Event::Mmap {
-            start: Gva(start),
+            start: Gva::new(start),
             len,
             prot,
             flags: MapFlags(0),
@@ -492,8 +493,12 @@ mod tests {
         let rep = run(vec![
             Event::ProcessCreate { pid: 3 },
             mmap(0x1000, 0x2000, Prot::RW),
-            Event::Brk { end: Gva(0x10000) },
-            Event::Brk { end: Gva(0x12000) },
+            Event::Brk {
+                end: Gva::new(0x10000),
+            },
+            Event::Brk {
+                end: Gva::new(0x12000),
+            },
             r(0x1000, AccessKind::Load),
             r(0x2ff8, AccessKind::Store),
             r(0x11ff8, AccessKind::Modify),
@@ -515,7 +520,7 @@ mod tests {
             },
             Event::Switch { pid: 4 },
             Event::Munmap {
-                start: Gva(0x1000),
+                start: Gva::new(0x1000),
                 len: 0x1000,
             },
             r(0x1000, AccessKind::Load),
@@ -534,7 +539,7 @@ mod tests {
         let rep = run(vec![
             Event::ProcessCreate { pid: 3 },
             Event::Munmap {
-                start: Gva(0x1000),
+                start: Gva::new(0x1000),
                 len: 0x1000,
             },
         ]);
@@ -545,7 +550,7 @@ mod tests {
     #[test]
     fn madvise_inside_a_mapping_passes_and_one_reaching_outside_fails() {
         let advise = |start: u64, len: u64| Event::Madvise {
-            start: Gva(start),
+            start: Gva::new(start),
             len,
             advice: vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
         };

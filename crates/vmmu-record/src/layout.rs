@@ -315,8 +315,8 @@ impl<S: EventSource> NativeLayout<S> {
                 if s.startup.is_some() {
                     self.place_startup();
                 }
-                match self.space().lookup(r.va.0) {
-                    Some(reg) => r.va = Gva(reg.translate(r.va.0)),
+                match self.space().lookup(r.va.raw()) {
+                    Some(reg) => r.va = Gva::new(reg.translate(r.va.raw())),
                     None => self.stats.untranslated_refs += 1,
                 }
                 self.out.push(Event::Ref(r));
@@ -383,7 +383,7 @@ impl<S: EventSource> NativeLayout<S> {
             .filter_map(|e| match *e {
                 Event::Mmap {
                     start, len, flags, ..
-                } => Some((start.0, start.0 + len, flags.0)),
+                } => Some((start.raw(), start.raw() + len, flags.0)),
                 _ => None,
             })
             .collect();
@@ -460,7 +460,7 @@ impl<S: EventSource> NativeLayout<S> {
                 prot,
                 flags,
             } => {
-                let (lo, hi) = (start.0, start.0 + len);
+                let (lo, hi) = (start.raw(), start.raw() + len);
                 // Uncovered pieces get a native home first; then every piece is covered.
                 for (a, b, r) in self.space().pieces(lo, hi) {
                     if r.is_none() {
@@ -474,30 +474,30 @@ impl<S: EventSource> NativeLayout<S> {
                     }
                 }
                 self.split(lo, hi, |n, l| Event::Mmap {
-                    start: Gva(n),
+                    start: Gva::new(n),
                     len: l,
                     prot,
                     flags,
                 });
             }
             Event::Munmap { start, len } => {
-                let (lo, hi) = (start.0, start.0 + len);
+                let (lo, hi) = (start.raw(), start.raw() + len);
                 self.split(lo, hi, |n, l| Event::Munmap {
-                    start: Gva(n),
+                    start: Gva::new(n),
                     len: l,
                 });
                 self.space().remove(lo, hi);
             }
             Event::Mprotect { start, len, prot } => {
-                self.split(start.0, start.0 + len, |n, l| Event::Mprotect {
-                    start: Gva(n),
+                self.split(start.raw(), start.raw() + len, |n, l| Event::Mprotect {
+                    start: Gva::new(n),
                     len: l,
                     prot,
                 });
             }
             Event::Madvise { start, len, advice } => {
-                self.split(start.0, start.0 + len, |n, l| Event::Madvise {
-                    start: Gva(n),
+                self.split(start.raw(), start.raw() + len, |n, l| Event::Madvise {
+                    start: Gva::new(n),
                     len: l,
                     advice,
                 });
@@ -507,8 +507,8 @@ impl<S: EventSource> NativeLayout<S> {
                 old_len,
                 new,
                 new_len,
-            } => self.mremap(old.0, old_len, new.0, new_len),
-            Event::Brk { end } => self.brk(end.0),
+            } => self.mremap(old.raw(), old_len, new.raw(), new_len),
+            Event::Brk { end } => self.brk(end.raw()),
             other => self.out.push(other),
         }
     }
@@ -532,9 +532,9 @@ impl<S: EventSource> NativeLayout<S> {
         });
         self.stats.regions_placed += 1;
         self.out.push(Event::Mremap {
-            old: Gva(nold),
+            old: Gva::new(nold),
             old_len,
-            new: Gva(nnew),
+            new: Gva::new(nnew),
             new_len,
         });
     }
@@ -563,7 +563,7 @@ impl<S: EventSource> NativeLayout<S> {
             self.stats.regions_placed += 1;
         }
         let n = end.wrapping_sub(vbase).wrapping_add(nbase);
-        self.out.push(Event::Brk { end: Gva(n) });
+        self.out.push(Event::Brk { end: Gva::new(n) });
     }
 }
 
@@ -573,8 +573,8 @@ impl<S: EventSource> NativeLayout<S> {
     fn step(&mut self, e: Event) {
         if let (Event::Ref(mut r), Some((_, space))) = (e, self.cur.as_mut()) {
             if space.startup.is_none() {
-                match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
-                    Some(va) => r.va = Gva(va),
+                match space.translate_ref(r.va.raw(), r.kind.is_fetch() as usize) {
+                    Some(va) => r.va = Gva::new(va),
                     None => self.stats.untranslated_refs += 1,
                 }
                 self.out.push(Event::Ref(r));
@@ -612,8 +612,8 @@ impl<S: EventSource> EventSource for NativeLayout<S> {
                 if space.startup.is_some() {
                     break;
                 }
-                match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
-                    Some(va) => r.va = Gva(va),
+                match space.translate_ref(r.va.raw(), r.kind.is_fetch() as usize) {
+                    Some(va) => r.va = Gva::new(va),
                     None => self.stats.untranslated_refs += 1,
                 }
                 i += 1;
@@ -651,7 +651,7 @@ mod tests {
 
     fn mmap(start: u64, len: u64, flags: u8) -> Event {
         Event::Mmap {
-            start: Gva(start),
+            start: Gva::new(start),
             len,
             prot: Prot::RW,
             flags: MapFlags(flags),
@@ -659,7 +659,7 @@ mod tests {
     }
     fn load(va: u64) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: AccessKind::Load,
             size: 8,
             instrs: 0,
@@ -682,7 +682,7 @@ mod tests {
             mmap(0x4000000, 0x30000, MapFlags::FILE),
             mmap(0x1ffe801000, 0x800000, MapFlags::STACK),
             Event::Brk {
-                end: Gva(0x4035000),
+                end: Gva::new(0x4035000),
             },
         ]
     }
@@ -702,7 +702,7 @@ mod tests {
         assert_eq!(
             out[5],
             Event::Brk {
-                end: Gva(PIE_BASE + 0x3000)
+                end: Gva::new(PIE_BASE + 0x3000)
             }
         );
         assert_eq!(out[6], load(PIE_BASE + 0x10));
@@ -715,13 +715,13 @@ mod tests {
         let mut ev = startup();
         ev.extend([
             Event::Brk {
-                end: Gva(0x4035000 + 0x21000),
+                end: Gva::new(0x4035000 + 0x21000),
             },
             load(0x4035000 + 0x20ff8),
             mmap(0x4835000, 0x3000, 0),
             load(0x4835000),
             Event::Munmap {
-                start: Gva(0x4835000),
+                start: Gva::new(0x4835000),
                 len: 0x3000,
             },
         ]);
@@ -729,7 +729,7 @@ mod tests {
         assert_eq!(
             out[6],
             Event::Brk {
-                end: Gva(PIE_BASE + 0x3000 + 0x21000)
+                end: Gva::new(PIE_BASE + 0x3000 + 0x21000)
             }
         );
         assert_eq!(out[7], load(PIE_BASE + 0x3000 + 0x20ff8));
@@ -739,7 +739,7 @@ mod tests {
         assert_eq!(
             out[10],
             Event::Munmap {
-                start: Gva(anon),
+                start: Gva::new(anon),
                 len: 0x3000
             }
         );
@@ -752,7 +752,7 @@ mod tests {
             mmap(0x4835000, 0x1000, 0),
             mmap(0x4836000, 0x1000, 0),
             Event::Munmap {
-                start: Gva(0x4835000),
+                start: Gva::new(0x4835000),
                 len: 0x2000,
             },
         ]);
@@ -764,11 +764,11 @@ mod tests {
             &out[8..10],
             &[
                 Event::Munmap {
-                    start: Gva(a),
+                    start: Gva::new(a),
                     len: 0x1000
                 },
                 Event::Munmap {
-                    start: Gva(b),
+                    start: Gva::new(b),
                     len: 0x1000
                 }
             ]
@@ -798,7 +798,7 @@ mod tests {
         let Event::Mmap { start, .. } = out[6] else {
             panic!()
         };
-        assert_eq!(start.0 % HUGE, 0x4835000 % HUGE);
-        assert!(start.0 + 0x400000 <= MMAP_TOP - 0x30000);
+        assert_eq!(start.raw() % HUGE, 0x4835000 % HUGE);
+        assert!(start.raw() + 0x400000 <= MMAP_TOP - 0x30000);
     }
 }

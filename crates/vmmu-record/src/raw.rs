@@ -434,7 +434,7 @@ impl StreamDecoder {
         let instrs = (kind == K_FETCH) as u32 | self.pending_instrs as u32;
         self.pending_instrs = 0;
         out.push(Event::Ref(MemRef::new(
-            Gva(((w as i64) >> 16) as u64),
+            Gva::new(((w as i64) >> 16) as u64),
             KINDS[kind as usize],
             size.max(1) as u8,
             instrs,
@@ -455,7 +455,7 @@ impl StreamDecoder {
         let instrs = self.pending_instrs as u32;
         self.pending_instrs = 0;
         out.push(Event::Ref(MemRef {
-            va: Gva(((w as i64) >> 16) as u64),
+            va: Gva::new(((w as i64) >> 16) as u64),
             kind: KINDS[kind as usize],
             size: size as u8,
             instrs,
@@ -494,7 +494,7 @@ impl StreamDecoder {
     #[cold]
     fn reference_slow(&mut self, w: u64, kind: u64, size: usize, dep: u8, out: &mut Vec<Event>) {
         // Sign-extend the 48-bit address (a canonical upper-half address stays canonical).
-        let va = Gva(((w as i64) >> 16) as u64);
+        let va = Gva::new(((w as i64) >> 16) as u64);
         let index = self.thread_refs();
         self.by_kind[kind as usize] += 1;
         let kind = KINDS[kind as usize];
@@ -644,7 +644,7 @@ impl StreamDecoder {
                 if len > 0 {
                     self.os_event(
                         Event::Mmap {
-                            start: Gva(start),
+                            start: Gva::new(start),
                             len,
                             prot: Prot((value & 7) as u8),
                             flags: MapFlags(((value >> 4) & 0xF) as u8),
@@ -659,7 +659,7 @@ impl StreamDecoder {
                 if len > 0 {
                     self.os_event(
                         Event::Munmap {
-                            start: Gva(start),
+                            start: Gva::new(start),
                             len,
                         },
                         out,
@@ -672,7 +672,7 @@ impl StreamDecoder {
                 if len > 0 {
                     self.os_event(
                         Event::Mprotect {
-                            start: Gva(start),
+                            start: Gva::new(start),
                             len,
                             prot: Prot((value & 7) as u8),
                         },
@@ -686,7 +686,7 @@ impl StreamDecoder {
                 if len > 0 {
                     self.os_event(
                         Event::Madvise {
-                            start: Gva(start),
+                            start: Gva::new(start),
                             len,
                             advice: Advice(value as u8),
                         },
@@ -704,9 +704,9 @@ impl StreamDecoder {
                 need(4, "mremap")?;
                 self.os_event(
                     Event::Mremap {
-                        old: Gva(p[0]),
+                        old: Gva::new(p[0]),
                         old_len: page_up(p[1]),
-                        new: Gva(p[2]),
+                        new: Gva::new(p[2]),
                         new_len: page_up(p[3]),
                     },
                     out,
@@ -714,7 +714,12 @@ impl StreamDecoder {
             }
             E_BRK => {
                 need(1, "brk")?;
-                self.os_event(Event::Brk { end: Gva(p[0]) }, out);
+                self.os_event(
+                    Event::Brk {
+                        end: Gva::new(p[0]),
+                    },
+                    out,
+                );
             }
             E_FORK => {
                 need(0, "fork")?;
@@ -869,7 +874,7 @@ pub(crate) mod tests {
             assert_eq!(
                 ev[0],
                 Event::Mmap {
-                    start: Gva(0x400000),
+                    start: Gva::new(0x400000),
                     len: 0x2000,
                     prot: Prot(5),
                     flags: MapFlags(MapFlags::FILE)
@@ -878,14 +883,19 @@ pub(crate) mod tests {
             assert_eq!(
                 ev[2],
                 Event::Ref(MemRef {
-                    va: Gva(0x7fff_0000_1000),
+                    va: Gva::new(0x7fff_0000_1000),
                     kind: AccessKind::Load,
                     size: 8,
                     instrs: 0,
                     dep: 0,
                 })
             );
-            assert_eq!(ev[5], Event::Brk { end: Gva(0x600000) });
+            assert_eq!(
+                ev[5],
+                Event::Brk {
+                    end: Gva::new(0x600000)
+                }
+            );
         }
     }
 
@@ -906,7 +916,7 @@ pub(crate) mod tests {
             ev,
             vec![
                 Event::Ref(MemRef {
-                    va: Gva(0x1000),
+                    va: Gva::new(0x1000),
                     kind: AccessKind::Store,
                     size: 8,
                     instrs: 3,
@@ -914,7 +924,7 @@ pub(crate) mod tests {
                 }),
                 Event::Compute { instrs: 2 },
                 Event::Munmap {
-                    start: Gva(0x1000),
+                    start: Gva::new(0x1000),
                     len: 0x1000
                 },
                 Event::Compute { instrs: 5 },
@@ -977,7 +987,7 @@ pub(crate) mod tests {
             assert_eq!(
                 ev[2],
                 Event::Ref(MemRef {
-                    va: Gva(0x2000),
+                    va: Gva::new(0x2000),
                     kind: AccessKind::Load,
                     size: 8,
                     instrs: 0,
@@ -1068,7 +1078,7 @@ pub(crate) mod tests {
         assert_eq!(
             ev[3],
             Event::Madvise {
-                start: Gva(0x7f00_0000_0000),
+                start: Gva::new(0x7f00_0000_0000),
                 len: 0x20_0000,
                 advice: Advice(Advice::HUGEPAGE),
             }
@@ -1076,7 +1086,7 @@ pub(crate) mod tests {
         assert_eq!(
             ev[4],
             Event::Madvise {
-                start: Gva(0x7f00_0000_1000),
+                start: Gva::new(0x7f00_0000_1000),
                 len: 0x1000,
                 advice: Advice(Advice::DONTNEED),
             }

@@ -224,14 +224,14 @@ impl Encoder {
                 prot,
                 flags,
             } => {
-                let k = tagged(rec, T_MMAP, &[start.0, len]);
+                let k = tagged(rec, T_MMAP, &[start.raw(), len]);
                 rec[k] = prot.0;
                 rec[k + 1] = flags.0;
                 k + 2
             }
-            Event::Munmap { start, len } => tagged(rec, T_MUNMAP, &[start.0, len]),
+            Event::Munmap { start, len } => tagged(rec, T_MUNMAP, &[start.raw(), len]),
             Event::Mprotect { start, len, prot } => {
-                let k = tagged(rec, T_MPROTECT, &[start.0, len]);
+                let k = tagged(rec, T_MPROTECT, &[start.raw(), len]);
                 rec[k] = prot.0;
                 k + 1
             }
@@ -240,13 +240,13 @@ impl Encoder {
                 old_len,
                 new,
                 new_len,
-            } => tagged(rec, T_MREMAP, &[old.0, old_len, new.0, new_len]),
+            } => tagged(rec, T_MREMAP, &[old.raw(), old_len, new.raw(), new_len]),
             Event::Madvise { start, len, advice } => {
-                let k = tagged(rec, T_MADVISE, &[start.0, len]);
+                let k = tagged(rec, T_MADVISE, &[start.raw(), len]);
                 rec[k] = advice.0;
                 k + 1
             }
-            Event::Brk { end } => tagged(rec, T_BRK, &[end.0]),
+            Event::Brk { end } => tagged(rec, T_BRK, &[end.raw()]),
             Event::Phase { id } => tagged(rec, T_PHASE, &[id as u64]),
         };
         pos + n
@@ -256,7 +256,7 @@ impl Encoder {
     #[inline(always)]
     fn encode_ref(&mut self, r: &MemRef, rec: &mut [u8; MAX_RECORD]) -> usize {
         let c = &mut self.classes[class_of(r.kind)];
-        let va = r.va.0;
+        let va = r.va.raw();
         let next = c.addr.wrapping_add(c.size as u64);
         let delta = va.wrapping_sub(c.addr) as i64;
         let code = if va == next {
@@ -546,7 +546,7 @@ impl Decoder {
         c.addr = va;
         t.instructions = t.instructions.wrapping_add(c.instrs as u64);
         let e = Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size: c.size,
             instrs: c.instrs,
@@ -626,7 +626,7 @@ fn fast_refs(
             data.advance(a, delta, sized, size)
         };
         dst[done].write(Event::Ref(MemRef {
-            va: Gva(c.addr),
+            va: Gva::new(c.addr),
             kind: KINDS[(tag & 3) as usize],
             size: c.size,
             instrs: c.instrs,
@@ -699,14 +699,14 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
             let (prot, flags) = (raw[*p], raw[*p + 1]);
             *p += 2;
             Event::Mmap {
-                start: Gva(start_va),
+                start: Gva::new(start_va),
                 len,
                 prot: Prot(prot),
                 flags: MapFlags(flags),
             }
         }
         T_MUNMAP => Event::Munmap {
-            start: Gva(v()?),
+            start: Gva::new(v()?),
             len: v()?,
         },
         T_MPROTECT => {
@@ -714,15 +714,15 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
             let prot = raw[*p];
             *p += 1;
             Event::Mprotect {
-                start: Gva(start_va),
+                start: Gva::new(start_va),
                 len,
                 prot: Prot(prot),
             }
         }
         T_MREMAP => Event::Mremap {
-            old: Gva(v()?),
+            old: Gva::new(v()?),
             old_len: v()?,
-            new: Gva(v()?),
+            new: Gva::new(v()?),
             new_len: v()?,
         },
         T_MADVISE => {
@@ -730,12 +730,14 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
             let advice = raw[*p];
             *p += 1;
             Event::Madvise {
-                start: Gva(start_va),
+                start: Gva::new(start_va),
                 len,
                 advice: Advice(advice),
             }
         }
-        T_BRK => Event::Brk { end: Gva(v()?) },
+        T_BRK => Event::Brk {
+            end: Gva::new(v()?),
+        },
         T_PROC => Event::ProcessCreate {
             pid: read_u32(raw, p, start, "pid")?,
         },
@@ -809,7 +811,7 @@ mod tests {
 
     fn load(va: u64, size: u8) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: AccessKind::Load,
             size,
             instrs: 0,
@@ -909,7 +911,7 @@ mod tests {
 
     fn dependent(va: u64, kind: AccessKind, size: u8, instrs: u32, dep: u8) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size,
             instrs,
@@ -946,12 +948,12 @@ mod tests {
     fn madvise_round_trips() {
         let events = [
             Event::Madvise {
-                start: Gva(0x7f00_0020_0000),
+                start: Gva::new(0x7f00_0020_0000),
                 len: 0x40_0000,
                 advice: Advice(Advice::HUGEPAGE),
             },
             Event::Madvise {
-                start: Gva(0),
+                start: Gva::new(0),
                 len: 4096,
                 advice: Advice(200),
             },

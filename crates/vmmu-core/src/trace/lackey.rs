@@ -220,7 +220,7 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Event>, Stri
         },
     };
     Ok(Some(Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size,
         instrs,
@@ -334,7 +334,7 @@ fn parse_event(body: &[u8]) -> std::result::Result<Event, String> {
         u32::try_from(num(i)?)
             .map_err(|_| format!("{}: `{}` does not fit in 32 bits", usage(), args[i]))
     };
-    let va = |i: usize| num(i).map(Gva);
+    let va = |i: usize| num(i).map(Gva::new);
     Ok(match name {
         "proc" => Event::ProcessCreate { pid: pid(0)? },
         "fork" => Event::Fork {
@@ -507,12 +507,15 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
                 writeln!(
                     out,
                     "{lead} {:08x},{},{},d{}",
-                    r.va.0, r.size, r.instrs, r.dep
+                    r.va.raw(),
+                    r.size,
+                    r.instrs,
+                    r.dep
                 )
             } else if r.instrs == default {
-                writeln!(out, "{lead} {:08x},{}", r.va.0, r.size)
+                writeln!(out, "{lead} {:08x},{}", r.va.raw(), r.size)
             } else {
-                writeln!(out, "{lead} {:08x},{},{}", r.va.0, r.size, r.instrs)
+                writeln!(out, "{lead} {:08x},{},{}", r.va.raw(), r.size, r.instrs)
             }
         }
         Event::Compute { instrs } => writeln!(out, "@compute {instrs}"),
@@ -532,13 +535,18 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
         } => writeln!(
             out,
             "@mmap {:#x} {len:#x} {} {}",
-            start.0,
+            start.raw(),
             prot_text(prot),
             flags_text(flags)
         ),
-        Event::Munmap { start, len } => writeln!(out, "@munmap {:#x} {len:#x}", start.0),
+        Event::Munmap { start, len } => writeln!(out, "@munmap {:#x} {len:#x}", start.raw()),
         Event::Mprotect { start, len, prot } => {
-            writeln!(out, "@mprotect {:#x} {len:#x} {}", start.0, prot_text(prot))
+            writeln!(
+                out,
+                "@mprotect {:#x} {len:#x} {}",
+                start.raw(),
+                prot_text(prot)
+            )
         }
         Event::Mremap {
             old,
@@ -548,15 +556,16 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
         } => writeln!(
             out,
             "@mremap {:#x} {old_len:#x} {:#x} {new_len:#x}",
-            old.0, new.0
+            old.raw(),
+            new.raw()
         ),
         Event::Madvise { start, len, advice } => writeln!(
             out,
             "@madvise {:#x} {len:#x} {}",
-            start.0,
+            start.raw(),
             advice_text(advice)
         ),
-        Event::Brk { end } => writeln!(out, "@brk {:#x}", end.0),
+        Event::Brk { end } => writeln!(out, "@brk {:#x}", end.raw()),
         Event::Phase { id } => writeln!(out, "@phase {id}"),
     }
 }
@@ -629,28 +638,28 @@ mod tests {
             Event::Exit { pid: 2 },
             Event::Switch { pid: 1 },
             Event::Mmap {
-                start: Gva(0x7f00_0000_0000),
+                start: Gva::new(0x7f00_0000_0000),
                 len: 0x10_0000,
                 prot: Prot::RW,
                 flags: MapFlags(MapFlags::HUGE | MapFlags::POPULATE | MapFlags::SHARED | 0x80),
             },
             Event::Munmap {
-                start: Gva(0x1000),
+                start: Gva::new(0x1000),
                 len: 0x2000,
             },
             Event::Mprotect {
-                start: Gva(0x1000),
+                start: Gva::new(0x1000),
                 len: 0x1000,
                 prot: Prot(5),
             },
             Event::Mremap {
-                old: Gva(0x1000),
+                old: Gva::new(0x1000),
                 old_len: 0x1000,
-                new: Gva(0x9000),
+                new: Gva::new(0x9000),
                 new_len: 0x3000,
             },
             Event::Brk {
-                end: Gva(0x60_0000),
+                end: Gva::new(0x60_0000),
             },
             Event::Phase { id: 3 },
             Event::Compute { instrs: u64::MAX },

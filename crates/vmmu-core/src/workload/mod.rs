@@ -159,7 +159,7 @@ fn preamble(base: u64, footprint: u64, v: &Values) -> Result<Vec<Event>> {
     let mut ev = vec![
         Event::ProcessCreate { pid: 1 },
         Event::Mmap {
-            start: Gva(base),
+            start: Gva::new(base),
             len,
             prot: Prot::RW,
             flags: MapFlags(flags),
@@ -172,7 +172,7 @@ fn preamble(base: u64, footprint: u64, v: &Values) -> Result<Vec<Event>> {
     };
     if let Some(a) = advice {
         ev.push(Event::Madvise {
-            start: Gva(base),
+            start: Gva::new(base),
             len,
             advice: Advice(a),
         });

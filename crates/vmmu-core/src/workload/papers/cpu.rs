@@ -413,7 +413,7 @@ impl Script for Gcc {
                 let len = self.arena_pages * PAGE;
                 if k > 0 {
                     out.push(Event::Munmap {
-                        start: Gva(self.arena),
+                        start: Gva::new(self.arena),
                         len,
                     });
                 }
@@ -430,7 +430,7 @@ impl Script for Gcc {
             }
             Stage::End => {
                 out.push(Event::Munmap {
-                    start: Gva(self.arena),
+                    start: Gva::new(self.arena),
                     len: self.arena_pages * PAGE,
                 });
                 out.push(Event::Exit { pid: child });

@@ -72,7 +72,7 @@ impl Script for Segv {
             out.push(store(self.region + k * PAGE, self.instrs));
         }
         out.push(Event::Munmap {
-            start: Gva(self.region),
+            start: Gva::new(self.region),
             len,
         });
         true

@@ -107,7 +107,7 @@ impl Script for MemoryMotion {
             }
         }
         out.push(Event::Munmap {
-            start: Gva(self.region),
+            start: Gva::new(self.region),
             len,
         });
         out.push(Event::Exit { pid: child });

@@ -159,7 +159,7 @@ impl Mixed {
             out.push(store(self.region + pg * PAGE, 16));
         }
         out.push(Event::Munmap {
-            start: Gva(self.region),
+            start: Gva::new(self.region),
             len,
         });
         out.push(Event::Exit { pid: child });
@@ -306,11 +306,11 @@ impl Gzip {
         });
         if self.input > 0 {
             out.push(Event::Munmap {
-                start: Gva(self.inbuf),
+                start: Gva::new(self.inbuf),
                 len: self.pages * PAGE,
             });
             out.push(Event::Munmap {
-                start: Gva(self.outbuf),
+                start: Gva::new(self.outbuf),
                 len: self.out_pages * PAGE,
             });
         }

@@ -176,7 +176,7 @@ impl Script for Database {
         for k in 0..self.threads {
             out.push(switch(k));
             out.push(Event::Munmap {
-                start: Gva(self.temp(k)),
+                start: Gva::new(self.temp(k)),
                 len: self.temp_pages * PAGE,
             });
         }
