@@ -715,7 +715,7 @@ impl Floor {
             counts: c,
             frame_mask: geo.frame_mask(),
         };
-        copy_tables(&sim.os.mem, &geo, pt.root.0, 4, &mut f.tables)?;
+        copy_tables(&sim.os.mem, &geo, pt.root.raw(), 4, &mut f.tables)?;
         // Entry numbers (address / 8) are the PWC's u32 tags, line numbers the caches'.
         if f.tables
             .iter()
@@ -802,7 +802,7 @@ pub(crate) mod testing {
     /// `level` and below, in vmmu's guest memory.
     fn clear_ad(sim: &mut Simulator, geo: &Geometry, table: u64, level: u8) {
         for i in 0..ENTRIES as u64 {
-            let a = Gpa(table + 8 * i);
+            let a = Gpa::new(table + 8 * i);
             let e = geo.read_entry(&sim.os.mem, a);
             if e.present() {
                 geo.write_entry(&mut sim.os.mem, a, Pte(e.0 & !(Pte::A | Pte::D)));
@@ -827,7 +827,7 @@ pub(crate) mod testing {
         let first = crate::rows::setup(&mut sim, src.as_mut()).unwrap();
         if clean {
             let pt = sim.os.tables(sim.os.current_pid().unwrap()).unwrap();
-            clear_ad(&mut sim, &pt.geo, pt.root.0, 4);
+            clear_ad(&mut sim, &pt.geo, pt.root.raw(), 4);
         }
         let mut floor = build(&sim).unwrap();
         let mut events: Vec<Event> = first.into_iter().collect();

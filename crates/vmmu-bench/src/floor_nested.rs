@@ -167,7 +167,7 @@ impl NestedFloor {
             return refuse("no process after the set-up");
         };
         let mut guest = Vec::new();
-        copy_tables(&sim.os.mem, &geo, pt.root.0, 4, &mut guest)?;
+        copy_tables(&sim.os.mem, &geo, pt.root.raw(), 4, &mut guest)?;
         let mut nested = Vec::new();
         copy_tables(&host.hmem, &hgeo, host.npt.root.raw(), 4, &mut nested)?;
         if (guest.len() + nested.len()) << 9 >= EMPTY as usize {
@@ -177,7 +177,7 @@ impl NestedFloor {
         // host frame.
         let mut frames = HashSet::new();
         for t in &guest {
-            match host.translate(Gpa(t.base)) {
+            match host.translate(Gpa::new(t.base)) {
                 Some((h, _)) if frames.insert(h.raw()) => {}
                 _ => return refuse("a guest table without a host frame of its own"),
             }

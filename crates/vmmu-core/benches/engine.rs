@@ -37,7 +37,7 @@ fn addresses(range: u64, align: u64) -> Vec<u64> {
 
 fn translation(page: u64) -> Translation {
     Translation {
-        page: Hpa(page),
+        page: Hpa::new(page),
         size: PageSize::Size4K,
         writable: true,
         user: true,
@@ -56,7 +56,7 @@ fn tlb(c: &mut Criterion) {
     let mut t = TlbHierarchy::new(&m.tlb);
     let pages: Vec<u64> = (0..48u64).map(|i| (i * 37 % 48) << 12).collect();
     for &p in &pages {
-        t.fill(Gva(p), TlbSide::Data, TAG, translation(p));
+        t.fill(Gva::new(p), TlbSide::Data, TAG, translation(p));
     }
     let hits: Vec<u64> = (0..N).map(|i| pages[i % 48] + 8).collect();
     c.bench_function("tlb/lookup L1 hit", |b| {
@@ -64,7 +64,7 @@ fn tlb(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) & (N - 1);
             black_box(
-                t.lookup(Gva(hits[i]), TlbSide::Data, TAG)
+                t.lookup(Gva::new(hits[i]), TlbSide::Data, TAG)
                     .map(|(_, t)| t.page),
             )
         })
@@ -73,7 +73,7 @@ fn tlb(c: &mut Criterion) {
     let mut t = TlbHierarchy::new(&m.tlb);
     let pages: Vec<u64> = (0..400u64).map(|i| (i * 7919 % 400) << 12).collect();
     for &p in &pages {
-        t.fill(Gva(p), TlbSide::Data, TAG, translation(p));
+        t.fill(Gva::new(p), TlbSide::Data, TAG, translation(p));
     }
     let l2: Vec<u64> = (0..N).map(|i| pages[i % 400]).collect();
     c.bench_function("tlb/lookup L2 hit (fills L1)", |b| {
@@ -81,7 +81,7 @@ fn tlb(c: &mut Criterion) {
         b.iter(|| {
             i = (i + 1) & (N - 1);
             black_box(
-                t.lookup(Gva(l2[i]), TlbSide::Data, TAG)
+                t.lookup(Gva::new(l2[i]), TlbSide::Data, TAG)
                     .map(|(_, t)| t.page),
             )
         })
@@ -93,7 +93,7 @@ fn tlb(c: &mut Criterion) {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            let va = Gva(far[i]);
+            let va = Gva::new(far[i]);
             if t.lookup(va, TlbSide::Data, TAG).is_none() {
                 t.fill(va, TlbSide::Data, TAG, translation(far[i]));
             }
@@ -108,13 +108,13 @@ fn caches(c: &mut Criterion) {
     // remembered last line.
     let near = addresses(16 << 10, 64);
     for &a in &near {
-        h.access(Hpa(a), 0);
+        h.access(Hpa::new(a), 0);
     }
     c.bench_function("cache/access L1 hit", |b| {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            black_box(h.access(Hpa(near[i]), 0).1)
+            black_box(h.access(Hpa::new(near[i]), 0).1)
         })
     });
     // 256 MiB: misses at every level (and fills).
@@ -123,20 +123,20 @@ fn caches(c: &mut Criterion) {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            black_box(h.access(Hpa(far[i]), 0).1)
+            black_box(h.access(Hpa::new(far[i]), 0).1)
         })
     });
     // Page entries start at L2: 256 KiB of entries hit there.
     let l2 = h.level_index("l2").expect("l2");
     let mid = addresses(256 << 10, 8);
     for &a in &mid {
-        h.access(Hpa(a), l2);
+        h.access(Hpa::new(a), l2);
     }
     c.bench_function("cache/access page entry, L2 hit", |b| {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            black_box(h.access(Hpa(mid[i]), l2).1)
+            black_box(h.access(Hpa::new(mid[i]), l2).1)
         })
     });
 }
@@ -146,14 +146,14 @@ fn walk_caches(c: &mut Criterion) {
     let mut p = Pwc::new(24, 24);
     let held: Vec<u64> = (0..16u64).map(|i| 0x10_0000 + i * 0x1008).collect();
     for &e in &held {
-        p.fill(Hpa(e));
+        p.fill(Hpa::new(e));
     }
     let hits: Vec<u64> = (0..N).map(|i| held[i * 7 % 16]).collect();
     c.bench_function("pwc/lookup hit", |b| {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            black_box(p.lookup(Hpa(hits[i])))
+            black_box(p.lookup(Hpa::new(hits[i])))
         })
     });
     let far = addresses(1 << 30, 8);
@@ -161,22 +161,27 @@ fn walk_caches(c: &mut Criterion) {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            if !p.lookup(Hpa(far[i])) {
-                p.fill(Hpa(far[i]));
+            if !p.lookup(Hpa::new(far[i])) {
+                p.fill(Hpa::new(far[i]));
             }
         })
     });
     // NTLB: 16 entries, fully associative, 4 KiB nested pages.
     let mut n = Ntlb::new(16, 16);
     for i in 0..12u64 {
-        n.fill(Gpa(i << 12), 1, Hpa((i + 100) << 12), PageSize::Size4K);
+        n.fill(
+            Gpa::new(i << 12),
+            1,
+            Hpa::new((i + 100) << 12),
+            PageSize::Size4K,
+        );
     }
     let hits: Vec<u64> = (0..N as u64).map(|i| ((i * 5) % 12) << 12 | 0x18).collect();
     c.bench_function("ntlb/lookup hit", |b| {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            black_box(n.lookup(Gpa(hits[i]), 1).map(|(h, _)| h))
+            black_box(n.lookup(Gpa::new(hits[i]), 1).map(|(h, _)| h))
         })
     });
     let far = addresses(1 << 34, 4096);
@@ -184,9 +189,9 @@ fn walk_caches(c: &mut Criterion) {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            let g = Gpa(far[i]);
+            let g = Gpa::new(far[i]);
             if n.lookup(g, 1).is_none() {
-                n.fill(g, 1, Hpa(far[i] ^ (1 << 35)), PageSize::Size4K);
+                n.fill(g, 1, Hpa::new(far[i] ^ (1 << 35)), PageSize::Size4K);
             }
         })
     });
@@ -213,8 +218,8 @@ fn memory(c: &mut Criterion) {
     let mut mem: PhysMem<Hpa> = PhysMem::new(16 << 30);
     let frames: Vec<u64> = (0..2048u64).map(|i| (i * 2053 % 4096) << 22).collect();
     for &f in &frames {
-        mem.zero_frame(Hpa(f));
-        mem.write_u64(Hpa(f + 8), f | 0x67);
+        mem.zero_frame(Hpa::new(f));
+        mem.write_u64(Hpa::new(f + 8), f | 0x67);
     }
     let entries: Vec<u64> = (0..N)
         .map(|i| frames[(i * 977) % 2048] + ((i as u64 * 8) & 0xff8))
@@ -223,7 +228,7 @@ fn memory(c: &mut Criterion) {
         let mut i = 0;
         b.iter(|| {
             i = (i + 1) & (N - 1);
-            black_box(mem.read_u64(Hpa(entries[i])))
+            black_box(mem.read_u64(Hpa::new(entries[i])))
         })
     });
 }

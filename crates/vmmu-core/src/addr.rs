@@ -35,9 +35,14 @@ macro_rules! address_space {
         $(#[$doc])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
         #[serde(transparent)]
-        pub struct $name(pub u64);
+        pub struct $name(u64);
 
         impl $name {
+            /// The address whose raw 64-bit value is `v`.
+            #[inline]
+            pub const fn new(v: u64) -> Self {
+                Self(v)
+            }
             /// The raw 64-bit value.
             #[inline]
             pub const fn raw(self) -> u64 {

@@ -48,7 +48,7 @@ impl Host {
         let mut tables = 0;
         let npt = PageTable::new(Geometry::nested(host.nested_levels), &mut hmem, &mut || {
             tables += 1;
-            alloc.alloc(PageSize::Size4K).map(Hpa)
+            alloc.alloc(PageSize::Size4K).map(Hpa::new)
         })
         .ok_or_else(|| oom("no frame for the nested root table"))?;
         Ok(Host {
@@ -70,7 +70,7 @@ impl Host {
         let end = gpa.raw() + size.bytes();
         let mut a = gpa.raw() & !0xfff;
         while a < end {
-            if let Some((_, s, _)) = self.npt.lookup(&self.hmem, Gpa(a)) {
+            if let Some((_, s, _)) = self.npt.lookup(&self.hmem, Gpa::new(a)) {
                 a = (a & !s.offset_mask()) + s.bytes();
                 continue;
             }
@@ -95,10 +95,10 @@ impl Host {
                     &mut self.hmem,
                     &mut || {
                         stats.nested_table_frames += 1;
-                        alloc.alloc(PageSize::Size4K).map(Hpa)
+                        alloc.alloc(PageSize::Size4K).map(Hpa::new)
                     },
-                    Gpa(base),
-                    Hpa(h),
+                    Gpa::new(base),
+                    Hpa::new(h),
                     want,
                     Pte::RW | Pte::US | Pte::A | Pte::D,
                     &mut self.scratch,
@@ -137,7 +137,7 @@ impl Host {
             &mut self.hmem,
             &mut || {
                 built += 1;
-                alloc.alloc(PageSize::Size4K).map(Hpa)
+                alloc.alloc(PageSize::Size4K).map(Hpa::new)
             },
             gpa,
             hpa,
@@ -159,8 +159,8 @@ impl Host {
             .alloc
             .alloc(PageSize::Size4K)
             .ok_or_else(|| oom("no host frame for a shadow page table"))?;
-        self.hmem.zero_frame(Hpa(f));
-        Ok(Hpa(f))
+        self.hmem.zero_frame(Hpa::new(f));
+        Ok(Hpa::new(f))
     }
 
     /// Returns a hypervisor table frame.

@@ -106,7 +106,8 @@ impl Remembered {
     #[inline(always)]
     pub fn translate(&self, va: Gva, access: Access) -> Option<Hpa> {
         let k = Self::kind(access);
-        (va.raw() >> 12 == self.vpn[k]).then(|| Hpa(self.base[k].wrapping_add(va.raw() & 0xfff)))
+        (va.raw() >> 12 == self.vpn[k])
+            .then(|| Hpa::new(self.base[k].wrapping_add(va.raw() & 0xfff)))
     }
 }
 
@@ -221,7 +222,7 @@ impl Mmu {
             }
             let k = Remembered::kind(Access { write, fetch });
             r.vpn[k] = vpn;
-            r.base[k] = t.page.add(Gva(vpn << 12).page_offset(t.size)).raw();
+            r.base[k] = t.page.add(Gva::new(vpn << 12).page_offset(t.size)).raw();
         }
         r
     }

@@ -25,7 +25,7 @@ fn churn_then_quiet(n: u64, tail: u64) -> Vec<Event> {
         let va = BASE + (i + 16) * PAGE;
         ev.push(mmap(va, PAGE, false));
         ev.push(store(va));
-        ev.push(Event::munmap(Gva(va), PAGE));
+        ev.push(Event::munmap(Gva::new(va), PAGE));
     }
     ev.extend((0..tail).map(|_| load(BASE)));
     ev

@@ -322,14 +322,15 @@ fn a_system_call_drains_the_window_and_compute_after_it_no_longer_hides_a_miss()
     const BASE: u64 = 0x10_0000_0000;
     let load = |va: u64| {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: AccessKind::Load,
             size: 8,
             instrs: 1,
             dep: 0,
         })
     };
-    let mmap = |start: u64, flags: u8| Event::mmap(Gva(start), 64 << 20, Prot::RW, MapFlags(flags));
+    let mmap =
+        |start: u64, flags: u8| Event::mmap(Gva::new(start), 64 << 20, Prot::RW, MapFlags(flags));
     let setup = vec![
         Event::ProcessCreate { pid: 1 },
         mmap(BASE, MapFlags::POPULATE),

@@ -345,7 +345,7 @@ fn translation() -> impl Strategy<Value = Translation> {
         0u8..4,
     )
         .prop_map(|(size, frame, b, g)| Translation {
-            page: Hpa(frame << size.shift()),
+            page: Hpa::new(frame << size.shift()),
             size,
             writable: b[0],
             user: b[1],
@@ -388,20 +388,20 @@ proptest! {
             last = op.target().unwrap_or(last);
             match op {
                 TlbOp::Lookup(a, s, t) => {
-                    let got = fast.lookup(Gva(a), s, t);
+                    let got = fast.lookup(Gva::new(a), s, t);
                     let want = slow.lookup(a, s, t);
                     prop_assert_eq!(got, want, "op {}: {:?}", i, op);
                 }
                 TlbOp::Fill(a, s, t, x) => {
-                    fast.fill(Gva(a), s, t, x);
+                    fast.fill(Gva::new(a), s, t, x);
                     slow.fill(a, s, t, x);
                 }
                 TlbOp::SetDirty(a, s, t) => {
-                    fast.set_dirty(Gva(a), s, t);
+                    fast.set_dirty(Gva::new(a), s, t);
                     slow.set_dirty(a, s, t);
                 }
                 TlbOp::Invlpg(a, t) => {
-                    fast.invalidate_page(Gva(a), t);
+                    fast.invalidate_page(Gva::new(a), t);
                     slow.retain(|e| !e.maps(a, t));
                 }
                 TlbOp::FlushNonGlobal(v) => {
@@ -513,7 +513,7 @@ proptest! {
                 continue;
             }
             let addr = line * 64 + (flush as u64 % 8) * 8;
-            prop_assert_eq!(fast.access(Hpa(addr), from), slow.access(addr, from));
+            prop_assert_eq!(fast.access(Hpa::new(addr), from), slow.access(addr, from));
         }
         let want: Vec<(String, HitMiss)> = ["l1", "l2", "l3"]
             .iter()
@@ -604,12 +604,12 @@ proptest! {
                 fast.flush();
                 slow.e.clear();
             } else if op == 0 {
-                fast.fill(Hpa(addr));
+                fast.fill(Hpa::new(addr));
                 slow.fill(addr, addr >> 3);
             } else {
                 let hit = slow.lookup(addr, addr >> 3);
                 stats.count(hit);
-                prop_assert_eq!(fast.lookup(Hpa(addr)), hit);
+                prop_assert_eq!(fast.lookup(Hpa::new(addr)), hit);
             }
         }
         prop_assert_eq!(fast.stats(), stats);
@@ -639,7 +639,7 @@ proptest! {
                 let size = [Size4K, Size2M, Size1G][(x % 3) as usize];
                 let base = gpa & !size.offset_mask();
                 let page = (x as u64) << size.shift();
-                fast.fill(Gpa(gpa), vpid, Hpa(page), size);
+                fast.fill(Gpa::new(gpa), vpid, Hpa::new(page), size);
                 let set = (gpa >> size.shift()) % sets;
                 slow.retain(|e| !(e.0 == base && e.1 == size && e.2 == vpid));
                 if slow.iter().filter(|e| e.4 == set).count() == ways as usize {
@@ -658,11 +658,11 @@ proptest! {
                         .max_by_key(|e| e.5)
                         .map(|e| {
                             e.5 = now;
-                            (Hpa(e.3 + (gpa & s.offset_mask())), s)
+                            (Hpa::new(e.3 + (gpa & s.offset_mask())), s)
                         })
                 });
                 stats.count(want.is_some());
-                prop_assert_eq!(fast.lookup(Gpa(gpa), vpid), want);
+                prop_assert_eq!(fast.lookup(Gpa::new(gpa), vpid), want);
             }
         }
         prop_assert_eq!(fast.stats(), stats);
@@ -691,10 +691,10 @@ fn tlb_misses(n: u32, trace: &[(u64, u16, u8)]) -> u64 {
     for &(a, pcid, op) in trace {
         let tag = Tag { pcid, vpid: 1 };
         match op {
-            0 => t.invalidate_page(Gva(a), tag),
+            0 => t.invalidate_page(Gva::new(a), tag),
             1 => t.flush_tag(tag),
             _ => {
-                if t.lookup(Gva(a), TlbSide::Data, tag).is_none() {
+                if t.lookup(Gva::new(a), TlbSide::Data, tag).is_none() {
                     let size = if (a >> 30) % 3 == 1 {
                         Size1G
                     } else if (a >> 21) % 5 == 0 {
@@ -703,7 +703,7 @@ fn tlb_misses(n: u32, trace: &[(u64, u16, u8)]) -> u64 {
                         Size4K
                     };
                     let x = Translation {
-                        page: Hpa((a & !size.offset_mask()) + (1 << 40)),
+                        page: Hpa::new((a & !size.offset_mask()) + (1 << 40)),
                         size,
                         writable: true,
                         user: true,
@@ -711,7 +711,7 @@ fn tlb_misses(n: u32, trace: &[(u64, u16, u8)]) -> u64 {
                         dirty: false,
                         global: pcid == 0,
                     };
-                    t.fill(Gva(a), TlbSide::Data, tag, x);
+                    t.fill(Gva::new(a), TlbSide::Data, tag, x);
                 }
             }
         }
@@ -722,8 +722,8 @@ fn tlb_misses(n: u32, trace: &[(u64, u16, u8)]) -> u64 {
 fn pwc_misses(n: u32, trace: &[u64]) -> u64 {
     let mut p = Pwc::new(n, n);
     for &k in trace {
-        if !p.lookup(Hpa(k * 8)) {
-            p.fill(Hpa(k * 8));
+        if !p.lookup(Hpa::new(k * 8)) {
+            p.fill(Hpa::new(k * 8));
         }
     }
     p.stats().misses
@@ -732,9 +732,9 @@ fn pwc_misses(n: u32, trace: &[u64]) -> u64 {
 fn ntlb_misses(n: u32, trace: &[(u64, u16)]) -> u64 {
     let mut t = Ntlb::new(n, n);
     for &(a, vpid) in trace {
-        if t.lookup(Gpa(a), vpid).is_none() {
+        if t.lookup(Gpa::new(a), vpid).is_none() {
             let size = if (a >> 21) % 3 == 0 { Size2M } else { Size4K };
-            t.fill(Gpa(a), vpid, Hpa(a & !size.offset_mask()), size);
+            t.fill(Gpa::new(a), vpid, Hpa::new(a & !size.offset_mask()), size);
         }
     }
     t.stats().misses
@@ -1008,7 +1008,7 @@ fn storage_of(name: &str) -> Vec<(String, usize, usize)> {
         tag: 0,
         tmask: 0,
         val: Translation {
-            page: Hpa(0),
+            page: Hpa::new(0),
             size: Size4K,
             writable: false,
             user: false,
@@ -1044,7 +1044,7 @@ fn storage_of(name: &str) -> Vec<(String, usize, usize)> {
     let nt = Tagged {
         tag: 0,
         tmask: 0,
-        val: Hpa(0),
+        val: Hpa::new(0),
     };
     out.push((
         "ntlb".into(),

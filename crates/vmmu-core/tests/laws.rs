@@ -130,8 +130,8 @@ fn law3_checked_mode_verifies_every_translation() {
         let va = BASE + (x >> 20) % (64 << 20);
         ev.push(if x & 1 == 0 { load(va) } else { store(va) });
     }
-    ev.push(Event::munmap(Gva(BASE), 32 << 20));
-    ev.push(Event::mmap(Gva(BASE), 32 << 20, Prot::RW, MapFlags(0)));
+    ev.push(Event::munmap(Gva::new(BASE), 32 << 20));
+    ev.push(Event::mmap(Gva::new(BASE), 32 << 20, Prot::RW, MapFlags(0)));
     ev.extend((0..200).map(|i| load(BASE + i * 4096 * 7)));
     for mode in ["native", "nested"] {
         for design in ["none", "1d", "2d", "2d+nt", "psc"] {

@@ -185,7 +185,10 @@ fn random_touches(pages: u64, touches: &[(u64, bool)], unmap_at: usize) -> Vec<E
     let mut ev = region(pages * PAGE, false);
     for (i, &(p, write)) in touches.iter().enumerate() {
         if i == unmap_at {
-            ev.push(Event::munmap(vmmu_core::addr::Gva(BASE), pages / 2 * PAGE));
+            ev.push(Event::munmap(
+                vmmu_core::addr::Gva::new(BASE),
+                pages / 2 * PAGE,
+            ));
             ev.push(mmap(BASE, pages / 2 * PAGE, false));
         }
         let va = BASE + (p % pages) * PAGE;

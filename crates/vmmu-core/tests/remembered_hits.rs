@@ -20,7 +20,7 @@ const PAGE: u64 = 4096;
 
 fn r(va: u64, kind: AccessKind, instrs: u32) -> Event {
     Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size: 8,
         instrs,
@@ -35,8 +35,13 @@ fn r(va: u64, kind: AccessKind, instrs: u32) -> Event {
 fn events() -> Vec<Event> {
     let mut ev = vec![
         Event::ProcessCreate { pid: 1 },
-        Event::mmap(Gva(DATA), 64 * PAGE, Prot::RW, MapFlags(0)),
-        Event::mmap(Gva(CODE), 4 * PAGE, Prot::RWX, MapFlags(MapFlags::POPULATE)),
+        Event::mmap(Gva::new(DATA), 64 * PAGE, Prot::RW, MapFlags(0)),
+        Event::mmap(
+            Gva::new(CODE),
+            4 * PAGE,
+            Prot::RWX,
+            MapFlags(MapFlags::POPULATE),
+        ),
     ];
     let sweep = |ev: &mut Vec<Event>, from: u64| {
         for i in from..from + 64 * 512 {
@@ -63,7 +68,7 @@ fn events() -> Vec<Event> {
         child: 2,
     });
     sweep(&mut ev, 100);
-    ev.push(Event::mprotect(Gva(DATA), 8 * PAGE, Prot(Prot::READ)));
+    ev.push(Event::mprotect(Gva::new(DATA), 8 * PAGE, Prot(Prot::READ)));
     ev.extend((0..8 * 512).map(|i| r(DATA + i * 8, AccessKind::Load, 1)));
     ev
 }

@@ -17,7 +17,7 @@ const PAGE: u64 = 4096;
 
 fn r(va: u64, kind: AccessKind) -> Event {
     Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size: 8,
         instrs: 1,
@@ -34,7 +34,7 @@ fn st(va: u64) -> Event {
 }
 
 fn mmap(start: u64, len: u64, prot: Prot, flags: u8) -> Event {
-    Event::mmap(Gva(start), len, prot, MapFlags(flags))
+    Event::mmap(Gva::new(start), len, prot, MapFlags(flags))
 }
 
 /// A deterministic pseudo-random page of a region of `pages` pages.
@@ -78,9 +78,9 @@ fn lifetime() -> Vec<Event> {
     for _ in 0..200 {
         ev.push(st(LOW + pick(&mut x, pages) * PAGE));
     }
-    ev.push(Event::mprotect(Gva(LOW), 64 * PAGE, Prot(Prot::READ)));
+    ev.push(Event::mprotect(Gva::new(LOW), 64 * PAGE, Prot(Prot::READ)));
     ev.extend((0..64).map(|k| ld(LOW + k * PAGE)));
-    ev.push(Event::munmap(Gva(LOW + 512 * PAGE), 512 * PAGE));
+    ev.push(Event::munmap(Gva::new(LOW + 512 * PAGE), 512 * PAGE));
     ev.push(mmap(LOW + 512 * PAGE, 512 * PAGE, Prot::RW, 0));
     for _ in 0..200 {
         ev.push(st(LOW + (512 + pick(&mut x, 512)) * PAGE));

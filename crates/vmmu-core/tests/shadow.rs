@@ -131,7 +131,11 @@ fn a_write_to_an_out_of_sync_page_costs_no_exit_until_the_next_cr3_write() {
     base.push(load(BASE));
     let mut with_write = base.clone();
     // mprotect of one page rewrites its PTE (an out-of-sync page: no exit) and INVLPGs it.
-    with_write.push(Event::mprotect(Gva(BASE), PAGE, vmmu_core::event::Prot(1)));
+    with_write.push(Event::mprotect(
+        Gva::new(BASE),
+        PAGE,
+        vmmu_core::event::Prot(1),
+    ));
     let a = run(&ov, base);
     let b = run(&ov, with_write);
     assert_eq!(exits(&b, "pt_write") - exits(&a, "pt_write"), 0);
@@ -257,7 +261,7 @@ fn a_full_flush_resyncs_out_of_sync_pages() {
     let n = 34;
     let mut ev = region(n * PAGE, false);
     ev.extend((0..n).map(|i| store(BASE + i * PAGE)));
-    ev.push(Event::munmap(Gva(BASE), n * PAGE));
+    ev.push(Event::munmap(Gva::new(BASE), n * PAGE));
     ev.push(mmap(BASE, n * PAGE, false));
     ev.extend((0..n).map(|i| store(BASE + i * PAGE)));
     let r = run(&shadow(&[("hypervisor.shadow.unsync", "true")]), ev);
@@ -275,7 +279,7 @@ fn impossible_events_name_the_event_and_its_position() {
         (
             vec![
                 Event::ProcessCreate { pid: 1 },
-                Event::munmap(Gva(BASE), PAGE),
+                Event::munmap(Gva::new(BASE), PAGE),
             ],
             "nothing is mapped there",
         ),

@@ -259,7 +259,7 @@ mod crafted {
     fn events(ops: &[Op]) -> Vec<Event> {
         let mut ev = vec![
             Event::ProcessCreate { pid: 1 },
-            Event::mmap(Gva(BASE), PAGES << 12, Prot::RWX, MapFlags(0)),
+            Event::mmap(Gva::new(BASE), PAGES << 12, Prot::RWX, MapFlags(0)),
         ];
         // The parent touches half the pages, then forks: those pages are shared
         // copy-on-write, read-only in both processes' tables.
@@ -272,7 +272,7 @@ mod crafted {
         for o in ops {
             match *o {
                 Op::Ref(p, kind) => ev.push(Event::Ref(MemRef {
-                    va: Gva(BASE + (p << 12) + 8 * (p % 7)),
+                    va: Gva::new(BASE + (p << 12) + 8 * (p % 7)),
                     kind,
                     size: 8,
                     instrs: 2,
@@ -283,9 +283,9 @@ mod crafted {
                     ev.push(Event::Switch { pid });
                 }
                 Op::Remap(p, n) => {
-                    ev.push(Event::munmap(Gva(BASE + (p << 12)), n << 12));
+                    ev.push(Event::munmap(Gva::new(BASE + (p << 12)), n << 12));
                     ev.push(Event::mmap(
-                        Gva(BASE + (p << 12)),
+                        Gva::new(BASE + (p << 12)),
                         n << 12,
                         Prot::RWX,
                         MapFlags(0),
@@ -350,7 +350,7 @@ mod crafted {
 /// A store to `va` (crafted streams).
 fn store_at(va: u64) -> vmmu_core::event::Event {
     vmmu_core::event::Event::Ref(vmmu_core::event::MemRef {
-        va: vmmu_core::addr::Gva(va),
+        va: vmmu_core::addr::Gva::new(va),
         kind: vmmu_core::event::AccessKind::Store,
         size: 8,
         instrs: 1,

@@ -14,7 +14,7 @@ const PAGE: u64 = 4096;
 const HUGE: u64 = 2 << 20;
 
 fn madvise(start: u64, len: u64, advice: u8) -> Event {
-    Event::madvise(Gva(start), len, Advice(advice))
+    Event::madvise(Gva::new(start), len, Advice(advice))
 }
 
 fn guest(r: &Value, k: &str) -> u64 {
@@ -74,7 +74,7 @@ fn only_anonymous_private_areas_whose_aligned_block_fits_get_huge_pages() {
     let area = |start: u64, len: u64, flags: u8| {
         let mut ev = vec![
             Event::ProcessCreate { pid: 1 },
-            Event::mmap(Gva(start), len, Prot::RW, MapFlags(flags)),
+            Event::mmap(Gva::new(start), len, Prot::RW, MapFlags(flags)),
         ];
         ev.extend((0..len / HUGE).map(|i| store(start + i * HUGE + PAGE)));
         ev
@@ -98,7 +98,7 @@ fn map_hugetlb_takes_the_pool_whatever_thp_says_and_falls_back_without_one() {
     let ev = || {
         vec![
             Event::ProcessCreate { pid: 1 },
-            Event::mmap(Gva(BASE), 2 * HUGE, Prot::RW, MapFlags(MapFlags::HUGE)),
+            Event::mmap(Gva::new(BASE), 2 * HUGE, Prot::RW, MapFlags(MapFlags::HUGE)),
             store(BASE),
             store(BASE + HUGE),
         ]

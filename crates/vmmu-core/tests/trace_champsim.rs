@@ -170,7 +170,7 @@ fn a_large_conversion_to_champsim_keeps_every_record_in_order() {
     let n = 50_000u64;
     for i in 0..n {
         w.write(&Event::Ref(vmmu_core::MemRef {
-            va: vmmu_core::Gva(0x400000 + 4 * i),
+            va: vmmu_core::Gva::new(0x400000 + 4 * i),
             kind: AccessKind::Fetch,
             size: 4,
             instrs: 1,
@@ -178,7 +178,7 @@ fn a_large_conversion_to_champsim_keeps_every_record_in_order() {
         }))
         .unwrap();
         w.write(&Event::Ref(vmmu_core::MemRef {
-            va: vmmu_core::Gva(0x7ff0_0000_0000 + 8 * i),
+            va: vmmu_core::Gva::new(0x7ff0_0000_0000 + 8 * i),
             kind: AccessKind::Store,
             size: 8,
             instrs: 0,
@@ -196,8 +196,8 @@ fn a_large_conversion_to_champsim_keeps_every_record_in_order() {
     assert_eq!(back.len() as u64, 2 * n);
     for (i, pair) in back.chunks_exact(2).enumerate() {
         let i = i as u64;
-        assert!(matches!(pair[0], Event::Ref(r) if r.va.0 == 0x400000 + 4 * i));
-        assert!(matches!(pair[1], Event::Ref(r) if r.va.0 == 0x7ff0_0000_0000 + 8 * i));
+        assert!(matches!(pair[0], Event::Ref(r) if r.va.raw() == 0x400000 + 4 * i));
+        assert!(matches!(pair[1], Event::Ref(r) if r.va.raw() == 0x7ff0_0000_0000 + 8 * i));
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -27,7 +27,7 @@ fn read_text(name: &str, text: &str) -> vmmu_core::Result<Vec<Event>> {
 
 fn r(kind: AccessKind, va: u64, size: u8, instrs: u32) -> Event {
     Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size,
         instrs,
@@ -71,7 +71,7 @@ fn a_lackey_snippet_gives_exact_events() {
             r(Modify, 0x0402_d4a8, 4, 0),
             r(Fetch, 0x0402_0caa, 7, 1),
             Event::mmap(
-                Gva(0x7f00_0000_0000),
+                Gva::new(0x7f00_0000_0000),
                 0x10_0000,
                 Prot::RW,
                 MapFlags(MapFlags::HUGE)

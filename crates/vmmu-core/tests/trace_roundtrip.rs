@@ -102,7 +102,7 @@ fn any_event() -> impl Strategy<Value = Event> {
     )
         .prop_map(|(va, kind, size, instrs, dep)| {
             Event::Ref(MemRef {
-                va: Gva(va),
+                va: Gva::new(va),
                 kind,
                 size,
                 instrs,
@@ -117,12 +117,12 @@ fn any_event() -> impl Strategy<Value = Event> {
         1 => any::<u32>().prop_map(|pid| Event::Exec { pid }),
         1 => any::<u32>().prop_map(|pid| Event::Exit { pid }),
         1 => any::<u32>().prop_map(|pid| Event::Switch { pid }),
-        1 => (any_addr(), any::<u64>(), any::<u8>(), any::<u8>()).prop_map(|(s, len, p, f)| Event::mmap(Gva(s), len, Prot(p), MapFlags(f))),
-        1 => (any_addr(), any::<u64>()).prop_map(|(s, len)| Event::munmap(Gva(s), len)),
-        1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, p)| Event::mprotect(Gva(s), len, Prot(p))),
-        1 => (any_addr(), any::<u64>(), any_addr(), any::<u64>()).prop_map(|(o, ol, n, nl)| Event::mremap(Gva(o), ol, Gva(n), nl)),
-        1 => any_addr().prop_map(|e| Event::Brk { end: Gva(e) }),
-        1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, a)| Event::madvise(Gva(s), len, Advice(a))),
+        1 => (any_addr(), any::<u64>(), any::<u8>(), any::<u8>()).prop_map(|(s, len, p, f)| Event::mmap(Gva::new(s), len, Prot(p), MapFlags(f))),
+        1 => (any_addr(), any::<u64>()).prop_map(|(s, len)| Event::munmap(Gva::new(s), len)),
+        1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, p)| Event::mprotect(Gva::new(s), len, Prot(p))),
+        1 => (any_addr(), any::<u64>(), any_addr(), any::<u64>()).prop_map(|(o, ol, n, nl)| Event::mremap(Gva::new(o), ol, Gva::new(n), nl)),
+        1 => any_addr().prop_map(|e| Event::Brk { end: Gva::new(e) }),
+        1 => (any_addr(), any::<u64>(), any::<u8>()).prop_map(|(s, len, a)| Event::madvise(Gva::new(s), len, Advice(a))),
         1 => any::<u32>().prop_map(|id| Event::Phase { id }),
     ]
 }

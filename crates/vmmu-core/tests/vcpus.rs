@@ -44,7 +44,7 @@ fn munmap_while_shared() -> Vec<Event> {
     ev.extend((0..8).map(|p| load(BASE + p * PAGE + 64)));
     ev.push(mmap(BASE + (1 << 30), 16 * PAGE, false));
     ev.push(thread(1, 1));
-    ev.push(Event::munmap(Gva(BASE), 4 * PAGE));
+    ev.push(Event::munmap(Gva::new(BASE), 4 * PAGE));
     ev.extend((8..16).map(|p| store(BASE + p * PAGE)));
     ev.push(thread(1, 2));
     ev.extend((16..24).map(|p| load(BASE + p * PAGE)));
@@ -194,12 +194,12 @@ fn program(ops: &[(u8, u8, u16)]) -> Vec<Event> {
             7 => ev.push(load(lazy + page * PAGE)),
             8 => {
                 ev.push(Event::munmap(
-                    Gva(lazy + page * PAGE),
+                    Gva::new(lazy + page * PAGE),
                     PAGE * (1 + t as u64 % 40),
                 ));
                 let len = PAGE * (1 + t as u64 % 40);
                 ev.push(Event::mmap(
-                    Gva(lazy + page * PAGE),
+                    Gva::new(lazy + page * PAGE),
                     len,
                     vmmu_core::event::Prot::RW,
                     vmmu_core::event::MapFlags(0),
@@ -208,7 +208,7 @@ fn program(ops: &[(u8, u8, u16)]) -> Vec<Event> {
             9 => {
                 ro = !ro;
                 ev.push(Event::mprotect(
-                    Gva(shared),
+                    Gva::new(shared),
                     256 * PAGE,
                     if ro {
                         vmmu_core::event::Prot(vmmu_core::event::Prot::READ)

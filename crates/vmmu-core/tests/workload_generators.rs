@@ -31,7 +31,7 @@ fn every_generator_starts_with_the_process_and_its_region() {
         assert_eq!(ev[0], Event::ProcessCreate { pid: 1 }, "{g}");
         assert_eq!(
             ev[1],
-            Event::mmap(Gva(BASE), 12288, Prot::RW, MapFlags(0)),
+            Event::mmap(Gva::new(BASE), 12288, Prot::RW, MapFlags(0)),
             "{g}"
         );
     }
@@ -134,11 +134,11 @@ fn every_reference_lies_inside_the_footprint() {
                 let rs = refs(&ev);
                 assert_eq!(rs.len(), 20_000, "{spec}");
                 for r in rs {
-                    let off = r.va.0 - BASE;
+                    let off = r.va.raw() - BASE;
                     assert!(
-                        r.va.0 >= BASE && off + r.size as u64 <= footprint,
+                        r.va.raw() >= BASE && off + r.size as u64 <= footprint,
                         "{spec}: {:#x} outside",
-                        r.va.0
+                        r.va.raw()
                     );
                     assert_eq!(off % 8, 0, "{spec}");
                     assert_eq!(r.size, 8);
@@ -204,11 +204,11 @@ fn stride_visits_exact_addresses() {
     // offset_i = i * stride mod footprint (footprint rounded down to 8 bytes).
     let rs = refs(&all("stride:footprint=40000,stride=4096,refs=25"));
     let want: Vec<u64> = (0..25u64).map(|i| BASE + (i * 4096) % 40000).collect();
-    let got: Vec<u64> = rs.iter().map(|r| r.va.0).collect();
+    let got: Vec<u64> = rs.iter().map(|r| r.va.raw()).collect();
     assert_eq!(got, want);
     // A stride larger than the footprint wraps the same way.
     let rs = refs(&all("stride:footprint=1000,stride=1048,refs=5"));
-    let got: Vec<u64> = rs.iter().map(|r| r.va.0 - BASE).collect();
+    let got: Vec<u64> = rs.iter().map(|r| r.va.raw() - BASE).collect();
     assert_eq!(got, [0, 48, 96, 144, 192]);
 }
 
@@ -216,11 +216,11 @@ fn stride_visits_exact_addresses() {
 fn stream_sweeps_arrays_in_lockstep() {
     // 3 arrays of 1000 bytes (3000 / 3, a multiple of 8 already), 8-byte elements.
     let rs = refs(&all("stream:footprint=3000,arrays=3,refs=7"));
-    let got: Vec<u64> = rs.iter().map(|r| r.va.0 - BASE).collect();
+    let got: Vec<u64> = rs.iter().map(|r| r.va.raw() - BASE).collect();
     assert_eq!(got, [0, 1000, 2000, 8, 1008, 2008, 16]);
     // One array wraps at the footprint.
     let rs = refs(&all("stream:footprint=32,elem=16,refs=4"));
-    let got: Vec<u64> = rs.iter().map(|r| r.va.0 - BASE).collect();
+    let got: Vec<u64> = rs.iter().map(|r| r.va.raw() - BASE).collect();
     assert_eq!(got, [0, 16, 0, 16]);
 }
 
@@ -229,7 +229,7 @@ fn random_covers_the_footprint_uniformly() {
     let rs = refs(&all("random:footprint=64K,refs=160K"));
     let mut per_page = [0u32; 16];
     for r in rs {
-        per_page[((r.va.0 - BASE) >> 12) as usize] += 1;
+        per_page[((r.va.raw() - BASE) >> 12) as usize] += 1;
     }
     for c in per_page {
         assert!((c as i64 - 10_000).abs() < 500, "{per_page:?}");
@@ -247,7 +247,7 @@ fn a_chase_with_alpha_zero_is_uniform_over_a_large_footprint() {
     let mut per_bin = [0u32; 64];
     let mut nodes: Vec<u64> = Vec::with_capacity(rs.len());
     for r in &rs {
-        let off = r.va.0 - BASE;
+        let off = r.va.raw() - BASE;
         per_bin[(off >> 25) as usize] += 1;
         nodes.push(off >> 6);
     }
@@ -265,9 +265,9 @@ fn hot_cold_sends_hot_prob_of_references_to_the_hot_fraction() {
     let spec = "pointer-chase:dist=hotcold,hot_fraction=0.25,hot_prob=0.8,scatter=0,footprint=1M,refs=100K";
     let rs = refs(&all(spec));
     let hot_end = BASE + (1 << 20) / 4;
-    let hot = rs.iter().filter(|r| r.va.0 < hot_end).count() as f64 / 1e5;
+    let hot = rs.iter().filter(|r| r.va.raw() < hot_end).count() as f64 / 1e5;
     assert!((hot - 0.8).abs() < 0.01, "{hot}");
-    assert!(rs.iter().all(|r| (r.va.0 - BASE).is_multiple_of(64)));
+    assert!(rs.iter().all(|r| (r.va.raw() - BASE).is_multiple_of(64)));
     assert!(rs.iter().all(|r| r.kind == AccessKind::Load));
 }
 
@@ -276,8 +276,8 @@ fn zipf_favours_low_ranks_and_scatter_moves_them() {
     let rs = refs(&all(
         "pointer-chase:alpha=1.2,scatter=0,footprint=64K,refs=100K",
     ));
-    let first = rs.iter().filter(|r| r.va.0 == BASE).count();
-    let second = rs.iter().filter(|r| r.va.0 == BASE + 64).count();
+    let first = rs.iter().filter(|r| r.va.raw() == BASE).count();
+    let second = rs.iter().filter(|r| r.va.raw() == BASE + 64).count();
     // P(1)/P(2) = 2^1.2 ≈ 2.3.
     let ratio = first as f64 / second as f64;
     assert!((ratio - 2.3).abs() < 0.2, "{ratio}");
@@ -285,7 +285,7 @@ fn zipf_favours_low_ranks_and_scatter_moves_them() {
     let scattered = refs(&all("pointer-chase:alpha=1.2,footprint=64K,refs=100K"));
     let mut counts = std::collections::HashMap::new();
     for r in &scattered {
-        *counts.entry(r.va.0).or_insert(0u32) += 1;
+        *counts.entry(r.va.raw()).or_insert(0u32) += 1;
     }
     let top = counts.iter().max_by_key(|(_, c)| **c).unwrap();
     assert!(*top.1 > 20_000);
@@ -316,7 +316,7 @@ fn phases_alternate_with_numbered_markers() {
     let a0 = period(0);
     let a2 = period(2);
     for (i, r) in a0.iter().chain(&a2).enumerate() {
-        assert_eq!(r.va.0, BASE + (i as u64 * 4096) % (1 << 20));
+        assert_eq!(r.va.raw(), BASE + (i as u64 * 4096) % (1 << 20));
     }
     assert_eq!(period(3).len(), 50);
 }

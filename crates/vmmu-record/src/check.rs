@@ -240,8 +240,8 @@ impl Checker {
                 let verdict = if s.implicit {
                     Err(None)
                 } else {
-                    let last = r.va.0.wrapping_add(r.size.max(1) as u64 - 1);
-                    match (s.find(r.va.0), s.find(last)) {
+                    let last = r.va.raw().wrapping_add(r.size.max(1) as u64 - 1);
+                    match (s.find(r.va.raw()), s.find(last)) {
                         (Some(prot), Some(_)) if r.kind.is_write() && !prot.write() => {
                             Err(Some("write to a read-only mapping"))
                         }
@@ -263,7 +263,7 @@ impl Checker {
                         if p.examples.len() < EXAMPLES {
                             p.examples.push(BadRef {
                                 event: idx,
-                                va: r.va.0,
+                                va: r.va.raw(),
                                 kind: match r.kind {
                                     vmmu_core::event::AccessKind::Load => "load",
                                     vmmu_core::event::AccessKind::Store => "store",
@@ -330,20 +330,20 @@ impl Checker {
                 let Mmap {
                     start, len, prot, ..
                 } = **w;
-                if start.0 & 0xfff != 0 || len == 0 {
+                if start.raw() & 0xfff != 0 || len == 0 {
                     Some("start must be page aligned and length non-zero")
                 } else {
                     s.implicit = false;
                     s.vmas
-                        .insert(start.0, start.0.saturating_add(page_up(len)), prot);
+                        .insert(start.raw(), start.raw().saturating_add(page_up(len)), prot);
                     None
                 }
             }
             Event::Munmap(ref w) => {
                 let Munmap { start, len } = **w;
-                let hi = start.0.saturating_add(page_up(len));
-                if s.vmas.overlaps(start.0, hi) {
-                    s.vmas.remove(start.0, hi);
+                let hi = start.raw().saturating_add(page_up(len));
+                if s.vmas.overlaps(start.raw(), hi) {
+                    s.vmas.remove(start.raw(), hi);
                     None
                 } else {
                     Some("nothing is mapped there")
@@ -351,8 +351,8 @@ impl Checker {
             }
             Event::Mprotect(ref w) => {
                 let Mprotect { start, len, prot } = **w;
-                let hi = start.0.saturating_add(page_up(len));
-                if s.vmas.modify(start.0, hi, |_| prot) {
+                let hi = start.raw().saturating_add(page_up(len));
+                if s.vmas.modify(start.raw(), hi, |_| prot) {
                     None
                 } else {
                     Some("nothing is mapped there")
@@ -360,8 +360,8 @@ impl Checker {
             }
             Event::Madvise(ref w) => {
                 let Madvise { start, len, .. } = **w;
-                let hi = start.0.saturating_add(page_up(len));
-                if mapped_whole(&s.vmas, start.0, hi) {
+                let hi = start.raw().saturating_add(page_up(len));
+                if mapped_whole(&s.vmas, start.raw(), hi) {
                     None
                 } else {
                     Some("part of the range is not mapped")
@@ -374,11 +374,12 @@ impl Checker {
                     new,
                     new_len,
                 } = **w;
-                match s.find(old.0) {
+                match s.find(old.raw()) {
                     Some(prot) => {
-                        s.vmas.remove(old.0, old.0.saturating_add(page_up(old_len)));
                         s.vmas
-                            .insert(new.0, new.0.saturating_add(page_up(new_len)), prot);
+                            .remove(old.raw(), old.raw().saturating_add(page_up(old_len)));
+                        s.vmas
+                            .insert(new.raw(), new.raw().saturating_add(page_up(new_len)), prot);
                         None
                     }
                     None => Some("nothing is mapped at the old address"),
@@ -386,11 +387,11 @@ impl Checker {
             }
             Event::Brk { end } => match s.heap {
                 None => {
-                    s.heap = Some((end.0, end.0));
+                    s.heap = Some((end.raw(), end.raw()));
                     None
                 }
                 Some((base, cur)) => {
-                    let new_end = page_up(end.0);
+                    let new_end = page_up(end.raw());
                     if new_end < base {
                         Some("below the heap start")
                     } else {
@@ -476,7 +477,7 @@ mod tests {
 
     fn r(va: u64, kind: AccessKind) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size: 8,
             instrs: 0,
@@ -484,7 +485,7 @@ mod tests {
         })
     }
     fn mmap(start: u64, len: u64, prot: Prot) -> Event {
-        Event::mmap(Gva(start), len, prot, MapFlags(0))
+        Event::mmap(Gva::new(start), len, prot, MapFlags(0))
     }
     fn run(ev: Vec<Event>) -> CheckReport {
         check_source(&mut VecSource::new("t", ev), &mut |_| true).unwrap()
@@ -495,8 +496,12 @@ mod tests {
         let rep = run(vec![
             Event::ProcessCreate { pid: 3 },
             mmap(0x1000, 0x2000, Prot::RW),
-            Event::Brk { end: Gva(0x10000) },
-            Event::Brk { end: Gva(0x12000) },
+            Event::Brk {
+                end: Gva::new(0x10000),
+            },
+            Event::Brk {
+                end: Gva::new(0x12000),
+            },
             r(0x1000, AccessKind::Load),
             r(0x2ff8, AccessKind::Store),
             r(0x11ff8, AccessKind::Modify),
@@ -517,7 +522,7 @@ mod tests {
                 child: 4,
             },
             Event::Switch { pid: 4 },
-            Event::munmap(Gva(0x1000), 0x1000),
+            Event::munmap(Gva::new(0x1000), 0x1000),
             r(0x1000, AccessKind::Load),
             r(0x1ffc, AccessKind::Load), // straddles the end of the mapping
         ]);
@@ -533,7 +538,7 @@ mod tests {
     fn impossible_events_fail_the_check() {
         let rep = run(vec![
             Event::ProcessCreate { pid: 3 },
-            Event::munmap(Gva(0x1000), 0x1000),
+            Event::munmap(Gva::new(0x1000), 0x1000),
         ]);
         assert_eq!(rep.bad_events, 1);
         assert!(!rep.ok);
@@ -543,7 +548,7 @@ mod tests {
     fn madvise_inside_a_mapping_passes_and_one_reaching_outside_fails() {
         let advise = |start: u64, len: u64| {
             Event::madvise(
-                Gva(start),
+                Gva::new(start),
                 len,
                 vmmu_core::event::Advice(vmmu_core::event::Advice::HUGEPAGE),
             )

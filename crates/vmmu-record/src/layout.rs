@@ -316,8 +316,8 @@ impl<S: EventSource> NativeLayout<S> {
                 if s.startup.is_some() {
                     self.place_startup();
                 }
-                match self.space().lookup(r.va.0) {
-                    Some(reg) => r.va = Gva(reg.translate(r.va.0)),
+                match self.space().lookup(r.va.raw()) {
+                    Some(reg) => r.va = Gva::new(reg.translate(r.va.raw())),
                     None => self.stats.untranslated_refs += 1,
                 }
                 self.out.push(Event::Ref(r));
@@ -386,7 +386,7 @@ impl<S: EventSource> NativeLayout<S> {
                     let Mmap {
                         start, len, flags, ..
                     } = **w;
-                    Some((start.0, start.0 + len, flags.0))
+                    Some((start.raw(), start.raw() + len, flags.0))
                 }
                 _ => None,
             })
@@ -465,7 +465,7 @@ impl<S: EventSource> NativeLayout<S> {
                     prot,
                     flags,
                 } = **w;
-                let (lo, hi) = (start.0, start.0 + len);
+                let (lo, hi) = (start.raw(), start.raw() + len);
                 // Uncovered pieces get a native home first; then every piece is covered.
                 for (a, b, r) in self.space().pieces(lo, hi) {
                     if r.is_none() {
@@ -478,24 +478,24 @@ impl<S: EventSource> NativeLayout<S> {
                         self.stats.regions_placed += 1;
                     }
                 }
-                self.split(lo, hi, |n, l| Event::mmap(Gva(n), l, prot, flags));
+                self.split(lo, hi, |n, l| Event::mmap(Gva::new(n), l, prot, flags));
             }
             Event::Munmap(ref w) => {
                 let Munmap { start, len } = **w;
-                let (lo, hi) = (start.0, start.0 + len);
-                self.split(lo, hi, |n, l| Event::munmap(Gva(n), l));
+                let (lo, hi) = (start.raw(), start.raw() + len);
+                self.split(lo, hi, |n, l| Event::munmap(Gva::new(n), l));
                 self.space().remove(lo, hi);
             }
             Event::Mprotect(ref w) => {
                 let Mprotect { start, len, prot } = **w;
-                self.split(start.0, start.0 + len, |n, l| {
-                    Event::mprotect(Gva(n), l, prot)
+                self.split(start.raw(), start.raw() + len, |n, l| {
+                    Event::mprotect(Gva::new(n), l, prot)
                 });
             }
             Event::Madvise(ref w) => {
                 let Madvise { start, len, advice } = **w;
-                self.split(start.0, start.0 + len, |n, l| {
-                    Event::madvise(Gva(n), l, advice)
+                self.split(start.raw(), start.raw() + len, |n, l| {
+                    Event::madvise(Gva::new(n), l, advice)
                 });
             }
             Event::Mremap(ref w) => {
@@ -505,9 +505,9 @@ impl<S: EventSource> NativeLayout<S> {
                     new,
                     new_len,
                 } = **w;
-                self.mremap(old.0, old_len, new.0, new_len)
+                self.mremap(old.raw(), old_len, new.raw(), new_len)
             }
-            Event::Brk { end } => self.brk(end.0),
+            Event::Brk { end } => self.brk(end.raw()),
             other => self.out.push(other),
         }
     }
@@ -530,8 +530,12 @@ impl<S: EventSource> NativeLayout<S> {
             nstart: nnew,
         });
         self.stats.regions_placed += 1;
-        self.out
-            .push(Event::mremap(Gva(nold), old_len, Gva(nnew), new_len));
+        self.out.push(Event::mremap(
+            Gva::new(nold),
+            old_len,
+            Gva::new(nnew),
+            new_len,
+        ));
     }
 
     fn brk(&mut self, end: u64) {
@@ -558,7 +562,7 @@ impl<S: EventSource> NativeLayout<S> {
             self.stats.regions_placed += 1;
         }
         let n = end.wrapping_sub(vbase).wrapping_add(nbase);
-        self.out.push(Event::Brk { end: Gva(n) });
+        self.out.push(Event::Brk { end: Gva::new(n) });
     }
 }
 
@@ -568,8 +572,8 @@ impl<S: EventSource> NativeLayout<S> {
     fn step(&mut self, e: Event) {
         if let (&Event::Ref(mut r), Some((_, space))) = (&e, self.cur.as_mut()) {
             if space.startup.is_none() {
-                match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
-                    Some(va) => r.va = Gva(va),
+                match space.translate_ref(r.va.raw(), r.kind.is_fetch() as usize) {
+                    Some(va) => r.va = Gva::new(va),
                     None => self.stats.untranslated_refs += 1,
                 }
                 self.out.push(Event::Ref(r));
@@ -607,8 +611,8 @@ impl<S: EventSource> EventSource for NativeLayout<S> {
                 if space.startup.is_some() {
                     break;
                 }
-                match space.translate_ref(r.va.0, r.kind.is_fetch() as usize) {
-                    Some(va) => r.va = Gva(va),
+                match space.translate_ref(r.va.raw(), r.kind.is_fetch() as usize) {
+                    Some(va) => r.va = Gva::new(va),
                     None => self.stats.untranslated_refs += 1,
                 }
                 i += 1;
@@ -645,11 +649,11 @@ mod tests {
     use vmmu_core::event::{AccessKind, MemRef, Prot, VecSource};
 
     fn mmap(start: u64, len: u64, flags: u8) -> Event {
-        Event::mmap(Gva(start), len, Prot::RW, MapFlags(flags))
+        Event::mmap(Gva::new(start), len, Prot::RW, MapFlags(flags))
     }
     fn load(va: u64) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: AccessKind::Load,
             size: 8,
             instrs: 0,
@@ -672,7 +676,7 @@ mod tests {
             mmap(0x4000000, 0x30000, MapFlags::FILE),
             mmap(0x1ffe801000, 0x800000, MapFlags::STACK),
             Event::Brk {
-                end: Gva(0x4035000),
+                end: Gva::new(0x4035000),
             },
         ]
     }
@@ -692,7 +696,7 @@ mod tests {
         assert_eq!(
             out[5],
             Event::Brk {
-                end: Gva(PIE_BASE + 0x3000)
+                end: Gva::new(PIE_BASE + 0x3000)
             }
         );
         assert_eq!(out[6], load(PIE_BASE + 0x10));
@@ -705,25 +709,25 @@ mod tests {
         let mut ev = startup();
         ev.extend([
             Event::Brk {
-                end: Gva(0x4035000 + 0x21000),
+                end: Gva::new(0x4035000 + 0x21000),
             },
             load(0x4035000 + 0x20ff8),
             mmap(0x4835000, 0x3000, 0),
             load(0x4835000),
-            Event::munmap(Gva(0x4835000), 0x3000),
+            Event::munmap(Gva::new(0x4835000), 0x3000),
         ]);
         let out = run(ev);
         assert_eq!(
             out[6],
             Event::Brk {
-                end: Gva(PIE_BASE + 0x3000 + 0x21000)
+                end: Gva::new(PIE_BASE + 0x3000 + 0x21000)
             }
         );
         assert_eq!(out[7], load(PIE_BASE + 0x3000 + 0x20ff8));
         let anon = MMAP_TOP - 0x30000 - 0x3000;
         assert_eq!(out[8], mmap(anon, 0x3000, 0));
         assert_eq!(out[9], load(anon));
-        assert_eq!(out[10], Event::munmap(Gva(anon), 0x3000));
+        assert_eq!(out[10], Event::munmap(Gva::new(anon), 0x3000));
     }
 
     #[test]
@@ -732,7 +736,7 @@ mod tests {
         ev.extend([
             mmap(0x4835000, 0x1000, 0),
             mmap(0x4836000, 0x1000, 0),
-            Event::munmap(Gva(0x4835000), 0x2000),
+            Event::munmap(Gva::new(0x4835000), 0x2000),
         ]);
         let out = run(ev);
         let a = MMAP_TOP - 0x30000 - 0x1000;
@@ -740,7 +744,10 @@ mod tests {
         assert_eq!(&out[6..8], &[mmap(a, 0x1000, 0), mmap(b, 0x1000, 0)]);
         assert_eq!(
             &out[8..10],
-            &[Event::munmap(Gva(a), 0x1000), Event::munmap(Gva(b), 0x1000)]
+            &[
+                Event::munmap(Gva::new(a), 0x1000),
+                Event::munmap(Gva::new(b), 0x1000)
+            ]
         );
     }
 
@@ -766,7 +773,7 @@ mod tests {
         let out = run(ev);
         let Event::Mmap(m) = &out[6] else { panic!() };
         let start = m.start;
-        assert_eq!(start.0 % HUGE, 0x4835000 % HUGE);
-        assert!(start.0 + 0x400000 <= MMAP_TOP - 0x30000);
+        assert_eq!(start.raw() % HUGE, 0x4835000 % HUGE);
+        assert!(start.raw() + 0x400000 <= MMAP_TOP - 0x30000);
     }
 }

@@ -692,7 +692,7 @@ mod tests {
 
     fn load(va: u64) -> Event {
         Event::Ref(vmmu_core::event::MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: vmmu_core::event::AccessKind::Load,
             size: 8,
             instrs: 0,

@@ -434,7 +434,7 @@ impl StreamDecoder {
         let instrs = (kind == K_FETCH) as u32 | self.pending_instrs as u32;
         self.pending_instrs = 0;
         out.push(Event::Ref(MemRef::new(
-            Gva(((w as i64) >> 16) as u64),
+            Gva::new(((w as i64) >> 16) as u64),
             KINDS[kind as usize],
             size.max(1) as u8,
             instrs,
@@ -455,7 +455,7 @@ impl StreamDecoder {
         let instrs = self.pending_instrs as u32;
         self.pending_instrs = 0;
         out.push(Event::Ref(MemRef {
-            va: Gva(((w as i64) >> 16) as u64),
+            va: Gva::new(((w as i64) >> 16) as u64),
             kind: KINDS[kind as usize],
             size: size as u8,
             instrs,
@@ -494,7 +494,7 @@ impl StreamDecoder {
     #[cold]
     fn reference_slow(&mut self, w: u64, kind: u64, size: usize, dep: u8, out: &mut Vec<Event>) {
         // Sign-extend the 48-bit address (a canonical upper-half address stays canonical).
-        let va = Gva(((w as i64) >> 16) as u64);
+        let va = Gva::new(((w as i64) >> 16) as u64);
         let index = self.thread_refs();
         self.by_kind[kind as usize] += 1;
         let kind = KINDS[kind as usize];
@@ -644,7 +644,7 @@ impl StreamDecoder {
                 if len > 0 {
                     self.os_event(
                         Event::mmap(
-                            Gva(start),
+                            Gva::new(start),
                             len,
                             Prot((value & 7) as u8),
                             MapFlags(((value >> 4) & 0xF) as u8),
@@ -657,7 +657,7 @@ impl StreamDecoder {
                 need(2, "munmap")?;
                 let (start, len) = page_range(p[0], p[1]);
                 if len > 0 {
-                    self.os_event(Event::munmap(Gva(start), len), out);
+                    self.os_event(Event::munmap(Gva::new(start), len), out);
                 }
             }
             E_MPROTECT => {
@@ -665,7 +665,7 @@ impl StreamDecoder {
                 let (start, len) = page_range(p[0], p[1]);
                 if len > 0 {
                     self.os_event(
-                        Event::mprotect(Gva(start), len, Prot((value & 7) as u8)),
+                        Event::mprotect(Gva::new(start), len, Prot((value & 7) as u8)),
                         out,
                     );
                 }
@@ -674,7 +674,10 @@ impl StreamDecoder {
                 need(2, "madvise")?;
                 let (start, len) = page_range(p[0], p[1]);
                 if len > 0 {
-                    self.os_event(Event::madvise(Gva(start), len, Advice(value as u8)), out);
+                    self.os_event(
+                        Event::madvise(Gva::new(start), len, Advice(value as u8)),
+                        out,
+                    );
                 }
             }
             E_PHASE => {
@@ -686,13 +689,18 @@ impl StreamDecoder {
             E_MREMAP => {
                 need(4, "mremap")?;
                 self.os_event(
-                    Event::mremap(Gva(p[0]), page_up(p[1]), Gva(p[2]), page_up(p[3])),
+                    Event::mremap(Gva::new(p[0]), page_up(p[1]), Gva::new(p[2]), page_up(p[3])),
                     out,
                 );
             }
             E_BRK => {
                 need(1, "brk")?;
-                self.os_event(Event::Brk { end: Gva(p[0]) }, out);
+                self.os_event(
+                    Event::Brk {
+                        end: Gva::new(p[0]),
+                    },
+                    out,
+                );
             }
             E_FORK => {
                 need(0, "fork")?;
@@ -846,19 +854,29 @@ pub(crate) mod tests {
             assert_eq!(ev.len(), 6, "chunk {chunk}");
             assert_eq!(
                 ev[0],
-                Event::mmap(Gva(0x400000), 0x2000, Prot(5), MapFlags(MapFlags::FILE))
+                Event::mmap(
+                    Gva::new(0x400000),
+                    0x2000,
+                    Prot(5),
+                    MapFlags(MapFlags::FILE)
+                )
             );
             assert_eq!(
                 ev[2],
                 Event::Ref(MemRef {
-                    va: Gva(0x7fff_0000_1000),
+                    va: Gva::new(0x7fff_0000_1000),
                     kind: AccessKind::Load,
                     size: 8,
                     instrs: 0,
                     dep: 0,
                 })
             );
-            assert_eq!(ev[5], Event::Brk { end: Gva(0x600000) });
+            assert_eq!(
+                ev[5],
+                Event::Brk {
+                    end: Gva::new(0x600000)
+                }
+            );
         }
     }
 
@@ -879,14 +897,14 @@ pub(crate) mod tests {
             ev,
             vec![
                 Event::Ref(MemRef {
-                    va: Gva(0x1000),
+                    va: Gva::new(0x1000),
                     kind: AccessKind::Store,
                     size: 8,
                     instrs: 3,
                     dep: 0,
                 }),
                 Event::Compute { instrs: 2 },
-                Event::munmap(Gva(0x1000), 0x1000),
+                Event::munmap(Gva::new(0x1000), 0x1000),
                 Event::Compute { instrs: 5 },
             ]
         );
@@ -947,7 +965,7 @@ pub(crate) mod tests {
             assert_eq!(
                 ev[2],
                 Event::Ref(MemRef {
-                    va: Gva(0x2000),
+                    va: Gva::new(0x2000),
                     kind: AccessKind::Load,
                     size: 8,
                     instrs: 0,
@@ -1037,11 +1055,15 @@ pub(crate) mod tests {
         assert_eq!(ev[1], Event::Phase { id: 7 });
         assert_eq!(
             ev[3],
-            Event::madvise(Gva(0x7f00_0000_0000), 0x20_0000, Advice(Advice::HUGEPAGE))
+            Event::madvise(
+                Gva::new(0x7f00_0000_0000),
+                0x20_0000,
+                Advice(Advice::HUGEPAGE)
+            )
         );
         assert_eq!(
             ev[4],
-            Event::madvise(Gva(0x7f00_0000_1000), 0x1000, Advice(Advice::DONTNEED))
+            Event::madvise(Gva::new(0x7f00_0000_1000), 0x1000, Advice(Advice::DONTNEED))
         );
     }
 

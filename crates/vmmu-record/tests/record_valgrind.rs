@@ -179,7 +179,7 @@ fn a_known_loop_stores_exactly_once_per_iteration_and_its_store_runs_n_times() {
     assert!(!s.truncated);
     let pairs = read_pairs(&addrs);
     let (arr, size) = pairs[0];
-    let in_arr = |r: &MemRef| r.va.0 >= arr && r.va.0 < arr + size;
+    let in_arr = |r: &MemRef| r.va.raw() >= arr && r.va.raw() < arr + size;
     let stores: Vec<usize> = refs(&ev)
         .filter(|(_, r)| in_arr(r))
         .map(|(i, r)| {
@@ -190,13 +190,13 @@ fn a_known_loop_stores_exactly_once_per_iteration_and_its_store_runs_n_times() {
     assert_eq!(stores.len(), 1000, "exactly N stores to arr");
     // The instruction that stores is fetched just before each store: it ran exactly N times.
     let store_insn = |i: usize| match &ev[i - 1] {
-        Event::Ref(r) if r.kind == AccessKind::Fetch => r.va.0,
+        Event::Ref(r) if r.kind == AccessKind::Fetch => r.va.raw(),
         other => panic!("a store not preceded by its fetch: {other:?}"),
     };
     let pc = store_insn(stores[0]);
     assert!(stores.iter().all(|&i| store_insn(i) == pc));
     let fetches_at_pc = refs(&ev)
-        .filter(|(_, r)| r.kind == AccessKind::Fetch && r.va.0 == pc)
+        .filter(|(_, r)| r.kind == AccessKind::Fetch && r.va.raw() == pc)
         .count();
     assert_eq!(fetches_at_pc, 1000);
     // Every iteration runs the same number of instructions.
@@ -227,10 +227,10 @@ fn an_mmap_of_a_known_size_comes_before_the_first_reference_into_it() {
     let (p, len) = read_pairs(&addrs)[1];
     let im = ev
         .iter()
-        .position(|e| matches!(e, Event::Mmap(m) if m.start.0 == p && m.len == len))
+        .position(|e| matches!(e, Event::Mmap(m) if m.start.raw() == p && m.len == len))
         .expect("the mmap is in the trace");
     let inside: Vec<usize> = refs(&ev)
-        .filter(|(_, r)| r.va.0 >= p && r.va.0 < p + len)
+        .filter(|(_, r)| r.va.raw() >= p && r.va.raw() < p + len)
         .map(|(i, _)| i)
         .collect();
     assert_eq!(inside.len() as u64, len / 4096, "one store per page");
@@ -241,7 +241,7 @@ fn an_mmap_of_a_known_size_comes_before_the_first_reference_into_it() {
     );
     let iu = ev
         .iter()
-        .position(|e| matches!(e, Event::Munmap(m) if m.start.0 == p && m.len == len))
+        .position(|e| matches!(e, Event::Munmap(m) if m.start.raw() == p && m.len == len))
         .expect("the munmap is in the trace");
     assert!(iu > *inside.last().unwrap());
 }
@@ -340,13 +340,13 @@ fn a_forked_child_is_placed_at_its_fork_with_its_exec() {
     assert!(fork < exec && exec < exit);
     // The child's stores, all of them, between its fork and its exec; the parent's after.
     let child_stores: Vec<usize> = refs(&ev)
-        .filter(|(_, r)| r.va.0 >= ca && r.va.0 < ca + cs)
+        .filter(|(_, r)| r.va.raw() >= ca && r.va.raw() < ca + cs)
         .map(|(i, _)| i)
         .collect();
     assert_eq!(child_stores.len(), 500);
     assert!(child_stores.iter().all(|&i| fork < i && i < exec));
     let parent_stores: Vec<usize> = refs(&ev)
-        .filter(|(_, r)| r.va.0 >= pa && r.va.0 < pa + ps)
+        .filter(|(_, r)| r.va.raw() >= pa && r.va.raw() < pa + ps)
         .map(|(i, _)| i)
         .collect();
     assert_eq!(parent_stores.len(), 100);
@@ -379,7 +379,7 @@ fn a_forked_child_is_placed_at_its_fork_with_its_exec() {
     let (ca, cs) = read_pairs(&addrs)[0];
     assert_eq!(
         refs(&ev2)
-            .filter(|(_, r)| r.va.0 >= ca && r.va.0 < ca + cs)
+            .filter(|(_, r)| r.va.raw() >= ca && r.va.raw() < ca + cs)
             .count(),
         0
     );
@@ -418,7 +418,9 @@ fn the_commands_own_exec_is_followed_through_a_shell_shim() {
     // The real program's N stores are there, after the exec and its new mappings.
     let (arr, size) = read_pairs(&addrs)[0];
     let stores: Vec<usize> = refs(&ev)
-        .filter(|(_, r)| r.kind == AccessKind::Store && r.va.0 >= arr && r.va.0 < arr + size)
+        .filter(|(_, r)| {
+            r.kind == AccessKind::Store && r.va.raw() >= arr && r.va.raw() < arr + size
+        })
         .map(|(i, _)| i)
         .collect();
     assert_eq!(stores.len(), 1000);
@@ -531,7 +533,7 @@ fn native_layout_moves_the_executable_stack_and_libraries_where_linux_puts_them(
     let first_file = |ev: &[Event]| {
         ev.iter()
             .find_map(|e| match e {
-                Event::Mmap(m) if m.flags.0 & MapFlags::FILE != 0 => Some(m.start.0),
+                Event::Mmap(m) if m.flags.0 & MapFlags::FILE != 0 => Some(m.start.raw()),
                 _ => None,
             })
             .unwrap()
@@ -541,7 +543,7 @@ fn native_layout_moves_the_executable_stack_and_libraries_where_linux_puts_them(
     let stack_end = evb
         .iter()
         .find_map(|e| match e {
-            Event::Mmap(m) if m.flags.0 & MapFlags::STACK != 0 => Some(m.start.0 + m.len),
+            Event::Mmap(m) if m.flags.0 & MapFlags::STACK != 0 => Some(m.start.raw() + m.len),
             _ => None,
         })
         .unwrap();
@@ -550,8 +552,8 @@ fn native_layout_moves_the_executable_stack_and_libraries_where_linux_puts_them(
     let top_lib = evb
         .iter()
         .filter_map(|e| match e {
-            Event::Mmap(m) if m.flags.0 & MapFlags::FILE != 0 && m.start.0 != nat_exe => {
-                Some(m.start.0 + m.len)
+            Event::Mmap(m) if m.flags.0 & MapFlags::FILE != 0 && m.start.raw() != nat_exe => {
+                Some(m.start.raw() + m.len)
             }
             _ => None,
         })
@@ -562,7 +564,9 @@ fn native_layout_moves_the_executable_stack_and_libraries_where_linux_puts_them(
     let (arr, size) = read_pairs(&addrs)[0];
     let narr = arr - vg_exe + nat_exe;
     let n = refs(&evb)
-        .filter(|(_, r)| r.kind == AccessKind::Store && r.va.0 >= narr && r.va.0 < narr + size)
+        .filter(|(_, r)| {
+            r.kind == AccessKind::Store && r.va.raw() >= narr && r.va.raw() < narr + size
+        })
         .count();
     assert_eq!(n, 1000);
     assert_eq!(eva.len(), evb.len());
@@ -755,7 +759,7 @@ fn dependences_point_at_loads(ev: &[Event]) -> usize {
 fn deps_in(ev: &[Event], lo: u64, len: u64) -> std::collections::BTreeMap<u8, usize> {
     let mut m = std::collections::BTreeMap::new();
     for (_, r) in refs(ev) {
-        if !r.kind.is_fetch() && r.va.0 >= lo && r.va.0 < lo + len {
+        if !r.kind.is_fetch() && r.va.raw() >= lo && r.va.raw() < lo + len {
             *m.entry(r.dep).or_default() += 1;
         }
     }
@@ -970,8 +974,8 @@ fn dependences_count_back_within_each_thread_when_threads_interleave() {
             Event::ThreadExit { tid, .. } if tid == cur => cur = pid,
             Event::Ref(r) if cur != pid && !r.kind.is_fetch() => {
                 let n = count.entry(cur).or_default();
-                if r.kind == AccessKind::Load && r.va.0 >= a && r.va.0 < a + 2 * len {
-                    let k = (r.va.0 - a) / len;
+                if r.kind == AccessKind::Load && r.va.raw() >= a && r.va.raw() < a + 2 * len {
+                    let k = (r.va.raw() - a) / len;
                     chase.entry((cur, k)).or_default().push((*n, r.dep));
                 }
                 *n += 1;
@@ -1046,9 +1050,9 @@ fn successful_madvise_calls_are_recorded_with_their_arguments_in_both_layouts() 
                 Event::Mmap(m)
                     if m.len == len
                         && m.flags.0 & MapFlags::STACK == 0
-                        && (native || m.start.0 == p) =>
+                        && (native || m.start.raw() == p) =>
                 {
-                    Some((i, m.start.0))
+                    Some((i, m.start.raw()))
                 }
                 _ => None,
             })
@@ -1057,21 +1061,21 @@ fn successful_madvise_calls_are_recorded_with_their_arguments_in_both_layouts() 
             .iter()
             .enumerate()
             .filter(|(_, e)| {
-                matches!(e, Event::Madvise(m) if m.start.0 >= start && m.start.0 < start + len)
+                matches!(e, Event::Madvise(m) if m.start.raw() >= start && m.start.raw() < start + len)
             })
             .map(|(i, e)| (i, e.clone()))
             .collect();
         let mut expect = Vec::new();
         if h == 0 {
             expect.push(Event::madvise(
-                Gva(start),
+                Gva::new(start),
                 4 << 20,
                 Advice(Advice::HUGEPAGE),
             ));
         }
         if dn == 0 {
             expect.push(Event::madvise(
-                Gva(start + (4 << 20)),
+                Gva::new(start + (4 << 20)),
                 8192,
                 Advice(Advice::DONTNEED),
             ));

@@ -112,7 +112,7 @@ impl GuestOs {
         }
         let pt = p.pt;
         let mut pages = Vec::new();
-        pt.for_each_leaf_in(&self.mem, start, Gva(end), &mut |va, _, level, e| {
+        pt.for_each_leaf_in(&self.mem, start, Gva::new(end), &mut |va, _, level, e| {
             pages.push((va, level, e))
         });
         let n = pages.len();
@@ -270,7 +270,7 @@ impl GuestOs {
             self.stats.kernel_cycles +=
                 self.costs.copy_page * (size.bytes() / PageSize::Size4K.bytes() - 1);
             let new = self.alloc.alloc(size).ok_or(OsError::OutOfMemory)?;
-            fx.new_frames.push((Gpa(new), size));
+            fx.new_frames.push((Gpa::new(new), size));
             self.release(frame, size);
             let flags = (e.0 & (Pte::US | Pte::G | Pte::NX)) | Pte::RW;
             let (alloc, stats) = (&mut self.alloc, &mut self.stats);
@@ -279,7 +279,7 @@ impl GuestOs {
                 &mut self.mem,
                 &mut || Self::new_table_frame(alloc, nf, stats),
                 base,
-                Gpa(new),
+                Gpa::new(new),
                 size,
                 flags,
                 &mut fx.writes,
@@ -382,20 +382,20 @@ impl GuestOs {
                     let f = alloc.alloc(PageSize::Size4K)?;
                     stats.table_frames += 1;
                     new_tables.push(f);
-                    Some(Gpa(f))
+                    Some(Gpa::new(f))
                 },
-                Gva(base),
-                Gpa(frame),
+                Gva::new(base),
+                Gpa::new(frame),
                 size,
                 flags,
                 &mut fx.writes,
             );
             for t in new_tables {
-                fx.new_frames.push((Gpa(t), PageSize::Size4K));
+                fx.new_frames.push((Gpa::new(t), PageSize::Size4K));
             }
             match r {
                 Ok(()) => {
-                    fx.new_frames.push((Gpa(frame), size));
+                    fx.new_frames.push((Gpa::new(frame), size));
                     self.stats.pages_mapped[size.index()] += 1;
                     self.stats.thp_fault_alloc += thp as u64;
                     return Ok(size);

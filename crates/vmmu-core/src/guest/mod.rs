@@ -331,9 +331,9 @@ impl GuestOs {
         stats: &mut OsStats,
     ) -> Option<Gpa> {
         let f = alloc.alloc(PageSize::Size4K)?;
-        new_frames.push((Gpa(f), PageSize::Size4K));
+        new_frames.push((Gpa::new(f), PageSize::Size4K));
         stats.table_frames += 1;
-        Some(Gpa(f))
+        Some(Gpa::new(f))
     }
 
     /// Creates process `pid` with an empty address space; it runs if nothing else does.
@@ -542,7 +542,7 @@ impl GuestOs {
                     &mut self.mem,
                     &mut || Self::new_table_frame(alloc, nf, stats),
                     va,
-                    Gpa(frame),
+                    Gpa::new(frame),
                     size,
                     flags,
                     &mut fx.writes,

@@ -149,9 +149,12 @@ impl GuestOs {
     pub(super) fn zap(&mut self, pid: u32, start: u64, end: u64, split: bool, fx: &mut OsEffects) {
         let pt = self.procs[&pid].pt;
         let mut victims = Vec::new();
-        pt.for_each_leaf_in(&self.mem, Gva(start), Gva(end), &mut |va, _, level, e| {
-            victims.push((va, level, e))
-        });
+        pt.for_each_leaf_in(
+            &self.mem,
+            Gva::new(start),
+            Gva::new(end),
+            &mut |va, _, level, e| victims.push((va, level, e)),
+        );
         let mask = self.geo.frame_mask();
         let n = victims.len();
         for (va, level, e) in victims {
@@ -213,8 +216,8 @@ impl GuestOs {
                 let r = pt.map(
                     &mut self.mem,
                     &mut || Self::new_table_frame(alloc, nf, stats),
-                    Gva(va),
-                    Gpa(piece),
+                    Gva::new(va),
+                    Gpa::new(piece),
                     PageSize::Size4K,
                     flags,
                     &mut fx.writes,
@@ -278,8 +281,8 @@ impl GuestOs {
         let mut table_there = true;
         pt.for_each_leaf_in(
             &self.mem,
-            Gva(b),
-            Gva(b + huge.bytes()),
+            Gva::new(b),
+            Gva::new(b + huge.bytes()),
             &mut |_, _, level, e| {
                 if level == 1 {
                     small.push(e);
@@ -311,7 +314,7 @@ impl GuestOs {
             self.stats.thp_collapse_alloc_failed += 1;
             return Ok(Scan::AllocFailed);
         };
-        fx.new_frames.push((Gpa(frame), huge));
+        fx.new_frames.push((Gpa::new(frame), huge));
         let flags = Pte::US
             | Pte::A
             | Pte::D
@@ -320,8 +323,8 @@ impl GuestOs {
         let table = pt
             .replace_table(
                 &mut self.mem,
-                Gva(b),
-                Gpa(frame),
+                Gva::new(b),
+                Gpa::new(frame),
                 huge,
                 flags,
                 &mut fx.writes,

@@ -260,9 +260,9 @@ mod tests {
     fn cold_access_costs_dram_latency_then_hits_where_it_was_filled() {
         let mut m = bhargava();
         assert_eq!(m.levels(), 3);
-        assert_eq!(m.access(Hpa(0x12_3440), 0), (3, 120));
-        assert_eq!(m.access(Hpa(0x12_3478), 0), (0, 3)); // same 64-byte line
-        assert_eq!(m.access(Hpa(0x12_3480), 0), (3, 120)); // next line
+        assert_eq!(m.access(Hpa::new(0x12_3440), 0), (3, 120));
+        assert_eq!(m.access(Hpa::new(0x12_3478), 0), (0, 3)); // same 64-byte line
+        assert_eq!(m.access(Hpa::new(0x12_3480), 0), (3, 120)); // next line
         let s = m.stats();
         assert_eq!(s[0], ("l1".to_string(), HitMiss { hits: 1, misses: 2 }));
         assert_eq!(s[1].1, HitMiss { hits: 0, misses: 2 });
@@ -274,15 +274,15 @@ mod tests {
         let mut m = bhargava();
         let l2 = m.level_index("l2").unwrap();
         assert_eq!(l2, 1);
-        assert_eq!(m.access(Hpa(0x4000), l2), (3, 120));
-        assert!(!m.contains(0, Hpa(0x4000)));
-        assert!(m.contains(1, Hpa(0x4000)) && m.contains(2, Hpa(0x4000)));
-        assert_eq!(m.access(Hpa(0x4008), l2), (1, 11));
-        assert!(!m.contains(0, Hpa(0x4000)));
+        assert_eq!(m.access(Hpa::new(0x4000), l2), (3, 120));
+        assert!(!m.contains(0, Hpa::new(0x4000)));
+        assert!(m.contains(1, Hpa::new(0x4000)) && m.contains(2, Hpa::new(0x4000)));
+        assert_eq!(m.access(Hpa::new(0x4008), l2), (1, 11));
+        assert!(!m.contains(0, Hpa::new(0x4000)));
         assert_eq!(m.stats()[0].1, HitMiss::default());
         // A data reference to the same line hits L2 and only then enters L1.
-        assert_eq!(m.access(Hpa(0x4010), 0), (1, 11));
-        assert!(m.contains(0, Hpa(0x4000)));
+        assert_eq!(m.access(Hpa::new(0x4010), 0), (1, 11));
+        assert!(m.contains(0, Hpa::new(0x4000)));
         assert_eq!(m.level_index("l4"), None);
     }
 
@@ -296,7 +296,7 @@ mod tests {
             data: true,
         });
         // Lines 0, 2, 4 map to set 0.
-        let (a, b, c) = (Hpa(0), Hpa(128), Hpa(256));
+        let (a, b, c) = (Hpa::new(0), Hpa::new(128), Hpa::new(256));
         m.access(a, 0);
         m.access(b, 0);
         assert_eq!(m.access(a, 0), (0, 1)); // a is now MRU

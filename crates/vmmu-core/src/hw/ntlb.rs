@@ -27,7 +27,7 @@ impl Ntlb {
     /// `entries` entries in sets of `ways` (seed 002 Table 2: 16, fully associative).
     pub fn new(entries: u32, ways: u32) -> Self {
         Ntlb {
-            arr: PagedArray::new(entries, ways, &PageSize::ALL, Hpa(0)),
+            arr: PagedArray::new(entries, ways, &PageSize::ALL, Hpa::new(0)),
             stats: HitMiss::default(),
         }
     }
@@ -102,26 +102,31 @@ mod tests {
     #[test]
     fn one_entry_translates_every_address_of_its_nested_page() {
         let mut n = Ntlb::new(16, 16);
-        assert_eq!(n.lookup(Gpa(0x20_1234), 1), None);
-        n.fill(Gpa(0x20_1234), 1, Hpa(0x8040_0000), PageSize::Size2M);
-        assert_eq!(
-            n.lookup(Gpa(0x3f_fff8), 1),
-            Some((Hpa(0x805f_fff8), PageSize::Size2M))
+        assert_eq!(n.lookup(Gpa::new(0x20_1234), 1), None);
+        n.fill(
+            Gpa::new(0x20_1234),
+            1,
+            Hpa::new(0x8040_0000),
+            PageSize::Size2M,
         );
-        assert_eq!(n.lookup(Gpa(0x20_0000), 2), None);
+        assert_eq!(
+            n.lookup(Gpa::new(0x3f_fff8), 1),
+            Some((Hpa::new(0x805f_fff8), PageSize::Size2M))
+        );
+        assert_eq!(n.lookup(Gpa::new(0x20_0000), 2), None);
         assert_eq!(n.stats(), HitMiss { hits: 1, misses: 2 });
     }
 
     #[test]
     fn flush_vpid_keeps_other_vms() {
         let mut n = Ntlb::new(4, 4);
-        n.fill(Gpa(0x1000), 1, Hpa(0x9000), PageSize::Size4K);
-        n.fill(Gpa(0x1000), 2, Hpa(0xa000), PageSize::Size4K);
+        n.fill(Gpa::new(0x1000), 1, Hpa::new(0x9000), PageSize::Size4K);
+        n.fill(Gpa::new(0x1000), 2, Hpa::new(0xa000), PageSize::Size4K);
         n.flush_vpid(1);
-        assert!(!n.contains(Gpa(0x1000), 1));
+        assert!(!n.contains(Gpa::new(0x1000), 1));
         assert_eq!(
-            n.lookup(Gpa(0x1008), 2),
-            Some((Hpa(0xa008), PageSize::Size4K))
+            n.lookup(Gpa::new(0x1008), 2),
+            Some((Hpa::new(0xa008), PageSize::Size4K))
         );
         n.flush();
         assert!(n.is_empty());

@@ -124,14 +124,14 @@ mod tests {
     #[test]
     fn entries_of_one_line_are_separate_and_lru_evicts_the_oldest() {
         let mut p = Pwc::new(2, 2);
-        assert!(!p.lookup(Hpa(0x1000)));
-        p.fill(Hpa(0x1000));
-        p.fill(Hpa(0x1008));
-        assert!(p.lookup(Hpa(0x1000)));
-        assert!(!p.lookup(Hpa(0x1010)));
-        p.fill(Hpa(0x1010)); // evicts 0x1008, the least recently used
-        assert!(p.contains(Hpa(0x1000)));
-        assert!(!p.contains(Hpa(0x1008)));
+        assert!(!p.lookup(Hpa::new(0x1000)));
+        p.fill(Hpa::new(0x1000));
+        p.fill(Hpa::new(0x1008));
+        assert!(p.lookup(Hpa::new(0x1000)));
+        assert!(!p.lookup(Hpa::new(0x1010)));
+        p.fill(Hpa::new(0x1010)); // evicts 0x1008, the least recently used
+        assert!(p.contains(Hpa::new(0x1000)));
+        assert!(!p.contains(Hpa::new(0x1008)));
         assert_eq!(p.stats(), HitMiss { hits: 1, misses: 2 });
         p.flush();
         assert!(p.is_empty());
@@ -140,25 +140,25 @@ mod tests {
     #[test]
     fn a_fill_after_a_missed_lookup_of_another_entry_still_searches() {
         let mut p = Pwc::new(4, 4);
-        p.fill(Hpa(0x1000));
-        assert!(!p.lookup(Hpa(0x2000)));
+        p.fill(Hpa::new(0x1000));
+        assert!(!p.lookup(Hpa::new(0x2000)));
         // The remembered miss is 0x2000; 0x1000 is present and must not be inserted twice.
-        p.fill(Hpa(0x1000));
-        p.fill(Hpa(0x2000));
+        p.fill(Hpa::new(0x1000));
+        p.fill(Hpa::new(0x2000));
         assert_eq!(p.len(), 2);
         // A flush between a miss and its fill forgets the miss.
-        assert!(!p.lookup(Hpa(0x3000)));
+        assert!(!p.lookup(Hpa::new(0x3000)));
         p.flush();
-        p.fill(Hpa(0x3000));
-        p.fill(Hpa(0x3000));
+        p.fill(Hpa::new(0x3000));
+        p.fill(Hpa::new(0x3000));
         assert_eq!(p.len(), 1);
     }
 
     #[test]
     fn refill_of_a_cached_entry_does_not_duplicate_it() {
         let mut p = Pwc::new(24, 24);
-        p.fill(Hpa(0x2000));
-        p.fill(Hpa(0x2000));
+        p.fill(Hpa::new(0x2000));
+        p.fill(Hpa::new(0x2000));
         assert_eq!(p.len(), 1);
     }
 }

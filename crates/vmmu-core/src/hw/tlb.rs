@@ -115,7 +115,7 @@ struct Level {
 }
 
 const FILLER: Translation = Translation {
-    page: Hpa(0),
+    page: Hpa::new(0),
     size: PageSize::Size4K,
     writable: false,
     user: false,
@@ -638,7 +638,7 @@ mod tests {
 
     fn tr(page: u64, size: PageSize) -> Translation {
         Translation {
-            page: Hpa(page),
+            page: Hpa::new(page),
             size,
             writable: true,
             user: true,
@@ -683,7 +683,7 @@ mod tests {
             .map(|i| {
                 touch(
                     &mut t,
-                    Gva(if i % 2 == 0 { mb2 } else { 129 * mb2 }),
+                    Gva::new(if i % 2 == 0 { mb2 } else { 129 * mb2 }),
                     Size2M,
                 )
             })
@@ -692,7 +692,7 @@ mod tests {
         // Pages 1 and 2 use sets 1 and 2: page 129 holds set 1 and page 2 is cold, so two
         // misses, then hits.
         let hits: Vec<bool> = (0..6)
-            .map(|i| touch(&mut t, Gva((1 + i % 2) * mb2 + 0x1000), Size2M))
+            .map(|i| touch(&mut t, Gva::new((1 + i % 2) * mb2 + 0x1000), Size2M))
             .collect();
         assert_eq!(hits, [false, false, true, true, true, true]);
         assert_eq!(stat(&t, "l2"), HitMiss { hits: 4, misses: 8 });
@@ -703,7 +703,7 @@ mod tests {
     #[test]
     fn fully_associative_l1_evicts_in_lru_order() {
         let mut t = small(4);
-        let page = |i: u64| Gva(i << 12);
+        let page = |i: u64| Gva::new(i << 12);
         for i in 0..4 {
             t.fill(page(i), D, T0, tr(i << 12, Size4K));
         }
@@ -724,7 +724,7 @@ mod tests {
     #[test]
     fn l2_hit_fills_l1_and_counts_both_levels() {
         let mut t = bhargava();
-        let va = Gva(0x7000_1234);
+        let va = Gva::new(0x7000_1234);
         assert_eq!(t.lookup(va, D, T0), None);
         t.fill(va, D, T0, tr(0x9000, Size4K));
         t.l1d.arrays[0].clear(); // as if evicted from L1 only
@@ -744,17 +744,17 @@ mod tests {
     fn one_gig_page_lives_in_the_any_size_l1_but_no_l2_array() {
         let mut t = bhargava();
         let gb = 1u64 << 30;
-        t.fill(Gva(3 * gb + 5), D, T0, tr(7 * gb, Size1G));
+        t.fill(Gva::new(3 * gb + 5), D, T0, tr(7 * gb, Size1G));
         assert_eq!(t.len(D, TlbLevel::L1), 1);
         assert_eq!(t.len(D, TlbLevel::L2), 0);
-        let (lvl, got) = t.lookup(Gva(4 * gb - 1), D, T0).unwrap();
+        let (lvl, got) = t.lookup(Gva::new(4 * gb - 1), D, T0).unwrap();
         assert_eq!(
             (lvl, got.page, got.size),
-            (TlbLevel::L1, Hpa(7 * gb), Size1G)
+            (TlbLevel::L1, Hpa::new(7 * gb), Size1G)
         );
-        assert_eq!(t.lookup(Gva(4 * gb), D, T0), None);
+        assert_eq!(t.lookup(Gva::new(4 * gb), D, T0), None);
         // The I-side has no 1 GiB array: a fill leaves it empty.
-        t.fill(Gva(3 * gb), I, T0, tr(7 * gb, Size1G));
+        t.fill(Gva::new(3 * gb), I, T0, tr(7 * gb, Size1G));
         assert_eq!(t.len(I, TlbLevel::L1) + t.len(I, TlbLevel::L2), 0);
     }
 
@@ -765,23 +765,23 @@ mod tests {
             global: true,
             ..tr(0x10_0000, Size4K)
         };
-        t.fill(Gva(0xffff_8000_0000_0000), D, T0, g);
-        t.fill(Gva(0x40_0000), D, T0, tr(0x20_0000, Size4K));
+        t.fill(Gva::new(0xffff_8000_0000_0000), D, T0, g);
+        t.fill(Gva::new(0x40_0000), D, T0, tr(0x20_0000, Size4K));
         t.flush_nonglobal(T0.vpid);
-        assert_eq!(t.lookup(Gva(0x40_0000), D, T0), None);
+        assert_eq!(t.lookup(Gva::new(0x40_0000), D, T0), None);
         let other_pcid = Tag { pcid: 3, vpid: 1 };
         assert_eq!(
-            t.lookup(Gva(0xffff_8000_0000_0008), D, other_pcid),
+            t.lookup(Gva::new(0xffff_8000_0000_0008), D, other_pcid),
             Some((TlbLevel::L1, g))
         );
         // Another VM's lookup does not see it; flushing that VM's VPID keeps it.
         assert_eq!(
-            t.lookup(Gva(0xffff_8000_0000_0000), D, Tag { pcid: 0, vpid: 2 }),
+            t.lookup(Gva::new(0xffff_8000_0000_0000), D, Tag { pcid: 0, vpid: 2 }),
             None
         );
         t.flush_vpid(2);
         assert!(t
-            .peek(Gva(0xffff_8000_0000_0000), D, T0, TlbLevel::L2)
+            .peek(Gva::new(0xffff_8000_0000_0000), D, T0, TlbLevel::L2)
             .is_some());
         t.flush_vpid(1);
         assert_eq!(t.len(D, TlbLevel::L1) + t.len(D, TlbLevel::L2), 0);
@@ -791,35 +791,35 @@ mod tests {
     fn pcid_tagged_entries_survive_another_pcids_flush() {
         let mut t = bhargava();
         let (a, b) = (Tag { pcid: 1, vpid: 1 }, Tag { pcid: 2, vpid: 1 });
-        let va = Gva(0x5000);
+        let va = Gva::new(0x5000);
         t.fill(va, D, a, tr(0xa000, Size4K));
         t.fill(va, D, b, tr(0xb000, Size4K));
-        assert_eq!(t.lookup(va, D, a).unwrap().1.page, Hpa(0xa000));
-        assert_eq!(t.lookup(va, D, b).unwrap().1.page, Hpa(0xb000));
+        assert_eq!(t.lookup(va, D, a).unwrap().1.page, Hpa::new(0xa000));
+        assert_eq!(t.lookup(va, D, b).unwrap().1.page, Hpa::new(0xb000));
         t.flush_tag(b);
         assert_eq!(t.lookup(va, D, b), None);
-        assert_eq!(t.lookup(va, D, a).unwrap().1.page, Hpa(0xa000));
+        assert_eq!(t.lookup(va, D, a).unwrap().1.page, Hpa::new(0xa000));
         assert_eq!(stat(&t, "l1d"), HitMiss { hits: 3, misses: 1 });
     }
 
     #[test]
     fn invlpg_removes_a_2m_entry_that_covers_the_address() {
         let mut t = bhargava();
-        let va = Gva(0x60_0000);
+        let va = Gva::new(0x60_0000);
         t.fill(va, D, T0, tr(0x4000_0000, Size2M));
         t.fill(va, I, T0, tr(0x4000_0000, Size2M));
-        t.fill(Gva(0x80_0000), D, T0, tr(0x4020_0000, Size2M));
-        assert!(t.lookup(Gva(0x7f_f000), D, T0).is_some());
-        t.invalidate_page(Gva(0x7a_b123), T0);
-        assert_eq!(t.lookup(Gva(0x7f_f000), D, T0), None);
+        t.fill(Gva::new(0x80_0000), D, T0, tr(0x4020_0000, Size2M));
+        assert!(t.lookup(Gva::new(0x7f_f000), D, T0).is_some());
+        t.invalidate_page(Gva::new(0x7a_b123), T0);
+        assert_eq!(t.lookup(Gva::new(0x7f_f000), D, T0), None);
         assert_eq!(t.lookup(va, I, T0), None);
-        assert!(t.lookup(Gva(0x80_0000), D, T0).is_some());
+        assert!(t.lookup(Gva::new(0x80_0000), D, T0).is_some());
     }
 
     #[test]
     fn set_dirty_marks_every_level_and_the_remembered_hit() {
         let mut t = bhargava();
-        let va = Gva(0x3000);
+        let va = Gva::new(0x3000);
         t.fill(va, D, T0, tr(0x9000, Size4K));
         assert!(!t.lookup(va, D, T0).unwrap().1.dirty);
         t.set_dirty(va, D, T0);
@@ -830,15 +830,15 @@ mod tests {
     #[test]
     fn remembered_hit_is_forgotten_when_l1_changes() {
         let mut t = bhargava();
-        let va = Gva(0x3000);
+        let va = Gva::new(0x3000);
         t.fill(va, D, T0, tr(0x9000, Size4K));
         assert!(t.lookup(va, D, T0).is_some());
         t.invalidate_page(va, T0);
         assert_eq!(t.lookup(va, D, T0), None);
         t.fill(va, D, T0, tr(0xa000, Size4K));
-        assert_eq!(t.lookup(va, D, T0).unwrap().1.page, Hpa(0xa000));
+        assert_eq!(t.lookup(va, D, T0).unwrap().1.page, Hpa::new(0xa000));
         t.fill(va, D, T0, tr(0xb000, Size4K));
-        assert_eq!(t.lookup(va, D, T0).unwrap().1.page, Hpa(0xb000));
+        assert_eq!(t.lookup(va, D, T0).unwrap().1.page, Hpa::new(0xb000));
         assert_eq!(t.len(D, TlbLevel::L1), 1);
     }
 }

@@ -170,7 +170,7 @@ impl ChampSimReader {
 fn record_events(r: &[u8], regs: &mut RegTags, out: &mut Vec<Event>) {
     let word = |i: usize| u64::from_le_bytes(r[i..i + 8].try_into().expect("8 bytes"));
     out.push(Event::Ref(MemRef::new(
-        Gva(word(0)),
+        Gva::new(word(0)),
         AccessKind::Fetch,
         FETCH_SIZE,
         1,
@@ -196,7 +196,7 @@ fn record_events(r: &[u8], regs: &mut RegTags, out: &mut Vec<Event>) {
         }
         Event::Ref(MemRef {
             dep,
-            ..MemRef::new(Gva(va), kind, DATA_SIZE, 0)
+            ..MemRef::new(Gva::new(va), kind, DATA_SIZE, 0)
         })
     };
     for (i, &a) in src.iter().enumerate() {
@@ -393,7 +393,7 @@ impl<S: Send + 'static> ChampSimWriter<S> {
             self.dropped += 1;
             return;
         };
-        let va = r.va.0;
+        let va = r.va.raw();
         if r.kind == AccessKind::Fetch {
             return self.start(va);
         }
@@ -495,7 +495,7 @@ mod tests {
 
     fn mr(va: u64, kind: AccessKind) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size: if kind == AccessKind::Fetch { 4 } else { 8 },
             instrs: (kind == AccessKind::Fetch) as u32,
@@ -648,7 +648,7 @@ mod tests {
             mr(0x401004, AccessKind::Fetch),
             mr(0x9000, AccessKind::Modify),
             Event::mmap(
-                Gva(0x1000),
+                Gva::new(0x1000),
                 0x1000,
                 crate::event::Prot::RW,
                 crate::event::MapFlags(0),

@@ -264,37 +264,41 @@ mod tests {
         // than the initial index holds, then every other one released.
         let frames: Vec<u64> = (0..300u64).map(|i| i << 21).collect();
         for (i, &f) in frames.iter().enumerate() {
-            m.zero_frame(Hpa(f));
-            m.write_u64(Hpa(f + 8 * (i as u64 % 512)), i as u64 + 1);
+            m.zero_frame(Hpa::new(f));
+            m.write_u64(Hpa::new(f + 8 * (i as u64 % 512)), i as u64 + 1);
         }
         for &f in frames.iter().step_by(2) {
-            m.release_frame(Hpa(f));
+            m.release_frame(Hpa::new(f));
         }
         assert_eq!(m.table_frames(), 150);
         for (i, &f) in frames.iter().enumerate() {
             let want = if i % 2 == 0 { 0 } else { i as u64 + 1 };
-            assert_eq!(m.read_u64(Hpa(f + 8 * (i as u64 % 512))), want, "frame {i}");
-            assert_eq!(m.is_table(Hpa(f)), i % 2 == 1);
+            assert_eq!(
+                m.read_u64(Hpa::new(f + 8 * (i as u64 % 512))),
+                want,
+                "frame {i}"
+            );
+            assert_eq!(m.is_table(Hpa::new(f)), i % 2 == 1);
         }
     }
 
     #[test]
     fn table_frames_hold_bytes_and_others_read_zero() {
         let mut m: PhysMem<Gpa> = PhysMem::new(8 << 20);
-        assert_eq!(m.read_u64(Gpa(0x3000)), 0);
-        m.zero_frame(Gpa(0x3000));
-        m.write_u64(Gpa(0x3008), 0xdead_beef);
-        assert_eq!(m.read_u64(Gpa(0x3008)), 0xdead_beef);
-        assert_eq!(m.read_u64(Gpa(0x4008)), 0);
-        m.write_u32(Gpa(0x300c), 7);
-        assert_eq!(m.read_u32(Gpa(0x3008)), 0xdead_beef);
-        assert_eq!(m.read_u32(Gpa(0x300c)), 7);
+        assert_eq!(m.read_u64(Gpa::new(0x3000)), 0);
+        m.zero_frame(Gpa::new(0x3000));
+        m.write_u64(Gpa::new(0x3008), 0xdead_beef);
+        assert_eq!(m.read_u64(Gpa::new(0x3008)), 0xdead_beef);
+        assert_eq!(m.read_u64(Gpa::new(0x4008)), 0);
+        m.write_u32(Gpa::new(0x300c), 7);
+        assert_eq!(m.read_u32(Gpa::new(0x3008)), 0xdead_beef);
+        assert_eq!(m.read_u32(Gpa::new(0x300c)), 7);
         assert_eq!(m.table_frames(), 1);
-        m.release_frame(Gpa(0x3000));
-        assert_eq!(m.read_u64(Gpa(0x3008)), 0);
-        m.zero_frame(Gpa(0x5000));
+        m.release_frame(Gpa::new(0x3000));
+        assert_eq!(m.read_u64(Gpa::new(0x3008)), 0);
+        m.zero_frame(Gpa::new(0x5000));
         assert_eq!(
-            m.read_u64(Gpa(0x5008)),
+            m.read_u64(Gpa::new(0x5008)),
             0,
             "a reused slot comes back zeroed"
         );

@@ -218,7 +218,7 @@ mod tests {
         let mut next = 0x10_0000u64;
         let pt = PageTable::new(Geometry::of(format), &mut mem, &mut || {
             next += 0x1000;
-            Some(Gpa(next))
+            Some(Gpa::new(next))
         })
         .unwrap();
         (mem, pt)
@@ -233,10 +233,10 @@ mod tests {
             &mut mem,
             &mut || {
                 next += 0x1000;
-                Some(Gpa(next))
+                Some(Gpa::new(next))
             },
-            Gva(0x4000_1000),
-            Gpa(0x7000),
+            Gva::new(0x4000_1000),
+            Gpa::new(0x7000),
             PageSize::Size4K,
             Pte::RW | Pte::US,
             &mut log,
@@ -251,13 +251,13 @@ mod tests {
             &mut Read { mem: &mem, geo },
             pt.root,
             3,
-            Gva(0x4000_1234),
+            Gva::new(0x4000_1234),
         );
         let Descent::Leaf(leaf) = d else {
             panic!("{d:?}")
         };
         assert_eq!(leaf.perms, Perms::ALL);
-        assert_eq!((leaf.level, leaf.page(&geo)), (1, Gpa(0x7000)));
+        assert_eq!((leaf.level, leaf.page(&geo)), (1, Gpa::new(0x7000)));
     }
 
     #[test]
@@ -265,7 +265,7 @@ mod tests {
         let (mem, pt) = table(PagingFormat::Long4);
         let geo = pt.geo;
         let mut t = Trace::new(&mem, geo);
-        let d = descend(&geo, &mut t, pt.root, 4, Gva(0x7000_0000));
+        let d = descend(&geo, &mut t, pt.root, 4, Gva::new(0x7000_0000));
         assert!(matches!(d, Descent::NotPresent { level: 4, .. }), "{d:?}");
         assert_eq!(t.path[4].0, pt.root);
     }

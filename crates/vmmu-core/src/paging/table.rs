@@ -378,7 +378,7 @@ mod tests {
         let mut next = 0x10_0000u64;
         let pt = PageTable::new(Geometry::of(format), &mut mem, &mut || {
             next += 0x1000;
-            Some(Gpa(next))
+            Some(Gpa::new(next))
         })
         .unwrap();
         (mem, pt, 0x20_0000)
@@ -388,7 +388,7 @@ mod tests {
         let mut next = start;
         move || {
             next += 0x1000;
-            Some(Gpa(next))
+            Some(Gpa::new(next))
         }
     }
 
@@ -421,10 +421,18 @@ mod tests {
                     };
                 let va = va & !s.offset_mask();
                 let pa = (1u64 << 31) & !s.offset_mask();
-                pt.map(&mut mem, &mut nf, Gva(va), Gpa(pa), s, Pte::RW, &mut log)
-                    .unwrap();
-                let (got, size, e) = pt.lookup(&mem, Gva(va + 0x123)).unwrap();
-                assert_eq!((got, size), (Gpa(pa + 0x123), s), "{format:?} {s}");
+                pt.map(
+                    &mut mem,
+                    &mut nf,
+                    Gva::new(va),
+                    Gpa::new(pa),
+                    s,
+                    Pte::RW,
+                    &mut log,
+                )
+                .unwrap();
+                let (got, size, e) = pt.lookup(&mem, Gva::new(va + 0x123)).unwrap();
+                assert_eq!((got, size), (Gpa::new(pa + 0x123), s), "{format:?} {s}");
                 assert!(e.writable());
             }
         }
@@ -437,8 +445,8 @@ mod tests {
         pt.map(
             &mut mem,
             &mut frames(0x300_0000),
-            Gva(0x7000_1000),
-            Gpa(0x5000),
+            Gva::new(0x7000_1000),
+            Gpa::new(0x5000),
             PageSize::Size4K,
             0,
             &mut log,
@@ -454,8 +462,8 @@ mod tests {
         pt.map(
             &mut mem,
             &mut frames(0x400_0000),
-            Gva(0x7000_2000),
-            Gpa(0x6000),
+            Gva::new(0x7000_2000),
+            Gpa::new(0x6000),
             PageSize::Size4K,
             0,
             &mut log,
@@ -473,20 +481,20 @@ mod tests {
         pt.map(
             &mut mem,
             &mut nf,
-            Gva(0x4000_3000),
-            Gpa(0x5000),
+            Gva::new(0x4000_3000),
+            Gpa::new(0x5000),
             PageSize::Size4K,
             Pte::RW,
             &mut log,
         )
         .unwrap();
-        let (pte_addr, _, _) = pt.leaf(&mem, Gva(0x4000_3000)).unwrap();
+        let (pte_addr, _, _) = pt.leaf(&mem, Gva::new(0x4000_3000)).unwrap();
         log.clear();
         let table = pt
             .replace_table(
                 &mut mem,
-                Gva(0x4010_0000),
-                Gpa(0x60_0000),
+                Gva::new(0x4010_0000),
+                Gpa::new(0x60_0000),
                 PageSize::Size2M,
                 Pte::RW | Pte::A | Pte::D,
                 &mut log,
@@ -499,14 +507,14 @@ mod tests {
         );
         assert_eq!(log.len(), 2);
         assert_eq!((log[0].level, log[0].new), (2, 0), "cleared first");
-        let (pa, size, e) = pt.lookup(&mem, Gva(0x4000_3123)).unwrap();
-        assert_eq!((pa, size), (Gpa(0x60_3123), PageSize::Size2M));
+        let (pa, size, e) = pt.lookup(&mem, Gva::new(0x4000_3123)).unwrap();
+        assert_eq!((pa, size), (Gpa::new(0x60_3123), PageSize::Size2M));
         assert!(e.writable() && e.dirty());
         // A large leaf or an absent table is not a table to replace.
         let err = pt.replace_table(
             &mut mem,
-            Gva(0x4000_0000),
-            Gpa(0x80_0000),
+            Gva::new(0x4000_0000),
+            Gpa::new(0x80_0000),
             PageSize::Size2M,
             0,
             &mut log,
@@ -514,8 +522,8 @@ mod tests {
         assert_eq!(err, Err(MapError::Conflict { level: 2 }));
         let err = pt.replace_table(
             &mut mem,
-            Gva(0x8000_0000),
-            Gpa(0x80_0000),
+            Gva::new(0x8000_0000),
+            Gpa::new(0x80_0000),
             PageSize::Size2M,
             0,
             &mut log,
@@ -531,21 +539,21 @@ mod tests {
         pt.map(
             &mut mem,
             &mut nf,
-            Gva(0x4000_0000),
-            Gpa(0x20_0000),
+            Gva::new(0x4000_0000),
+            Gpa::new(0x20_0000),
             PageSize::Size2M,
             Pte::RW,
             &mut log,
         )
         .unwrap();
-        assert!(pt.protect(&mut mem, Gva(0x4000_0000), 0, Pte::RW, &mut log));
-        assert!(!pt.lookup(&mem, Gva(0x4010_0000)).unwrap().2.writable());
+        assert!(pt.protect(&mut mem, Gva::new(0x4000_0000), 0, Pte::RW, &mut log));
+        assert!(!pt.lookup(&mem, Gva::new(0x4010_0000)).unwrap().2.writable());
         assert_eq!(
-            pt.unmap(&mut mem, Gva(0x4010_0000), &mut log),
-            Some((Gpa(0x20_0000), PageSize::Size2M))
+            pt.unmap(&mut mem, Gva::new(0x4010_0000), &mut log),
+            Some((Gpa::new(0x20_0000), PageSize::Size2M))
         );
-        assert!(pt.lookup(&mem, Gva(0x4000_0000)).is_none());
-        assert!(!pt.protect(&mut mem, Gva(0x4000_0000), 0, Pte::RW, &mut log));
+        assert!(pt.lookup(&mem, Gva::new(0x4000_0000)).is_none());
+        assert!(!pt.protect(&mut mem, Gva::new(0x4000_0000), 0, Pte::RW, &mut log));
     }
 
     #[test]
@@ -556,8 +564,8 @@ mod tests {
         pt.map(
             &mut mem,
             &mut nf,
-            Gva(0x4000_0000),
-            Gpa(0),
+            Gva::new(0x4000_0000),
+            Gpa::new(0),
             PageSize::Size2M,
             0,
             &mut log,
@@ -567,8 +575,8 @@ mod tests {
             pt.map(
                 &mut mem,
                 &mut nf,
-                Gva(0x4000_1000),
-                Gpa(0),
+                Gva::new(0x4000_1000),
+                Gpa::new(0),
                 PageSize::Size4K,
                 0,
                 &mut log
@@ -580,8 +588,8 @@ mod tests {
             pt.map(
                 &mut mem,
                 &mut nf,
-                Gva(0),
-                Gpa(0),
+                Gva::new(0),
+                Gpa::new(0),
                 PageSize::Size4M,
                 0,
                 &mut log

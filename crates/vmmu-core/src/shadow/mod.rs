@@ -446,7 +446,7 @@ impl ShadowPager {
             if geo.read_entry(&host.hmem, sea).present() {
                 continue;
             }
-            let Some((hpa, _)) = host.translate(Gpa(g.frame(geo.frame_mask()))) else {
+            let Some((hpa, _)) = host.translate(Gpa::new(g.frame(geo.frame_mask()))) else {
                 continue;
             };
             let perms = Perms {

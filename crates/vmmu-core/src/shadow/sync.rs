@@ -78,7 +78,7 @@ impl ShadowPager {
             if !s.present() {
                 continue;
             }
-            let g = geo.read_entry(gmem, Gpa((gfn << 12) + i * geo.entry_bytes as u64));
+            let g = geo.read_entry(gmem, Gpa::new((gfn << 12) + i * geo.entry_bytes as u64));
             if !self.still_shadows(host, level, s, g) {
                 self.drop_entry(host, sea, level);
             }
@@ -97,7 +97,7 @@ impl ShadowPager {
             (Some(size), Some(gsize)) => {
                 size == gsize
                     && host
-                        .translate(Gpa(g.frame(mask) & !gsize.offset_mask()))
+                        .translate(Gpa::new(g.frame(mask) & !gsize.offset_mask()))
                         .is_some_and(|(h, _)| h.raw() & mask == s.frame(mask))
                     && (g.writable() || !s.writable())
                     && (g.executable() || !s.executable())

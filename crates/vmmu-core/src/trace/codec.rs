@@ -226,18 +226,18 @@ impl Encoder {
                     prot,
                     flags,
                 } = **w;
-                let k = tagged(rec, T_MMAP, &[start.0, len]);
+                let k = tagged(rec, T_MMAP, &[start.raw(), len]);
                 rec[k] = prot.0;
                 rec[k + 1] = flags.0;
                 k + 2
             }
             Event::Munmap(ref w) => {
                 let Munmap { start, len } = **w;
-                tagged(rec, T_MUNMAP, &[start.0, len])
+                tagged(rec, T_MUNMAP, &[start.raw(), len])
             }
             Event::Mprotect(ref w) => {
                 let Mprotect { start, len, prot } = **w;
-                let k = tagged(rec, T_MPROTECT, &[start.0, len]);
+                let k = tagged(rec, T_MPROTECT, &[start.raw(), len]);
                 rec[k] = prot.0;
                 k + 1
             }
@@ -248,15 +248,15 @@ impl Encoder {
                     new,
                     new_len,
                 } = **w;
-                tagged(rec, T_MREMAP, &[old.0, old_len, new.0, new_len])
+                tagged(rec, T_MREMAP, &[old.raw(), old_len, new.raw(), new_len])
             }
             Event::Madvise(ref w) => {
                 let Madvise { start, len, advice } = **w;
-                let k = tagged(rec, T_MADVISE, &[start.0, len]);
+                let k = tagged(rec, T_MADVISE, &[start.raw(), len]);
                 rec[k] = advice.0;
                 k + 1
             }
-            Event::Brk { end } => tagged(rec, T_BRK, &[end.0]),
+            Event::Brk { end } => tagged(rec, T_BRK, &[end.raw()]),
             Event::Phase { id } => tagged(rec, T_PHASE, &[id as u64]),
         };
         pos + n
@@ -266,7 +266,7 @@ impl Encoder {
     #[inline(always)]
     fn encode_ref(&mut self, r: &MemRef, rec: &mut [u8; MAX_RECORD]) -> usize {
         let c = &mut self.classes[class_of(r.kind)];
-        let va = r.va.0;
+        let va = r.va.raw();
         let next = c.addr.wrapping_add(c.size as u64);
         let delta = va.wrapping_sub(c.addr) as i64;
         let code = if va == next {
@@ -556,7 +556,7 @@ impl Decoder {
         c.addr = va;
         t.instructions = t.instructions.wrapping_add(c.instrs as u64);
         let e = Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size: c.size,
             instrs: c.instrs,
@@ -636,7 +636,7 @@ fn fast_refs(
             data.advance(a, delta, sized, size)
         };
         dst[done].write(Event::Ref(MemRef {
-            va: Gva(c.addr),
+            va: Gva::new(c.addr),
             kind: KINDS[(tag & 3) as usize],
             size: c.size,
             instrs: c.instrs,
@@ -708,23 +708,25 @@ fn decode_other(tag: u8, raw: &[u8], p: &mut usize, start: usize) -> Result<Even
             let (start_va, len) = (v()?, v()?);
             let (prot, flags) = (raw[*p], raw[*p + 1]);
             *p += 2;
-            Event::mmap(Gva(start_va), len, Prot(prot), MapFlags(flags))
+            Event::mmap(Gva::new(start_va), len, Prot(prot), MapFlags(flags))
         }
-        T_MUNMAP => Event::munmap(Gva(v()?), v()?),
+        T_MUNMAP => Event::munmap(Gva::new(v()?), v()?),
         T_MPROTECT => {
             let (start_va, len) = (v()?, v()?);
             let prot = raw[*p];
             *p += 1;
-            Event::mprotect(Gva(start_va), len, Prot(prot))
+            Event::mprotect(Gva::new(start_va), len, Prot(prot))
         }
-        T_MREMAP => Event::mremap(Gva(v()?), v()?, Gva(v()?), v()?),
+        T_MREMAP => Event::mremap(Gva::new(v()?), v()?, Gva::new(v()?), v()?),
         T_MADVISE => {
             let (start_va, len) = (v()?, v()?);
             let advice = raw[*p];
             *p += 1;
-            Event::madvise(Gva(start_va), len, Advice(advice))
+            Event::madvise(Gva::new(start_va), len, Advice(advice))
         }
-        T_BRK => Event::Brk { end: Gva(v()?) },
+        T_BRK => Event::Brk {
+            end: Gva::new(v()?),
+        },
         T_PROC => Event::ProcessCreate {
             pid: read_u32(raw, p, start, "pid")?,
         },
@@ -798,7 +800,7 @@ mod tests {
 
     fn load(va: u64, size: u8) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: AccessKind::Load,
             size,
             instrs: 0,
@@ -898,7 +900,7 @@ mod tests {
 
     fn dependent(va: u64, kind: AccessKind, size: u8, instrs: u32, dep: u8) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size,
             instrs,
@@ -934,8 +936,12 @@ mod tests {
     #[test]
     fn madvise_round_trips() {
         let events = [
-            Event::madvise(Gva(0x7f00_0020_0000), 0x40_0000, Advice(Advice::HUGEPAGE)),
-            Event::madvise(Gva(0), 4096, Advice(200)),
+            Event::madvise(
+                Gva::new(0x7f00_0020_0000),
+                0x40_0000,
+                Advice(Advice::HUGEPAGE),
+            ),
+            Event::madvise(Gva::new(0), 4096, Advice(200)),
         ];
         assert_eq!(round_trip(&events).1, events);
     }

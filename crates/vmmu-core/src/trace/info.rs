@@ -111,7 +111,7 @@ impl Tally {
                         AccessKind::Modify => self.refs.modify += 1,
                     }
                     self.instructions = self.instructions.saturating_add(r.instrs as u64);
-                    let page = r.va.0 >> 12;
+                    let page = r.va.raw() >> 12;
                     let slot = &mut self.recent[page as usize % RECENT];
                     if *slot != page {
                         self.pages.insert(page);

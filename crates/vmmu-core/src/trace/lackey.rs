@@ -221,7 +221,7 @@ pub(crate) fn parse_line(line: &[u8]) -> std::result::Result<Option<Event>, Stri
         },
     };
     Ok(Some(Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size,
         instrs,
@@ -335,7 +335,7 @@ fn parse_event(body: &[u8]) -> std::result::Result<Event, String> {
         u32::try_from(num(i)?)
             .map_err(|_| format!("{}: `{}` does not fit in 32 bits", usage(), args[i]))
     };
-    let va = |i: usize| num(i).map(Gva);
+    let va = |i: usize| num(i).map(Gva::new);
     Ok(match name {
         "proc" => Event::ProcessCreate { pid: pid(0)? },
         "fork" => Event::Fork {
@@ -500,12 +500,15 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
                 writeln!(
                     out,
                     "{lead} {:08x},{},{},d{}",
-                    r.va.0, r.size, r.instrs, r.dep
+                    r.va.raw(),
+                    r.size,
+                    r.instrs,
+                    r.dep
                 )
             } else if r.instrs == default {
-                writeln!(out, "{lead} {:08x},{}", r.va.0, r.size)
+                writeln!(out, "{lead} {:08x},{}", r.va.raw(), r.size)
             } else {
-                writeln!(out, "{lead} {:08x},{},{}", r.va.0, r.size, r.instrs)
+                writeln!(out, "{lead} {:08x},{},{}", r.va.raw(), r.size, r.instrs)
             }
         }
         Event::Compute { instrs } => writeln!(out, "@compute {instrs}"),
@@ -527,18 +530,23 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
             writeln!(
                 out,
                 "@mmap {:#x} {len:#x} {} {}",
-                start.0,
+                start.raw(),
                 prot_text(prot),
                 flags_text(flags)
             )
         }
         Event::Munmap(ref w) => {
             let Munmap { start, len } = **w;
-            writeln!(out, "@munmap {:#x} {len:#x}", start.0)
+            writeln!(out, "@munmap {:#x} {len:#x}", start.raw())
         }
         Event::Mprotect(ref w) => {
             let Mprotect { start, len, prot } = **w;
-            writeln!(out, "@mprotect {:#x} {len:#x} {}", start.0, prot_text(prot))
+            writeln!(
+                out,
+                "@mprotect {:#x} {len:#x} {}",
+                start.raw(),
+                prot_text(prot)
+            )
         }
         Event::Mremap(ref w) => {
             let Mremap {
@@ -550,7 +558,8 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
             writeln!(
                 out,
                 "@mremap {:#x} {old_len:#x} {:#x} {new_len:#x}",
-                old.0, new.0
+                old.raw(),
+                new.raw()
             )
         }
         Event::Madvise(ref w) => {
@@ -558,11 +567,11 @@ pub(crate) fn write_line(out: &mut impl Write, e: &Event) -> io::Result<()> {
             writeln!(
                 out,
                 "@madvise {:#x} {len:#x} {}",
-                start.0,
+                start.raw(),
                 advice_text(advice)
             )
         }
-        Event::Brk { end } => writeln!(out, "@brk {:#x}", end.0),
+        Event::Brk { end } => writeln!(out, "@brk {:#x}", end.raw()),
         Event::Phase { id } => writeln!(out, "@phase {id}"),
     }
 }
@@ -635,16 +644,16 @@ mod tests {
             Event::Exit { pid: 2 },
             Event::Switch { pid: 1 },
             Event::mmap(
-                Gva(0x7f00_0000_0000),
+                Gva::new(0x7f00_0000_0000),
                 0x10_0000,
                 Prot::RW,
                 MapFlags(MapFlags::HUGE | MapFlags::POPULATE | MapFlags::SHARED | 0x80),
             ),
-            Event::munmap(Gva(0x1000), 0x2000),
-            Event::mprotect(Gva(0x1000), 0x1000, Prot(5)),
-            Event::mremap(Gva(0x1000), 0x1000, Gva(0x9000), 0x3000),
+            Event::munmap(Gva::new(0x1000), 0x2000),
+            Event::mprotect(Gva::new(0x1000), 0x1000, Prot(5)),
+            Event::mremap(Gva::new(0x1000), 0x1000, Gva::new(0x9000), 0x3000),
             Event::Brk {
-                end: Gva(0x60_0000),
+                end: Gva::new(0x60_0000),
             },
             Event::Phase { id: 3 },
             Event::Compute { instrs: u64::MAX },

@@ -654,7 +654,7 @@ mod tests {
 
     fn load(va: u64, dep: u8) -> Event {
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind: AccessKind::Load,
             size: 8,
             instrs: 1,

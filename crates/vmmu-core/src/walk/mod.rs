@@ -401,7 +401,7 @@ impl<'a> Walker<'a> {
             va,
             psc_tag,
             use_psc,
-            entry: Hpa(0),
+            entry: Hpa::new(0),
         };
         let leaf = match descend(&geo, &mut lv, table, level, va) {
             Descent::Leaf(l) => l,

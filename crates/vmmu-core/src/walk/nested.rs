@@ -66,7 +66,7 @@ impl<'a> NestedWalker<'a> {
         if use_psc {
             *cycles += hw.psc_latency as u64;
             if let Some((l, base)) = hw.psc_nested.lookup(gpa.raw(), tag, geo.levels) {
-                table = Hpa(base);
+                table = Hpa::new(base);
                 level = l - 1;
             }
         }

@@ -159,7 +159,7 @@ fn preamble(base: u64, footprint: u64, v: &Values) -> Result<Vec<Event>> {
     let len = footprint.div_ceil(4096) * 4096;
     let mut ev = vec![
         Event::ProcessCreate { pid: 1 },
-        Event::mmap(Gva(base), len, Prot::RW, MapFlags(flags)),
+        Event::mmap(Gva::new(base), len, Prot::RW, MapFlags(flags)),
     ];
     let advice = match v.choice("thp", &["none", "hugepage", "nohugepage"])? {
         "hugepage" => Some(Advice::HUGEPAGE),
@@ -167,7 +167,7 @@ fn preamble(base: u64, footprint: u64, v: &Values) -> Result<Vec<Event>> {
         _ => None,
     };
     if let Some(a) = advice {
-        ev.push(Event::madvise(Gva(base), len, Advice(a)));
+        ev.push(Event::madvise(Gva::new(base), len, Advice(a)));
     }
     Ok(ev)
 }

@@ -61,7 +61,7 @@ impl RefGen {
             }
         };
         Event::Ref(MemRef {
-            va: Gva(va),
+            va: Gva::new(va),
             kind,
             size: REF_SIZE as u8,
             instrs: self.ipr,

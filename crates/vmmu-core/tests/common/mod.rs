@@ -11,7 +11,7 @@ pub const BASE: u64 = 0x10_0000_0000;
 
 fn mem_ref(va: u64, kind: AccessKind) -> Event {
     Event::Ref(MemRef {
-        va: Gva(va),
+        va: Gva::new(va),
         kind,
         size: 8,
         instrs: 1,
@@ -32,7 +32,7 @@ pub fn store(va: u64) -> Event {
 /// An anonymous read-write mapping of `len` bytes at `start`.
 pub fn mmap(start: u64, len: u64, populate: bool) -> Event {
     Event::mmap(
-        Gva(start),
+        Gva::new(start),
         len,
         Prot::RW,
         MapFlags(if populate { MapFlags::POPULATE } else { 0 }),

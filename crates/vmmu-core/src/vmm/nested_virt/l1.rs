@@ -73,7 +73,7 @@ impl L1 {
         let mut mem = PhysMem::new(s.bytes);
         let mut alloc = FrameAllocator::new(s.bytes, &s.alloc, s.seed ^ 0x11ab_c0de);
         let ept12 = PageTable::new(s.geo, &mut mem, &mut || {
-            alloc.alloc(PageSize::Size4K).map(L1pa)
+            alloc.alloc(PageSize::Size4K).map(L1pa::new)
         })
         .ok_or_else(|| oom("no frame for EPT12's root table"))?;
         hv.host.back(ept12.root.as_l0_gpa(), PageSize::Size4K)?;
@@ -103,7 +103,7 @@ impl L1 {
             if !e.present() || geo.leaf_at(level, e).is_some() {
                 return;
             }
-            table = L1pa(e.frame(geo.frame_mask()));
+            table = L1pa::new(e.frame(geo.frame_mask()));
         }
     }
 
@@ -115,14 +115,14 @@ impl L1 {
         let (alloc, fresh) = (&mut self.alloc, &mut self.fresh);
         let page = alloc
             .alloc(PageSize::Size4K)
-            .map(L1pa)
+            .map(L1pa::new)
             .ok_or_else(|| oom("L1's memory cannot back its guest"))?;
         fresh.push(page);
         self.ept12
             .map(
                 &mut self.mem,
                 &mut || {
-                    let f = alloc.alloc(PageSize::Size4K).map(L1pa)?;
+                    let f = alloc.alloc(PageSize::Size4K).map(L1pa::new)?;
                     fresh.push(f);
                     Some(f)
                 },

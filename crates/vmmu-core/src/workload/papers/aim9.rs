@@ -143,12 +143,14 @@ impl Script for PageTest {
         self.i += 1;
         let base = self.pl.heap_end();
         out.push(Event::Brk {
-            end: Gva(base + self.pages * PAGE),
+            end: Gva::new(base + self.pages * PAGE),
         });
         for k in 0..self.pages {
             out.push(store(base + k * PAGE, self.ipr));
         }
-        out.push(Event::Brk { end: Gva(base) });
+        out.push(Event::Brk {
+            end: Gva::new(base),
+        });
         true
     }
 }
@@ -211,10 +213,12 @@ impl Script for BrkTest {
         for _ in 0..n {
             out.push(compute(self.instrs));
             out.push(Event::Brk {
-                end: Gva(base + self.pages * PAGE),
+                end: Gva::new(base + self.pages * PAGE),
             });
             out.push(compute(self.instrs));
-            out.push(Event::Brk { end: Gva(base) });
+            out.push(Event::Brk {
+                end: Gva::new(base),
+            });
         }
         self.i += n;
         true

@@ -412,7 +412,7 @@ impl Script for Gcc {
                 self.phase_id += 1;
                 let len = self.arena_pages * PAGE;
                 if k > 0 {
-                    out.push(Event::munmap(Gva(self.arena), len));
+                    out.push(Event::munmap(Gva::new(self.arena), len));
                 }
                 out.push(mmap(self.arena, len, Prot::RW, MapFlags(0)));
                 for pg in 0..self.arena_pages {
@@ -426,7 +426,7 @@ impl Script for Gcc {
                 };
             }
             Stage::End => {
-                out.push(Event::munmap(Gva(self.arena), self.arena_pages * PAGE));
+                out.push(Event::munmap(Gva::new(self.arena), self.arena_pages * PAGE));
                 out.push(Event::Exit { pid: child });
                 out.push(Event::Switch { pid: 1 });
                 parent_resumes(&self.shell, out, 2, 50_000);

@@ -71,7 +71,7 @@ impl Script for Segv {
         for k in 0..self.pages {
             out.push(store(self.region + k * PAGE, self.instrs));
         }
-        out.push(Event::munmap(Gva(self.region), len));
+        out.push(Event::munmap(Gva::new(self.region), len));
         true
     }
 }

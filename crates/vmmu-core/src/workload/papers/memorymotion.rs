@@ -106,7 +106,7 @@ impl Script for MemoryMotion {
                 out.push(store(base + w * gap, self.ipr));
             }
         }
-        out.push(Event::munmap(Gva(self.region), len));
+        out.push(Event::munmap(Gva::new(self.region), len));
         out.push(Event::Exit { pid: child });
         out.push(Event::Switch { pid: 1 });
         parent_resumes(&self.shell, out, 2, self.instrs);

@@ -158,7 +158,7 @@ impl Mixed {
         for pg in 0..self.pages {
             out.push(store(self.region + pg * PAGE, 16));
         }
-        out.push(Event::munmap(Gva(self.region), len));
+        out.push(Event::munmap(Gva::new(self.region), len));
         out.push(Event::Exit { pid: child });
         out.push(Event::Switch { pid: 1 });
         parent_resumes(&self.shell, out, 2, self.instrs);
@@ -302,8 +302,8 @@ impl Gzip {
             id: self.input as u32,
         });
         if self.input > 0 {
-            out.push(Event::munmap(Gva(self.inbuf), self.pages * PAGE));
-            out.push(Event::munmap(Gva(self.outbuf), self.out_pages * PAGE));
+            out.push(Event::munmap(Gva::new(self.inbuf), self.pages * PAGE));
+            out.push(Event::munmap(Gva::new(self.outbuf), self.out_pages * PAGE));
         }
         out.push(mmap(self.inbuf, self.pages * PAGE, Prot::RW, MapFlags(0)));
         for pg in 0..self.pages {

@@ -272,10 +272,10 @@ impl Placed {
         out.push(mmap(self.text, m(self.img.text), rx, file));
         out.push(mmap(self.data, m(self.img.data), Prot::RW, file));
         out.push(Event::Brk {
-            end: Gva(self.heap),
+            end: Gva::new(self.heap),
         });
         out.push(Event::Brk {
-            end: Gva(self.heap_end()),
+            end: Gva::new(self.heap_end()),
         });
         out.push(mmap(self.lib_text, m(self.img.lib_text), rx, file));
         out.push(mmap(self.lib_data, m(self.img.lib_data), Prot::RW, file));
@@ -340,12 +340,12 @@ impl Placed {
 
 /// An anonymous or file mapping.
 pub(crate) fn mmap(start: u64, len: u64, prot: Prot, flags: MapFlags) -> Event {
-    Event::mmap(Gva(start), len, prot, flags)
+    Event::mmap(Gva::new(start), len, prot, flags)
 }
 
 #[inline(always)]
 fn mref(va: u64, kind: AccessKind, size: u8, instrs: u32) -> Event {
-    Event::Ref(MemRef::new(Gva(va), kind, size, instrs))
+    Event::Ref(MemRef::new(Gva::new(va), kind, size, instrs))
 }
 
 /// An 8-byte load retiring `instrs` instructions.

@@ -175,7 +175,10 @@ impl Script for Database {
         }
         for k in 0..self.threads {
             out.push(switch(k));
-            out.push(Event::munmap(Gva(self.temp(k)), self.temp_pages * PAGE));
+            out.push(Event::munmap(
+                Gva::new(self.temp(k)),
+                self.temp_pages * PAGE,
+            ));
         }
         true
     }
