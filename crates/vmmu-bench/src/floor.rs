@@ -832,8 +832,12 @@ pub(crate) mod testing {
         let mut floor = build(&sim).unwrap();
         let mut events: Vec<Event> = first.into_iter().collect();
         while src.next_batch(&mut events, BATCH_EVENTS).unwrap() > 0 {}
-        sim.run(&mut VecSource::new(spec, events.clone()), &mut |_| true)
-            .unwrap();
+        vmmu_core::run::simulate(
+            &mut sim,
+            &mut VecSource::new(spec, events.clone()),
+            &mut |_| true,
+        )
+        .unwrap();
         floor.step_batch(&events).unwrap();
         (sim, floor)
     }

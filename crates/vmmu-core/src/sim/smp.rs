@@ -31,9 +31,9 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
 use crate::guest::OsEffects;
 use crate::mmu::Mmu;
+use crate::result::{PagerLockCounts, ShootdownCounts, VcpuCounts};
 use crate::timing::Core;
 use crate::vmm::Vmm;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Events read ahead of the simulation at most (the stream is split into per-thread queues;
@@ -46,77 +46,6 @@ const FILL: usize = 1 << 16;
 /// Simulated time a vCPU runs before the scheduler looks for a vCPU that is behind it, in
 /// cycles: the skew allowed between vCPU clocks.
 const QUANTUM: u64 = 20_000;
-
-/// Counters of one vCPU.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct VcpuCounts {
-    /// Index.
-    pub vcpu: u32,
-    /// The vCPU's clock at the end: the cycles it ran, waited and idled.
-    pub cycles: u64,
-    /// Cycles it had nothing to run.
-    pub idle_cycles: u64,
-    /// Instructions it retired.
-    pub instructions: u64,
-    /// Data references and instruction fetches it made.
-    pub refs: u64,
-    /// Page walks of its MMU.
-    pub walks: u64,
-    /// Context switches its scheduler made.
-    pub context_switches: u64,
-    /// Threads it took from another vCPU's queue.
-    pub migrations: u64,
-    /// TLB shootdowns it started.
-    pub shootdowns: u64,
-    /// IPIs it sent.
-    pub ipis_sent: u64,
-    /// Shootdown IPIs it handled.
-    pub ipis_received: u64,
-    /// Cycles it spent handling other vCPUs' shootdowns (its guest kernel handler and the
-    /// hypervisor's work on it).
-    pub shootdown_handler_cycles: u64,
-    /// Cycles it waited for other vCPUs to acknowledge its shootdowns.
-    pub shootdown_wait_cycles: u64,
-    /// Times it was forced out to flush after the hypervisor removed shadow tables.
-    pub remote_flushes: u64,
-}
-
-/// TLB shootdowns of a multi-vCPU run (docs/statistics.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ShootdownCounts {
-    /// Shootdowns: mapping changes that other vCPUs may cache.
-    pub shootdowns: u64,
-    /// IPIs sent (one per other vCPU that may cache the address space).
-    pub ipis: u64,
-    /// Pages invalidated by INVLPG on receiving vCPUs.
-    pub remote_invlpgs: u64,
-    /// Whole address-space flushes on receiving vCPUs.
-    pub remote_context_flushes: u64,
-    /// Cycles the receivers spent (guest handler and hypervisor).
-    pub handler_cycles: u64,
-    /// Cycles the initiators waited for acknowledgements (part of `cycles`, cause
-    /// `shootdown_wait`).
-    pub wait_cycles: u64,
-    /// vCPUs forced out to flush after the hypervisor removed shadow tables.
-    pub remote_flushes: u64,
-    /// Their cycles.
-    pub remote_flush_cycles: u64,
-}
-
-/// The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): handlers that change or
-/// read the shared shadow tables hold it for their handler time (the exit's round trip is
-/// outside it); a vCPU that arrives while another holds it waits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PagerLockCounts {
-    /// Handlers that took the lock.
-    pub holds: u64,
-    /// Of them, those that found it held and waited.
-    pub contended: u64,
-    /// Cycles vCPUs waited for it (part of `cycles`, cause `pager_lock_wait`).
-    pub wait_cycles: u64,
-    /// Cycles it was held.
-    pub held_cycles: u64,
-}
 
 /// One guest thread's part of the stream.
 struct Thread {
@@ -151,8 +80,9 @@ struct Vcpu {
     counts: VcpuCounts,
 }
 
-/// The scheduler and the split stream.
-struct Smp {
+/// The vCPUs of a multi-vCPU run: the scheduler and the split stream. The run driver
+/// (`crate::run`) advances it a turn at a time.
+pub(crate) struct Vcpus {
     vcpus: Vec<Vcpu>,
     threads: BTreeMap<u32, Thread>,
     /// Stream positions of OS events read but not yet simulated, in stream order, by the
@@ -200,87 +130,76 @@ fn os_pids(e: &Event, owner: u32) -> [Option<u32>; 2] {
     }
 }
 
-/// Runs `source` on `sim.cfg.guest.vcpus` vCPUs.
-pub(super) fn run(
-    sim: &mut Simulator,
-    source: &mut dyn EventSource,
-    progress: &mut dyn FnMut(&super::Progress) -> bool,
-) -> Result<()> {
-    let n = sim.cfg.guest.vcpus as usize;
-    let vpid = Vmm::vpid(&sim.cfg);
-    let vcpus = (0..n)
-        .map(|i| Vcpu {
-            mmu: Mmu::new(&sim.cfg.machine, vpid),
-            core: {
-                let mut core = Core::new(&sim.cfg.machine.core, sim.mmu.l1_latency());
-                core.set_dependences(sim.dependences);
-                core
-            },
-            clock: 0,
-            queue: VecDeque::new(),
-            current: None,
-            root: None,
-            slice: 0,
-            lazy: BTreeSet::new(),
-            idle: false,
-            counts: VcpuCounts {
-                vcpu: i as u32,
-                ..VcpuCounts::default()
-            },
-        })
-        .collect();
-    let mut smp = Smp {
-        vcpus,
-        threads: BTreeMap::new(),
-        pending_os: BTreeMap::new(),
-        seq: 0,
-        stream_tid: None,
-        buffered: 0,
-        ended: false,
-        running: 0,
-        buf: Vec::with_capacity(FILL),
-        fx_seen: 0,
-        moved: 0,
-        lock_free: 0,
-        pinned: sim
-            .cfg
-            .guest
-            .affinity
-            .iter()
-            .filter_map(|(t, &v)| Some((t.parse().ok()?, v as usize)))
-            .collect(),
-        pcid: sim.mmu.pcid(),
-    };
-    let total = source.len_hint();
-    let mut next_report = super::PROGRESS_EVERY;
-    loop {
-        if !smp.schedule(sim, source)? {
-            break;
-        }
-        let done = sim.counters.events + sim.warmed.events;
-        if done >= next_report {
-            next_report = done + super::PROGRESS_EVERY;
-            if !progress(&super::Progress {
-                events: done,
-                total,
-            }) {
-                return Err(Error::Interrupted { events: done });
-            }
+impl Vcpus {
+    /// The vCPUs of `sim`'s guest (`guest.vcpus`), none of them running a thread yet.
+    pub(crate) fn new(sim: &Simulator) -> Vcpus {
+        let n = sim.cfg.guest.vcpus as usize;
+        let vpid = Vmm::vpid(&sim.cfg);
+        let vcpus = (0..n)
+            .map(|i| Vcpu {
+                mmu: Mmu::new(&sim.cfg.machine, vpid),
+                core: {
+                    let mut core = Core::new(&sim.cfg.machine.core, sim.mmu.l1_latency());
+                    core.set_dependences(sim.dependences);
+                    core
+                },
+                clock: 0,
+                queue: VecDeque::new(),
+                current: None,
+                root: None,
+                slice: 0,
+                lazy: BTreeSet::new(),
+                idle: false,
+                counts: VcpuCounts {
+                    vcpu: i as u32,
+                    ..VcpuCounts::default()
+                },
+            })
+            .collect();
+        Vcpus {
+            vcpus,
+            threads: BTreeMap::new(),
+            pending_os: BTreeMap::new(),
+            seq: 0,
+            stream_tid: None,
+            buffered: 0,
+            ended: false,
+            running: 0,
+            buf: Vec::with_capacity(FILL),
+            fx_seen: 0,
+            moved: 0,
+            lock_free: 0,
+            pinned: sim
+                .cfg
+                .guest
+                .affinity
+                .iter()
+                .filter_map(|(t, &v)| Some((t.parse().ok()?, v as usize)))
+                .collect(),
+            pcid: sim.mmu.pcid(),
         }
     }
-    // The running vCPU's window drains at the end of its last turn.
-    let drained = sim.core.drain();
-    smp.vcpus[smp.running].clock += drained;
-    sim.finish()?;
-    smp.finish(sim);
-    progress(&super::Progress {
-        events: sim.counters.events + sim.warmed.events,
-        total,
-    });
-    Ok(())
-}
 
-impl Smp {
+    /// Runs the next vCPU's turn (reading the stream further when no thread can run);
+    /// `false` once every event has been simulated.
+    pub(crate) fn advance(
+        &mut self,
+        sim: &mut Simulator,
+        source: &mut dyn EventSource,
+    ) -> Result<bool> {
+        self.schedule(sim, source)
+    }
+
+    /// The run ended: the running vCPU's window drains at the end of its last turn, the
+    /// simulation ends, and the per-vCPU counters are gathered ([`collect`](Self::collect)).
+    pub(crate) fn finish(&mut self, sim: &mut Simulator) -> Result<()> {
+        let drained = sim.core.drain();
+        self.vcpus[self.running].clock += drained;
+        sim.finish()?;
+        self.collect(sim);
+        Ok(())
+    }
+
     /// Reads one batch of the stream into the threads' queues.
     fn fill(&mut self, source: &mut dyn EventSource) -> Result<()> {
         let mut buf = std::mem::take(&mut self.buf);
@@ -821,7 +740,7 @@ impl Smp {
     /// The run ended: every parked vCPU's window drains, the per-vCPU counters go to the
     /// simulator, and every MMU's and core's counters are added to the running one's (the
     /// totals of the result).
-    fn finish(&mut self, sim: &mut Simulator) {
+    fn collect(&mut self, sim: &mut Simulator) {
         let running = self.running;
         for (w, vc) in self.vcpus.iter_mut().enumerate() {
             if w != running {

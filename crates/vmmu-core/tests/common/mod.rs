@@ -74,7 +74,7 @@ pub fn try_run(overrides: &[(&str, &str)], events: Vec<Event>) -> vmmu_core::Res
     );
     let cfg = config::build("bhargava08", &ov)?;
     let mut src = VecSource::new("crafted", events);
-    vmmu_core::result::run(&cfg, &mut src, &mut |_| true).map(|r| r.to_json())
+    vmmu_core::run::run(&cfg, &mut src, &mut |_| true).map(|r| r.to_json())
 }
 
 /// An unsigned field of a result.
