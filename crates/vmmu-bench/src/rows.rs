@@ -653,7 +653,7 @@ fn simulator(overrides: &[(&str, &str)]) -> Result<Simulator> {
 }
 
 fn refs_of(sim: &Simulator) -> u64 {
-    sim.counters.memory_refs + sim.counters.fetches
+    sim.counters().memory_refs + sim.counters().fetches
 }
 
 /// Simulates the set-up events of `src` (those before its first reference); returns the first
@@ -742,7 +742,7 @@ fn sim_events(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     let t = Instant::now();
     vmmu_core::run::simulate(&mut sim, src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
-    Ok(rate(sim.counters.events, secs, cpu0, Vec::new()))
+    Ok(rate(sim.counters().events, secs, cpu0, Vec::new()))
 }
 
 /// Writing alone: the stride stream of [`decode`], written to a `.vtrace` at zstd `level`;

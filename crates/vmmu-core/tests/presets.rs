@@ -182,7 +182,7 @@ fn more_cache_levels_than_the_walkers_count_are_refused_and_the_most_run() {
     let mut src = vmmu_core::workload::open("random:footprint=64M,refs=20K").unwrap();
     vmmu_core::run::simulate(&mut sim, src.as_mut(), &mut |_| true).unwrap();
     assert!(
-        sim.mmu.hw.stats.served_level[MAX_LEVELS] > 0,
+        sim.mmu().hw.stats.served_level[MAX_LEVELS] > 0,
         "DRAM served walks"
     );
     cfg.machine.caches.levels.push(last);

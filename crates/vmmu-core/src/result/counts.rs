@@ -4,7 +4,7 @@
 //! (configuration, structure names, [`super::Shape`]) only where it is read. The event loop's
 //! own counters and the cycles by cause, which such a copy is timed by, are defined here too.
 
-use super::vcpus::{PagerLockCounts, ShootdownCounts};
+use super::vcpus::ShootdownCounts;
 use crate::guest::OsStats;
 use crate::host::HostStats;
 use crate::hw::cache::MAX_LEVELS;
@@ -14,6 +14,7 @@ use crate::shadow::ShadowStats;
 use crate::timing::CoreStalls;
 use crate::vmm::exits::{ExitReason, ExitStats};
 use crate::vmm::InMode;
+use crate::vmm::PagerLockCounts;
 use crate::walk::WalkStats;
 use serde::{Deserialize, Serialize};
 

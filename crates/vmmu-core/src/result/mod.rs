@@ -18,6 +18,7 @@ use crate::mmu::Mmu;
 use crate::shadow::ShadowStats;
 use crate::timing::{whole, Stall};
 use crate::vmm::exits::ExitCount;
+pub use crate::vmm::PagerLockCounts;
 use crate::walk::step::{step_name, Grid, COL_G, GRID};
 pub(crate) use counts::Counts;
 pub use counts::{Counters, CyclesByCause, Warmup};
@@ -26,7 +27,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 pub use timeline::WindowRecord;
-pub use vcpus::{PagerLockCounts, ShootdownCounts, VcpuCounts};
+pub use vcpus::{ShootdownCounts, VcpuCounts};
 
 /// The schema identifier written into every result.
 pub const SCHEMA: &str = "vmmu.result/2";

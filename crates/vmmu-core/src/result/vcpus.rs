@@ -1,5 +1,6 @@
 //! The counts of a run on several vCPUs (docs/model.md, "vCPUs"; docs/statistics.md): each
-//! vCPU's, the TLB shootdowns' and the shadow pager's lock's.
+//! vCPU's and the TLB shootdowns' (the shadow pager's lock's are the hypervisor's,
+//! [`crate::vmm::PagerLockCounts`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -57,19 +58,4 @@ pub struct ShootdownCounts {
     pub remote_flushes: u64,
     /// Their cycles.
     pub remote_flush_cycles: u64,
-}
-
-/// The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): handlers that change or
-/// read the shared shadow tables hold it for their handler time (the exit's round trip is
-/// outside it); a vCPU that arrives while another holds it waits.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PagerLockCounts {
-    /// Handlers that took the lock.
-    pub holds: u64,
-    /// Of them, those that found it held and waited.
-    pub contended: u64,
-    /// Cycles vCPUs waited for it (part of `cycles`, cause `pager_lock_wait`).
-    pub wait_cycles: u64,
-    /// Cycles it was held.
-    pub held_cycles: u64,
 }

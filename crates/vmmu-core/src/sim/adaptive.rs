@@ -226,7 +226,9 @@ impl Simulator {
             Action::Switch(to) if Some(to) != self.vmm.virt_mode() => {
                 self.core.drain();
                 self.vmm
-                    .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)
+                    .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
+                self.happened.mode_switched = true;
+                Ok(())
             }
             Action::Switch(_) | Action::Stay => Ok(()),
         }

@@ -16,8 +16,10 @@
 mod adaptive;
 mod boundary;
 mod check;
+mod outcome;
 mod smp;
 
+pub use outcome::Outcome;
 pub(crate) use smp::Vcpus;
 
 use crate::config::SimConfig;
@@ -29,8 +31,8 @@ use crate::hw::HitMiss;
 use crate::mmu::{Lookup, Mmu};
 use crate::paging::Geometry;
 use crate::result::{
-    Counters, Counts, CyclesByCause, PagerLockCounts, RunResult, Shape, ShootdownCounts,
-    VcpuCounts, Warmup, WindowRecord,
+    Counters, Counts, CyclesByCause, RunResult, Shape, ShootdownCounts, VcpuCounts, Warmup,
+    WindowRecord,
 };
 use crate::timing::{Core, RefCost};
 use crate::vmm::{Fault, Resolution, Vmm};
@@ -46,31 +48,28 @@ const MAX_FAULTS: u32 = 16;
 /// One simulation: the guest, its hypervisor, the MMU and the counters.
 pub struct Simulator {
     /// The configuration (validated).
-    pub cfg: SimConfig,
+    cfg: SimConfig,
     /// The guest kernel and its memory.
-    pub os: GuestOs,
+    os: GuestOs,
     /// The hypervisor, owner of the paging mode.
-    pub vmm: Vmm,
+    vmm: Vmm,
     /// The MMU hardware.
-    pub mmu: Mmu,
+    mmu: Mmu,
     /// The core's timing (the running vCPU's).
-    pub core: Core,
+    core: Core,
     /// The source tracks its references' dependences ([`EventSource::tracks_dependences`]).
-    pub dependences: bool,
+    dependences: bool,
     /// Counters.
-    pub counters: Counters,
+    counters: Counters,
     /// What the warm-up left out (zero while it lasts, or without one).
-    pub warmed: Warmup,
+    warmed: Warmup,
     /// Per-vCPU counters of a multi-vCPU run (empty with one vCPU).
-    pub vcpus: Vec<VcpuCounts>,
+    vcpus: Vec<VcpuCounts>,
     /// TLB shootdowns of a multi-vCPU run.
-    pub shootdowns: ShootdownCounts,
-    /// The shadow pager's lock in a multi-vCPU run.
-    pub pager_lock: PagerLockCounts,
+    shootdowns: ShootdownCounts,
     fx: OsEffects,
-    /// Counts the OS actions whose effects `fx` holds (a multi-vCPU run sends shootdowns for
-    /// each new one).
-    fx_serial: u64,
+    /// What the current step did beyond its vCPU, gathered as it happens.
+    happened: Outcome,
     geo: Geometry,
     /// The current address space's TLB tag.
     tag: Tag,
@@ -140,9 +139,8 @@ impl Simulator {
             warmed: Warmup::default(),
             vcpus: Vec::new(),
             shootdowns: ShootdownCounts::default(),
-            pager_lock: PagerLockCounts::default(),
             fx: OsEffects::default(),
-            fx_serial: 0,
+            happened: Outcome::default(),
             geo: Geometry::of(cfg.guest.format),
             switches,
             warming: cfg.warmup.is_set(),
@@ -199,13 +197,39 @@ impl Simulator {
             &self.os.stats,
             self.vmm.exits(),
             self.shootdowns.wait_cycles,
-            self.pager_lock.wait_cycles,
+            self.vmm.pager_lock().wait_cycles,
         )
     }
 
     /// The configuration (validated).
     pub fn config(&self) -> &SimConfig {
         &self.cfg
+    }
+
+    /// The guest kernel and its memory.
+    pub fn os(&self) -> &GuestOs {
+        &self.os
+    }
+
+    /// The guest kernel and its memory, to change by hand (tools that set up a model's
+    /// state, such as the bench's floor models, which clear accessed bits).
+    pub fn os_mut(&mut self) -> &mut GuestOs {
+        &mut self.os
+    }
+
+    /// The hypervisor.
+    pub fn vmm(&self) -> &Vmm {
+        &self.vmm
+    }
+
+    /// The running vCPU's MMU.
+    pub fn mmu(&self) -> &Mmu {
+        &self.mmu
+    }
+
+    /// The event loop's counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     /// Events simulated so far, warm-up included.
@@ -244,7 +268,7 @@ impl Simulator {
             os: self.os.stats,
             host: vmm.host().stats,
             shootdowns: self.shootdowns,
-            pager_lock: self.pager_lock,
+            pager_lock: vmm.pager_lock(),
         }
     }
 
@@ -401,11 +425,49 @@ impl Simulator {
         n as usize
     }
 
-    /// Simulates one event.
-    #[inline(always)]
-    pub fn step(&mut self, e: &Event) -> Result<()> {
-        let idx = self.warmed.events + self.counters.events;
-        self.step_at(e, idx)
+    /// Simulates one event (after the boundary due before it) and returns what it did beyond
+    /// its vCPU.
+    pub fn step(&mut self, e: &Event) -> Result<Outcome> {
+        let before = self.step_boundary()?;
+        let idx = self.events();
+        Ok(before.then(self.step_event(e, idx)?))
+    }
+
+    /// Begins a step: takes the boundary due before the next event, if one is, and returns
+    /// what it did (the guest kernel's background work is a boundary's, so its invalidations
+    /// can be shot down before the event's own).
+    pub(crate) fn step_boundary(&mut self) -> Result<Outcome> {
+        self.happened = Outcome::default();
+        self.vmm.begin_event();
+        if self.boundary_due() {
+            self.boundary()?;
+            self.happened.boundary = true;
+        }
+        Ok(std::mem::take(&mut self.happened))
+    }
+
+    /// Ends a step begun by [`step_boundary`](Self::step_boundary): simulates event `e`, the
+    /// `idx`-th of its stream, and returns what it did, the shadow pager's lock holds of the
+    /// whole step included.
+    pub(crate) fn step_event(&mut self, e: &Event, idx: u64) -> Result<Outcome> {
+        self.step_at(e, idx)?;
+        let mut o = std::mem::take(&mut self.happened);
+        o.remote_flush = self.vmm.take_remote_flush();
+        o.pager_lock = self.vmm.take_lock_holds();
+        Ok(o)
+    }
+
+    /// The guest scheduler switches the running vCPU to thread `tid` of process `pid` (its
+    /// first event is the `idx`-th of the stream); returns what the switch did.
+    pub(crate) fn context_switch(&mut self, pid: u32, tid: u32, idx: u64) -> Result<Outcome> {
+        self.happened = Outcome::default();
+        self.os_event(&Event::Thread { pid, tid }, idx)?;
+        Ok(std::mem::take(&mut self.happened))
+    }
+
+    /// What the guest kernel's last action asks the MMUs to invalidate.
+    pub fn effects(&self) -> &OsEffects {
+        &self.fx
     }
 
     /// Simulates one event, the `idx`-th of its stream (for error messages).
@@ -520,7 +582,7 @@ impl Simulator {
         self.core.drain();
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        self.fx_serial += 1;
+        self.happened.invalidations = true;
         let res = self
             .os
             .ensure_implicit_process(&mut fx)
@@ -577,7 +639,7 @@ impl Simulator {
             Resolution::Guest => {
                 let mut fx = std::mem::take(&mut self.fx);
                 fx.clear();
-                self.fx_serial += 1;
+                self.happened.invalidations = true;
                 let res = self
                     .os
                     .fault(r.va, access.write, access.fetch, &mut fx)
@@ -603,7 +665,7 @@ impl Simulator {
         self.core.drain();
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        self.fx_serial += 1;
+        self.happened.invalidations = true;
         let idx = self.warmed.events + self.counters.events;
         let res = self
             .os
@@ -627,7 +689,7 @@ impl Simulator {
         }
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        self.fx_serial += 1;
+        self.happened.invalidations = true;
         let res = self
             .os
             .event(e, &mut fx)

@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
 use crate::guest::OsEffects;
 use crate::mmu::Mmu;
-use crate::result::{PagerLockCounts, ShootdownCounts, VcpuCounts};
+use crate::result::{ShootdownCounts, VcpuCounts};
 use crate::timing::Core;
 use crate::vmm::Vmm;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -96,12 +96,11 @@ pub(crate) struct Vcpus {
     ended: bool,
     running: usize,
     buf: Vec<Event>,
-    /// The last OS action whose effects were shot down.
-    fx_seen: u64,
+    /// The guest kernel acted since the last shootdown: its last action's invalidations are
+    /// still to be sent.
+    unsent: bool,
     /// Cycles charged on other vCPUs during the running vCPU's turn (not its time).
     moved: u64,
-    /// When the shadow pager's lock is next free, on the vCPU clocks.
-    lock_free: u64,
     /// Threads pinned to a vCPU (`guest.affinity`).
     pinned: BTreeMap<u32, usize>,
     pcid: bool,
@@ -166,9 +165,8 @@ impl Vcpus {
             ended: false,
             running: 0,
             buf: Vec::with_capacity(FILL),
-            fx_seen: 0,
+            unsent: false,
             moved: 0,
-            lock_free: 0,
             pinned: sim
                 .cfg
                 .guest
@@ -475,21 +473,17 @@ impl Vcpus {
                 .pop_front()
                 .expect("front seen");
             self.buffered -= 1;
-            let warming = sim.warming;
-            let switches = sim.vmm.stats.mode_switches;
-            let locked = sim.vmm.exits().pager_locked();
             let at = self.vcpus[v].clock + (Self::local_now(sim) - start - self.moved);
-            if sim.boundary_due() {
-                // Taken before the event so that the invalidations of the guest kernel's
-                // background work (khugepaged) are shot down before the event's own effects.
-                sim.boundary()?;
-                if sim.fx_serial != self.fx_seen {
-                    self.fx_seen = sim.fx_serial;
-                    self.shootdown(sim, v)?;
-                }
+            let before = sim.step_boundary()?;
+            self.unsent |= before.invalidations;
+            if before.boundary && self.unsent {
+                // Before the event, so that the invalidations of the guest kernel's background
+                // work (khugepaged) are shot down before the event's own effects.
+                self.unsent = false;
+                self.shootdown(sim, v)?;
             }
-            sim.step_at(&e, seq)?;
-            self.pager_lock(sim, locked, at);
+            let after = sim.step_event(&e, seq)?;
+            sim.vmm.pager_lock_wait(after.pager_lock, at);
             if is_os(&e) {
                 let pid = self.threads[&tid].pid;
                 for p in os_pids(&e, pid).into_iter().flatten() {
@@ -502,10 +496,11 @@ impl Vcpus {
                 }
             }
             self.born(sim, tid, &e);
-            if warming && !sim.warming {
+            let step = before.then(after);
+            if step.warmup_ended {
                 self.end_warmup(sim);
             }
-            if sim.vmm.stats.mode_switches != switches {
+            if step.mode_switched {
                 // The whole VM changes mode: every vCPU exits and flushes.
                 for (w, vc) in self.vcpus.iter_mut().enumerate() {
                     if w != v {
@@ -514,11 +509,12 @@ impl Vcpus {
                     }
                 }
             }
-            if sim.fx_serial != self.fx_seen {
-                self.fx_seen = sim.fx_serial;
+            self.unsent |= after.invalidations;
+            if self.unsent {
+                self.unsent = false;
                 self.shootdown(sim, v)?;
             }
-            if sim.vmm.take_remote_flush() {
+            if after.remote_flush {
                 self.remote_flush(sim, v);
             }
             if matches!(e, Event::Exit { .. } | Event::ThreadExit { .. }) {
@@ -543,29 +539,6 @@ impl Vcpus {
         Ok(())
     }
 
-    /// The event that began at time `at` ran shadow-pager handlers (the lock-taking exits'
-    /// figures were `before`): it held the lock for their handler time, after waiting for it if
-    /// another vCPU held it then.
-    fn pager_lock(&mut self, sim: &mut Simulator, before: (u64, u64), at: u64) {
-        let (cycles, count) = sim.vmm.exits().pager_locked();
-        if count == before.1 {
-            return;
-        }
-        let rt = sim.vmm.costs().exit_round_trip;
-        let n = count - before.1;
-        let held = (cycles - before.0).saturating_sub(n * rt);
-        let arrive = at + rt;
-        let wait = self.lock_free.saturating_sub(arrive);
-        self.lock_free = arrive + wait + held;
-        let l = &mut sim.pager_lock;
-        l.holds += n;
-        l.held_cycles += held;
-        if wait > 0 {
-            l.contended += 1;
-            l.wait_cycles += wait;
-        }
-    }
-
     /// The warm-up ended during vCPU `running`'s turn: every vCPU's counters restart.
     fn end_warmup(&mut self, sim: &mut Simulator) {
         for vc in &mut self.vcpus {
@@ -577,7 +550,7 @@ impl Vcpus {
             };
         }
         sim.shootdowns = ShootdownCounts::default();
-        sim.pager_lock = PagerLockCounts::default();
+        sim.vmm.restart_pager_lock();
     }
 
     /// vCPU `v` switches to thread `tid` (a CR3 write when the process changes).
@@ -592,7 +565,7 @@ impl Vcpus {
         }
         self.vcpus[v].counts.context_switches += 1;
         let seq = self.threads[&tid].queue.front().map_or(self.seq, |e| e.0);
-        sim.os_event(&Event::Thread { pid, tid }, seq)?;
+        self.unsent |= sim.context_switch(pid, tid, seq)?.invalidations;
         if self.pcid {
             self.vcpus[v].lazy.insert(pid);
         }

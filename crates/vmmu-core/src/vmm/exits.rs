@@ -9,6 +9,7 @@
 //! simulated, never folded into these constants. [`Account`] is the one place every mode
 //! charges through.
 
+use super::pager_lock::PagerLock;
 use crate::mmu::Mmu;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -247,6 +248,8 @@ pub(super) struct Account {
     /// watches under shadow paging.
     pub(super) paging_exits: u64,
     pub(super) paging_exit_cycles: u64,
+    /// The shadow pager's lock, which some of the handlers take.
+    pub(super) lock: PagerLock,
 }
 
 impl Account {
@@ -259,6 +262,7 @@ impl Account {
             exits: ExitStats::default(),
             paging_exits: 0,
             paging_exit_cycles: 0,
+            lock: PagerLock::default(),
         }
     }
 
@@ -287,6 +291,7 @@ impl Account {
             | ExitReason::Ept02Fill => self.round_trip,
         };
         self.exits.record(reason, round_trip + handler);
+        self.lock.charged(reason, round_trip + handler);
         if reason.is_paging() {
             self.paging_exits += 1;
             self.paging_exit_cycles += round_trip + handler;
