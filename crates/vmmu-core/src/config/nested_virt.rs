@@ -18,6 +18,11 @@ pub enum L1Kind {
     #[default]
     #[serde(rename = "ept")]
     Ept,
+    /// Shadow on EPT: L1 shadow-pages its guest (shadow tables mapping L2 virtual to L1
+    /// physical, kept coherent by write-protecting L2's tables); L0 keeps EPT01, and the
+    /// hardware walks the shadow tables over EPT01 in 2D.
+    #[serde(rename = "shadow")]
+    Shadow,
     /// A 3D hardware walk (no x86 part implements it): L2's tables over EPT12 over EPT01,
     /// (n+1)^3 - 1 references at n levels.
     #[serde(rename = "3d")]
@@ -26,12 +31,13 @@ pub enum L1Kind {
 
 impl L1Kind {
     /// Every kind, as configs name them.
-    pub const NAMES: [&'static str; 2] = ["ept", "3d"];
+    pub const NAMES: [&'static str; 3] = ["ept", "shadow", "3d"];
 
     /// The name used in configs and results.
     pub const fn name(self) -> &'static str {
         match self {
             L1Kind::Ept => "ept",
+            L1Kind::Shadow => "shadow",
             L1Kind::ThreeD => "3d",
         }
     }

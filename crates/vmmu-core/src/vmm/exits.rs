@@ -286,6 +286,19 @@ impl Account {
             | ExitReason::Ept12Write
             | ExitReason::Ept02Fill => self.round_trip,
         };
+        self.charge_trip(mmu, reason, round_trip, handler);
+    }
+
+    /// Charges one operation of `reason` whose world switches cost `round_trip` in place of
+    /// the profile's exit round trip: an exit of an L2 guest that its L1 hypervisor handles
+    /// (the nested round trip L2 → L0 → L1 → L0 → L2), counted by its cause.
+    pub(super) fn charge_trip(
+        &mut self,
+        mmu: &mut Mmu,
+        reason: ExitReason,
+        round_trip: u64,
+        handler: u64,
+    ) {
         self.exits.record(reason, round_trip + handler);
         if reason.is_paging() {
             self.paging_exits += 1;
