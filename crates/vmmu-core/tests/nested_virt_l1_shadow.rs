@@ -137,3 +137,71 @@ fn every_translation_is_checked_through_three_stages() {
         assert_eq!(exits(&r, "l1_exit"), 0, "{backing}: no EPT12");
     }
 }
+
+fn pvm(more: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut ov = shadow_on_ept(more);
+    ov[1] = ("nested_virt.l1", "pvm");
+    ov
+}
+
+#[test]
+fn pvm_switches_through_the_switcher_and_builds_both_sides() {
+    let r = run(&pvm(&[]), one_touch());
+    assert_eq!(exits(&r, "cr3_write"), 1);
+    assert_eq!(exits(&r, "pt_write"), 1);
+    assert_eq!(exits(&r, "hidden_fault"), 1);
+    assert_eq!(u(&r, "world_switches"), 3);
+    // pvm: switcher_round_trip 448; the CR3 write builds the user and the kernel side's
+    // roots; the hidden fault fills the user side only.
+    let cycles = |reason: &str| r["exits"][reason]["cycles"].as_u64().unwrap();
+    assert_eq!(cycles("cr3_write"), 448 + 600 + 2 * 3000);
+    assert_eq!(cycles("pt_write"), 448 + 2800);
+    assert_eq!(cycles("hidden_fault"), 448 + 2500 + 3 * 3000 + 3000);
+    assert_eq!(r["shadow"]["pages_built"], 2 + 3);
+    let sh = run(&shadow_on_ept(&[]), one_touch());
+    assert_eq!(sh["shadow"]["pages_built"], 1 + 3);
+}
+
+#[test]
+fn a_fault_of_the_l2_guest_costs_pvm_one_more_world_switch_than_shadow_on_ept() {
+    // Demand paging in a region whose tables exist: the first touch builds them, each later
+    // touch is one guest fault with one write to the (shadowed) leaf table.
+    let mut ev = region(8 * PAGE, false);
+    ev.extend((0..8).map(|i| load(BASE + i * PAGE)));
+    let ov = [("hypervisor.shadow.unsync", "false")];
+    let (sh, pv) = (run(&shadow_on_ept(&ov), ev.clone()), run(&pvm(&ov), ev));
+    for r in [&sh, &pv] {
+        assert_eq!(exits(r, "guest_fault"), 8);
+        assert_eq!(
+            exits(r, "hidden_fault"),
+            8,
+            "the fill after each guest fault"
+        );
+        assert_eq!(exits(r, "cr3_write"), 1);
+    }
+    assert_eq!(exits(&sh, "user_return"), 0);
+    assert_eq!(exits(&pv, "user_return"), 8);
+    assert_eq!(exits(&pv, "pt_write"), exits(&sh, "pt_write"));
+    assert_eq!(
+        u(&pv, "world_switches"),
+        u(&sh, "world_switches") + 8,
+        "the L2 kernel's return to user passes the switcher"
+    );
+    assert_eq!(
+        u(&pv, "checked_translations"),
+        u(&sh, "checked_translations")
+    );
+}
+
+#[test]
+fn pvm_checks_every_translation_and_returns_to_user_after_each_guest_fault() {
+    for backing in ["eager", "lazy"] {
+        let r = run(&pvm(&[("hypervisor.backing", backing)]), busy());
+        assert!(u(&r, "checked_translations") > 0, "{backing}");
+        assert_eq!(
+            exits(&r, "user_return"),
+            exits(&r, "guest_fault"),
+            "{backing}"
+        );
+    }
+}
