@@ -103,24 +103,9 @@ fn lazily_backed_l1_memory_adds_a_nested_fault_per_frame_l1_allocates() {
     );
 }
 
-/// Demand paging, copy-on-write and unmapping in L2.
-fn busy() -> Vec<Event> {
-    let mut ev = region(256 * PAGE, false);
-    for i in 0..256 {
-        ev.push(if i % 3 == 0 {
-            store(BASE + i * PAGE * 7 % (256 * PAGE))
-        } else {
-            load(BASE + i * PAGE * 13 % (256 * PAGE))
-        });
-    }
-    ev.push(Event::Fork {
-        parent: 1,
-        child: 3,
-    });
-    ev.push(Event::Switch { pid: 3 });
-    ev.extend((0..64).map(|i| store(BASE + i * PAGE)));
-    ev.push(Event::Switch { pid: 1 });
-    ev.extend((0..256).map(|i| load(BASE + i * PAGE + 8)));
+/// [`common::busy`], then half the region unmapped, mapped again and written.
+fn busy_unmapped() -> Vec<Event> {
+    let mut ev = busy();
     ev.push(Event::munmap(vmmu_core::addr::Gva::new(BASE), 128 * PAGE));
     ev.push(mmap(BASE, 128 * PAGE, false));
     ev.extend((0..128).map(|i| store(BASE + i * PAGE)));
@@ -130,7 +115,10 @@ fn busy() -> Vec<Event> {
 #[test]
 fn every_translation_is_checked_through_three_stages() {
     for backing in ["eager", "lazy"] {
-        let r = run(&shadow_on_ept(&[("hypervisor.backing", backing)]), busy());
+        let r = run(
+            &shadow_on_ept(&[("hypervisor.backing", backing)]),
+            busy_unmapped(),
+        );
         assert!(u(&r, "checked_translations") > 0, "{backing}");
         assert!(exits(&r, "guest_fault") >= 256, "{backing}: demand paging");
         assert!(exits(&r, "hidden_fault") >= 256, "{backing}");
@@ -196,7 +184,7 @@ fn a_fault_of_the_l2_guest_costs_pvm_one_more_world_switch_than_shadow_on_ept() 
 #[test]
 fn pvm_checks_every_translation_and_returns_to_user_after_each_guest_fault() {
     for backing in ["eager", "lazy"] {
-        let r = run(&pvm(&[("hypervisor.backing", backing)]), busy());
+        let r = run(&pvm(&[("hypervisor.backing", backing)]), busy_unmapped());
         assert!(u(&r, "checked_translations") > 0, "{backing}");
         assert_eq!(
             exits(&r, "user_return"),

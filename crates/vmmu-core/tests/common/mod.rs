@@ -90,3 +90,25 @@ pub fn exits(v: &Value, reason: &str) -> u64 {
         .and_then(|e| e["count"].as_u64())
         .unwrap_or(0)
 }
+
+/// Demand paging and copy-on-write over 256 pages of process 1 and its fork, process 3
+/// (nested virtualization's end-to-end check).
+pub fn busy() -> Vec<Event> {
+    let mut ev = region(256 * 4096, false);
+    for i in 0..256 {
+        ev.push(if i % 3 == 0 {
+            store(BASE + i * 4096 * 7 % (256 * 4096))
+        } else {
+            load(BASE + i * 4096 * 13 % (256 * 4096))
+        });
+    }
+    ev.push(Event::Fork {
+        parent: 1,
+        child: 3,
+    });
+    ev.push(Event::Switch { pid: 3 });
+    ev.extend((0..64).map(|i| store(BASE + i * 4096)));
+    ev.push(Event::Switch { pid: 1 });
+    ev.extend((0..256).map(|i| load(BASE + i * 4096 + 8)));
+    ev
+}
