@@ -12,7 +12,7 @@ What is not: the concurrent memory-intensive workloads and their growth with vCP
 nested-virt run models one vCPU), and the CPUID and port-I/O round trips (the model has no
 such events; the pvm profile records the paper's values).
 
-The paper's numbers are as issue 25 quotes them (``reference/transcribed/pvm23_text.csv``):
+The paper's numbers are quoted secondhand (``reference/quoted/pvm23_text.csv``):
 its text was not found to check them against.
 """
 
@@ -24,7 +24,7 @@ from vmmu.repro._paper import Paper, Param
 from vmmu.repro._run import Context, Job, Measured, System
 
 MACHINE, PROFILE = "golden-cove", "kvm-modern"
-TEXT = "transcribed/pvm23_text"
+TEXT = "quoted/pvm23_text"
 #: Page-table levels of the L2 guest (long mode, four levels).
 LEVELS = 4
 

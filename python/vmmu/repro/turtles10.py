@@ -12,7 +12,7 @@ What is not: the I/O results (netperf, the device-assignment configurations): vm
 device model; and the paper's ``shadow on EPT`` comparison beyond what the L1 kinds table of
 docs/nested-virt.md shows.
 
-The paper's numbers are as issue 25 quotes them (``reference/transcribed/turtles10_text.csv``):
+The paper's numbers are quoted secondhand (``reference/quoted/turtles10_text.csv``):
 its text was not found to check them against.
 """
 
@@ -24,11 +24,11 @@ from vmmu.repro._paper import Paper
 from vmmu.repro._run import Context, Job, Measured, System
 
 MACHINE, PROFILE = "golden-cove", "kvm-modern"
-TEXT = "transcribed/turtles10_text"
+TEXT = "quoted/turtles10_text"
 
 COVERAGE = (
-    ("kernbench", "nested overhead 14.5%", "`kernbench` (the `compile` proxy)"),
-    ("SPECjbb", "nested overhead 7.82%", "`specjbb` (the `database` proxy)"),
+    ("kernbench", "nested overhead 14.5%", "`kernbench` (the compile proxy)"),
+    ("SPECjbb", "nested overhead 7.82%", "`specjbb` (the database proxy)"),
     ("common workloads", "within 6–8% of single-level", "`kernbench`, `specjbb` against it"),
     ("netperf, I/O", "device assignment and I/O paths", "not simulated: no device model"),
 )
