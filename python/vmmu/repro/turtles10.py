@@ -91,8 +91,9 @@ _WHY = (
     "L2 walk over EPT02 is as long as a single-level 2D walk, but every L2 frame the run "
     "touches first costs an l1_exit, an ept12_write and an ept02_fill (the note), about "
     "14,000 cycles, where a single-level guest's first touch costs at most one nested "
-    "fault. These runs are short, so first touches dominate; the paper's runs last minutes, their memory long faulted in, and their "
-    "overheads are the I/O and interrupt exits vmmu does not model."
+    "fault. These runs are short, so first touches dominate; the paper's runs last "
+    "minutes, their memory long faulted in, and their overheads are the I/O and interrupt "
+    "exits vmmu does not model."
 )
 
 PAPER = Paper(
