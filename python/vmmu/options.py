@@ -31,8 +31,9 @@ from vmmu.exceptions import ConfigError
 #: as an L2 guest of an L1 hypervisor of kind :data:`L1_KINDS` (``docs/model.md``).
 MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive", "nested-virt")
 
-#: L1 hypervisors of a ``nested-virt`` run (``nested_virt.l1``): EPT on EPT, the 3D walk.
-L1_KINDS: tuple[str, ...] = ("ept", "3d")
+#: L1 hypervisors of a ``nested-virt`` run (``nested_virt.l1``): EPT on EPT, shadow on EPT, PVM,
+#: the 3D walk.
+L1_KINDS: tuple[str, ...] = ("ept", "shadow", "pvm", "3d")
 
 #: Paging-mode policies of an adaptive run (``policy.kind``, ``docs/policies.md``).
 POLICIES: tuple[str, ...] = ("dav2m", "costmodel", "oracle", "static-shadow", "static-nested")

@@ -181,7 +181,7 @@ def test_run_prints_a_readable_table(invoke, mode):
         assert "gPA" in r.stdout and "nL1" in r.stdout
 
 
-@pytest.mark.parametrize("l1", ["ept", "3d"])
+@pytest.mark.parametrize("l1", ["ept", "shadow", "pvm", "3d"])
 def test_a_nested_virt_run_checks_every_translation(run_json, l1):
     res = run_json("--mode", "nested-virt", "--l1", l1, "--check", "--workload", TINY)
     assert res["mode"] == "nested-virt"

@@ -333,7 +333,7 @@ pub struct FloorCounts {
 impl FloorCounts {
     /// vmmu's values of the same counters.
     pub fn of_sim(sim: &Simulator) -> FloorCounts {
-        let hw = &sim.mmu.hw;
+        let hw = &sim.mmu().hw;
         let pwc = hw.pwc.stats();
         let mut c = FloorCounts {
             front: FrontCounts::of_sim(sim),
@@ -377,18 +377,18 @@ impl FrontCounts {
     /// vmmu's values of the same counters.
     pub fn of_sim(sim: &Simulator) -> FrontCounts {
         use vmmu_core::hw::tlb::{COUNT_L1D, COUNT_L2};
-        let tlb = sim.mmu.tlb.counts();
+        let tlb = sim.mmu().tlb.counts();
         let mut c = FrontCounts {
-            instructions: sim.counters.instructions,
-            memory_refs: sim.counters.memory_refs,
+            instructions: sim.counters().instructions,
+            memory_refs: sim.counters().memory_refs,
             l1d: [tlb[COUNT_L1D].hits, tlb[COUNT_L1D].misses],
             l2tlb: [tlb[COUNT_L2].hits, tlb[COUNT_L2].misses],
-            d_assists: sim.mmu.stats.d_assists,
-            translation_cycles: sim.mmu.stats.translation_cycles,
-            data_cycles: sim.mmu.stats.data_cycles,
+            d_assists: sim.mmu().stats.d_assists,
+            translation_cycles: sim.mmu().stats.translation_cycles,
+            data_cycles: sim.mmu().stats.data_cycles,
             ..FrontCounts::default()
         };
-        for (c, h) in c.caches.iter_mut().zip(&sim.mmu.hw.caches.counts()) {
+        for (c, h) in c.caches.iter_mut().zip(&sim.mmu().hw.caches.counts()) {
             *c = [h.hits, h.misses];
         }
         c
@@ -420,7 +420,7 @@ pub(crate) struct Front {
 impl Front {
     /// Empty TLBs and caches with `sim`'s latencies, the counters from `sim`'s.
     pub(crate) fn new(sim: &Simulator) -> Front {
-        let machine = &sim.cfg.machine;
+        let machine = &sim.config().machine;
         let caches = &machine.caches;
         let mut lat = [0; 4];
         for (lat, level) in lat.iter_mut().zip(&caches.levels) {
@@ -685,7 +685,7 @@ impl Floor {
     /// 4 KiB writable pages only; copies the current process's tables.
     pub fn from_sim(sim: &Simulator) -> Result<Floor> {
         let refuse = |why: &str| Err(Error::config("floor", why.to_string()));
-        let cfg = &sim.cfg;
+        let cfg = sim.config();
         let want = config::build("bhargava08", &[])?;
         if cfg.machine != want.machine
             || cfg.mode != Mode::Native
@@ -705,7 +705,7 @@ impl Floor {
         if geo.levels != 4 || geo.entry_bytes != 8 {
             return refuse("the floor walks 4-level tables");
         }
-        let Some(pt) = sim.os.current_pid().and_then(|p| sim.os.tables(p)) else {
+        let Some(pt) = sim.os().current_pid().and_then(|p| sim.os().tables(p)) else {
             return refuse("no process after the set-up");
         };
         let mut f = Floor {
@@ -715,7 +715,7 @@ impl Floor {
             counts: c,
             frame_mask: geo.frame_mask(),
         };
-        copy_tables(&sim.os.mem, &geo, pt.root.raw(), 4, &mut f.tables)?;
+        copy_tables(&sim.os().mem, &geo, pt.root.raw(), 4, &mut f.tables)?;
         // Entry numbers (address / 8) are the PWC's u32 tags, line numbers the caches'.
         if f.tables
             .iter()
@@ -803,9 +803,9 @@ pub(crate) mod testing {
     fn clear_ad(sim: &mut Simulator, geo: &Geometry, table: u64, level: u8) {
         for i in 0..ENTRIES as u64 {
             let a = Gpa::new(table + 8 * i);
-            let e = geo.read_entry(&sim.os.mem, a);
+            let e = geo.read_entry(&sim.os().mem, a);
             if e.present() {
-                geo.write_entry(&mut sim.os.mem, a, Pte(e.0 & !(Pte::A | Pte::D)));
+                geo.write_entry(&mut sim.os_mut().mem, a, Pte(e.0 & !(Pte::A | Pte::D)));
                 if level > 1 {
                     clear_ad(sim, geo, e.frame(geo.frame_mask()), level - 1);
                 }
@@ -826,14 +826,18 @@ pub(crate) mod testing {
         let mut sim = Simulator::new(cfg).unwrap();
         let first = crate::rows::setup(&mut sim, src.as_mut()).unwrap();
         if clean {
-            let pt = sim.os.tables(sim.os.current_pid().unwrap()).unwrap();
+            let pt = sim.os().tables(sim.os().current_pid().unwrap()).unwrap();
             clear_ad(&mut sim, &pt.geo, pt.root.raw(), 4);
         }
         let mut floor = build(&sim).unwrap();
         let mut events: Vec<Event> = first.into_iter().collect();
         while src.next_batch(&mut events, BATCH_EVENTS).unwrap() > 0 {}
-        sim.run(&mut VecSource::new(spec, events.clone()), &mut |_| true)
-            .unwrap();
+        vmmu_core::run::simulate(
+            &mut sim,
+            &mut VecSource::new(spec, events.clone()),
+            &mut |_| true,
+        )
+        .unwrap();
         floor.step_batch(&events).unwrap();
         (sim, floor)
     }

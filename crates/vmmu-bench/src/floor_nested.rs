@@ -78,7 +78,7 @@ pub struct NestedCounts {
 impl NestedCounts {
     /// vmmu's values of the same counters.
     pub fn of_sim(sim: &Simulator) -> NestedCounts {
-        let hw = &sim.mmu.hw;
+        let hw = &sim.mmu().hw;
         let (pwc, ntlb) = (hw.pwc.stats(), hw.ntlb.stats());
         let mut c = NestedCounts {
             front: FrontCounts::of_sim(sim),
@@ -128,7 +128,7 @@ impl NestedFloor {
     /// the current process's tables and the nested tables.
     pub fn from_sim(sim: &Simulator) -> Result<NestedFloor> {
         let refuse = |why: &str| Err(Error::config("floor", why.to_string()));
-        let cfg = &sim.cfg;
+        let cfg = sim.config();
         let want = config::build(
             "bhargava08",
             &[
@@ -138,7 +138,7 @@ impl NestedFloor {
         )?;
         if cfg.machine != want.machine
             || cfg.mode != Mode::Nested
-            || sim.vmm.virt_mode() != Some(VirtMode::Nested)
+            || sim.vmm().virt_mode() != Some(VirtMode::Nested)
             || cfg.guest.vcpus != 1
             || cfg.check
             || cfg.warmup.refs + cfg.warmup.instructions != 0
@@ -158,16 +158,16 @@ impl NestedFloor {
             return refuse("the set-up used the TLBs or caches; the floor starts cold");
         }
         let geo = Geometry::of(cfg.guest.format);
-        let host = sim.vmm.host();
+        let host = sim.vmm().host();
         let hgeo = host.npt.geo;
         if geo.levels != 4 || geo.entry_bytes != 8 || hgeo.levels != 4 || hgeo.entry_bytes != 8 {
             return refuse("the nested floor walks 4-level tables");
         }
-        let Some(pt) = sim.os.current_pid().and_then(|p| sim.os.tables(p)) else {
+        let Some(pt) = sim.os().current_pid().and_then(|p| sim.os().tables(p)) else {
             return refuse("no process after the set-up");
         };
         let mut guest = Vec::new();
-        copy_tables(&sim.os.mem, &geo, pt.root.raw(), 4, &mut guest)?;
+        copy_tables(&sim.os().mem, &geo, pt.root.raw(), 4, &mut guest)?;
         let mut nested = Vec::new();
         copy_tables(&host.hmem, &hgeo, host.npt.root.raw(), 4, &mut nested)?;
         if (guest.len() + nested.len()) << 9 >= EMPTY as usize {

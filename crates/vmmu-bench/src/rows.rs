@@ -593,7 +593,7 @@ fn whole_run(spec: &str, overrides: &[(&str, &str)]) -> Result<(f64, f64)> {
     let cfg = config::build("bhargava08", &overrides_of(overrides))?;
     let mut src = workload::open(spec)?;
     let (t, cpu0) = (Instant::now(), thread_cpu_seconds());
-    vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true)?;
+    vmmu_core::run::run(&cfg, src.as_mut(), &mut |_| true)?;
     Ok((t.elapsed().as_secs_f64(), thread_cpu_seconds() - cpu0))
 }
 
@@ -653,7 +653,7 @@ fn simulator(overrides: &[(&str, &str)]) -> Result<Simulator> {
 }
 
 fn refs_of(sim: &Simulator) -> u64 {
-    sim.counters.memory_refs + sim.counters.fetches
+    sim.counters().memory_refs + sim.counters().fetches
 }
 
 /// Simulates the set-up events of `src` (those before its first reference); returns the first
@@ -685,7 +685,7 @@ fn sim_refs(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     if let Some(e) = first {
         sim.step(&e)?;
     }
-    sim.run(src.as_mut(), &mut |_| true)?;
+    vmmu_core::run::simulate(&mut sim, src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
     Ok(reference_phase(refs_of(&sim) - refs0, secs, setup, cpu0))
 }
@@ -740,9 +740,9 @@ fn sim_events(spec: &str, overrides: &[(&str, &str)]) -> Result<Measured> {
     let mut sim = simulator(overrides)?;
     let cpu0 = cpu_seconds();
     let t = Instant::now();
-    sim.run(src.as_mut(), &mut |_| true)?;
+    vmmu_core::run::simulate(&mut sim, src.as_mut(), &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
-    Ok(rate(sim.counters.events, secs, cpu0, Vec::new()))
+    Ok(rate(sim.counters().events, secs, cpu0, Vec::new()))
 }
 
 /// Writing alone: the stride stream of [`decode`], written to a `.vtrace` at zstd `level`;
@@ -957,7 +957,7 @@ fn replay(env: &Env, mode: &str) -> Result<Measured> {
         secs: 0.0,
     };
     let t = Instant::now();
-    sim.run(&mut timed, &mut |_| true)?;
+    vmmu_core::run::simulate(&mut sim, &mut timed, &mut |_| true)?;
     let secs = t.elapsed().as_secs_f64();
     let n = refs_of(&sim);
     let sim_secs = (secs - timed.secs).max(1e-9);
@@ -1029,7 +1029,7 @@ fn replay_memory(env: &Env, refs: u64) -> Result<Measured> {
     let mut sim = simulator(&[("mode", "native")])?;
     let mut src = trace::open(path.to_str().expect("utf-8 path"))?;
     let t = Instant::now();
-    sim.run(src.as_mut(), &mut |_| true)?;
+    vmmu_core::run::simulate(&mut sim, src.as_mut(), &mut |_| true)?;
     Ok(Measured {
         value: peak_rss_mib(),
         count: refs_of(&sim),

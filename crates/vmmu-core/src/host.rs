@@ -14,7 +14,7 @@
 use crate::addr::{Gpa, Hpa, PageSize};
 use crate::config::HostConfig;
 use crate::error::{Error, Result};
-use crate::mem::{FrameAllocator, PhysMem};
+use crate::mem::{FrameAllocator, PhysAddr, PhysMem};
 use crate::paging::{Geometry, MapError, PageTable, Pte, TableWrite};
 
 /// Counters of the hypervisor's memory side.
@@ -26,31 +26,47 @@ pub struct HostStats {
     pub nested_table_frames: u64,
 }
 
-/// Host memory and the nested tables of one VM.
-pub struct Host {
+/// Host memory and the nested tables of one VM: the L0 host's (`A` = [`Hpa`]), or, under
+/// nested virtualization with a shadow-paging L1, the L1 hypervisor's side of its guest (`A` =
+/// [`crate::addr::L1pa`]: L1 memory, and L1's map of its guest's memory in place of nested
+/// tables, which the hardware never walks).
+pub struct Host<A: PhysAddr = Hpa> {
     /// Host physical memory (nested-table bytes).
-    pub hmem: PhysMem<Hpa>,
+    pub hmem: PhysMem<A>,
     alloc: FrameAllocator,
     /// The nested page table (nCR3 / EPTP).
-    pub npt: PageTable<Gpa, Hpa>,
+    pub npt: PageTable<Gpa, A>,
     nested_size: PageSize,
     guest_memory: u64,
-    scratch: Vec<TableWrite<Hpa>>,
+    scratch: Vec<TableWrite<A>>,
+    /// The frames allocated since the last [`Host::take_fresh`], when recorded.
+    fresh: Option<Vec<A>>,
+    /// What out-of-memory errors name.
+    names: MemNames,
     /// Counters.
     pub stats: HostStats,
 }
 
-impl Host {
+impl Host<Hpa> {
     /// A VM's host side with empty nested tables.
     pub fn new(host: &HostConfig, guest_memory: u64, seed: u64) -> Result<Self> {
+        Host::build(host, guest_memory, seed, HOST_NAMES)
+    }
+}
+
+impl<A: PhysAddr> Host<A> {
+    /// A host side of memory and page sizes `host` for a guest of `guest_memory` bytes, its
+    /// frames placed with `seed`; `names` is the space and the setting its out-of-memory
+    /// errors name.
+    pub fn build(host: &HostConfig, guest_memory: u64, seed: u64, names: MemNames) -> Result<Self> {
         let mut hmem = PhysMem::new(host.memory.0);
         let mut alloc = FrameAllocator::new(host.memory.0, &host.allocator, seed ^ 0x5bd1_e995);
         let mut tables = 0;
         let npt = PageTable::new(Geometry::nested(host.nested_levels), &mut hmem, &mut || {
             tables += 1;
-            alloc.alloc(PageSize::Size4K).map(Hpa::new)
+            alloc.alloc(PageSize::Size4K).map(A::from_raw)
         })
-        .ok_or_else(|| oom("no frame for the nested root table"))?;
+        .ok_or_else(|| oom(names, "no frame for the nested root table"))?;
         Ok(Host {
             hmem,
             alloc,
@@ -58,11 +74,28 @@ impl Host {
             nested_size: host.nested_page_size,
             guest_memory,
             scratch: Vec::new(),
+            fresh: None,
+            names,
             stats: HostStats {
                 nested_table_frames: tables,
                 ..HostStats::default()
             },
         })
+    }
+
+    /// Records every frame allocated from now on, for [`Host::take_fresh`] (a hypervisor
+    /// that runs as a VM itself, whose host must back what it allocates).
+    pub fn record_fresh(&mut self) {
+        self.fresh = Some(Vec::new());
+    }
+
+    /// The 4 KiB frames allocated since the last call (none unless recorded), the blocks of
+    /// larger pages by their first frame each.
+    pub fn take_fresh(&mut self, out: &mut Vec<A>) {
+        out.clear();
+        if let Some(f) = &mut self.fresh {
+            out.append(f);
+        }
     }
 
     /// Backs the guest-physical block `[gpa, gpa + size)`.
@@ -84,27 +117,38 @@ impl Host {
                 }
                 let Some(h) = self.alloc.alloc(want) else {
                     if want == PageSize::Size4K {
-                        return Err(oom("host memory cannot back the guest"));
+                        return Err(oom(
+                            self.names,
+                            &format!("{} memory cannot back the guest", self.names.word),
+                        ));
                     }
                     want = smaller(want);
                     continue;
                 };
-                let (alloc, stats) = (&mut self.alloc, &mut self.stats);
+                let (alloc, stats, fresh) = (&mut self.alloc, &mut self.stats, &mut self.fresh);
                 self.scratch.clear();
                 let r = self.npt.map(
                     &mut self.hmem,
                     &mut || {
                         stats.nested_table_frames += 1;
-                        alloc.alloc(PageSize::Size4K).map(Hpa::new)
+                        let f = alloc.alloc(PageSize::Size4K).map(A::from_raw)?;
+                        if let Some(v) = fresh.as_mut() {
+                            v.push(f);
+                        }
+                        Some(f)
                     },
                     Gpa::new(base),
-                    Hpa::new(h),
+                    A::from_raw(h),
                     want,
                     Pte::RW | Pte::US | Pte::A | Pte::D,
                     &mut self.scratch,
                 );
                 match r {
                     Ok(()) => {
+                        if let Some(v) = self.fresh.as_mut() {
+                            let frames = want.bytes() >> 12;
+                            v.extend((0..frames).map(|i| A::from_raw(h + (i << 12))));
+                        }
                         self.stats.nested_pages[want.index()] += 1;
                         a = base + want.bytes();
                         break;
@@ -113,7 +157,12 @@ impl Host {
                         self.alloc.free(h, want);
                         want = smaller(want);
                     }
-                    Err(_) => return Err(oom("host memory cannot hold the nested tables")),
+                    Err(_) => {
+                        return Err(oom(
+                            self.names,
+                            &format!("{} memory cannot hold the nested tables", self.names.word),
+                        ))
+                    }
                 }
             }
         }
@@ -125,9 +174,9 @@ impl Host {
     /// of nested virtualization); returns the table frames it allocated.
     pub fn map_table(
         &mut self,
-        pt: &PageTable<Gpa, Hpa>,
+        pt: &PageTable<Gpa, A>,
         gpa: Gpa,
-        hpa: Hpa,
+        hpa: A,
         size: PageSize,
     ) -> Result<u64> {
         let mut built = 0;
@@ -137,7 +186,7 @@ impl Host {
             &mut self.hmem,
             &mut || {
                 built += 1;
-                alloc.alloc(PageSize::Size4K).map(Hpa::new)
+                alloc.alloc(PageSize::Size4K).map(A::from_raw)
             },
             gpa,
             hpa,
@@ -146,31 +195,44 @@ impl Host {
             &mut self.scratch,
         )
         .map_err(|e| {
-            oom(&format!(
-                "host memory cannot hold a shadow nested table ({e:?})"
-            ))
+            oom(
+                self.names,
+                &format!(
+                    "{} memory cannot hold a shadow nested table ({e:?})",
+                    self.names.word
+                ),
+            )
         })?;
         Ok(built)
     }
 
     /// A zeroed 4 KiB host frame for a hypervisor table (shadow page tables).
-    pub fn alloc_table_frame(&mut self) -> Result<Hpa> {
+    pub fn alloc_table_frame(&mut self) -> Result<A> {
         let f = self
             .alloc
             .alloc(PageSize::Size4K)
-            .ok_or_else(|| oom("no host frame for a shadow page table"))?;
-        self.hmem.zero_frame(Hpa::new(f));
-        Ok(Hpa::new(f))
+            .map(A::from_raw)
+            .ok_or_else(|| {
+                oom(
+                    self.names,
+                    &format!("no {} frame for a shadow page table", self.names.word),
+                )
+            })?;
+        self.hmem.zero_frame(f);
+        if let Some(v) = self.fresh.as_mut() {
+            v.push(f);
+        }
+        Ok(f)
     }
 
     /// Returns a hypervisor table frame.
-    pub fn free_table_frame(&mut self, f: Hpa) {
+    pub fn free_table_frame(&mut self, f: A) {
         self.hmem.release_frame(f);
         self.alloc.free(f.raw(), PageSize::Size4K);
     }
 
     /// Functional translation of `gpa` by the nested tables.
-    pub fn translate(&self, gpa: Gpa) -> Option<(Hpa, PageSize)> {
+    pub fn translate(&self, gpa: Gpa) -> Option<(A, PageSize)> {
         self.npt.lookup(&self.hmem, gpa).map(|(h, s, _)| (h, s))
     }
 }
@@ -182,9 +244,28 @@ fn smaller(s: PageSize) -> PageSize {
     }
 }
 
-fn oom(reason: &str) -> Error {
+/// What a host side's out-of-memory errors name: the space, the word for its memory, and the
+/// setting that sizes it.
+#[derive(Clone, Copy, Debug)]
+pub struct MemNames {
+    /// The address space (`host physical`).
+    pub space: &'static str,
+    /// The word for its memory in a sentence (`host`).
+    pub word: &'static str,
+    /// The setting to raise (`host.memory`).
+    pub knob: &'static str,
+}
+
+/// The L0 host's names.
+const HOST_NAMES: MemNames = MemNames {
+    space: "host physical",
+    word: "host",
+    knob: "host.memory",
+};
+
+fn oom(names: MemNames, reason: &str) -> Error {
     Error::OutOfMemory {
-        space: "host physical",
-        reason: format!("{reason} (raise host.memory)"),
+        space: names.space,
+        reason: format!("{reason} (raise {})", names.knob),
     }
 }

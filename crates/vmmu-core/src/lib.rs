@@ -6,8 +6,9 @@
 //! references, the native 1D walk and the 2D walk composed from a guest walker and a nested
 //! walker, and first-order timing that attributes every cycle to a cause.
 //!
-//! Layers, each knowing only the next (docs/architecture.md): [`event`]s (from [`workload`]
-//! generators or [`trace`] files) drive the event loop of [`sim`]; the guest OS ([`guest`])
+//! Layers, each knowing only the next (docs/architecture.md): the run driver ([`run`]) feeds
+//! [`event`]s (from [`workload`] generators or [`trace`] files) to the event loop of [`sim`];
+//! the guest OS ([`guest`])
 //! turns them into page-table writes and CR3 writes; the hypervisor ([`vmm`]), owner of the
 //! paging mode, hands them to the [`mmu`] (TLBs, walkers of [`walk`] over the one descent of
 //! [`paging`], the structures of [`hw`]); counters end in a typed [`result`].
@@ -29,6 +30,7 @@ pub mod mmu;
 pub mod paging;
 pub mod policy;
 pub mod result;
+pub mod run;
 pub mod shadow;
 pub mod sim;
 pub mod timing;

@@ -216,7 +216,7 @@ fn run_spec(spec: &str, ov: &[(String, String)]) -> Value {
     all.extend_from_slice(ov);
     let cfg = config::build("bhargava08", &all).expect("config");
     let mut src = workload::open(spec).expect("workload");
-    vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true)
+    vmmu_core::run::run(&cfg, src.as_mut(), &mut |_| true)
         .unwrap_or_else(|e| panic!("{spec}: {e}"))
         .to_json()
 }

@@ -18,7 +18,7 @@ fn overrides(ov: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn run_source(cfg: &SimConfig, src: &mut dyn EventSource) -> Value {
-    vmmu_core::result::run(cfg, src, &mut |_| true)
+    vmmu_core::run::run(cfg, src, &mut |_| true)
         .expect("run")
         .to_json()
 }

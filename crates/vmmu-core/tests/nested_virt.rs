@@ -123,27 +123,6 @@ fn the_3d_walk_needs_no_shadow_and_traps_no_ept12_write() {
     assert_eq!(u(&r, "world_switches"), 5);
 }
 
-/// Demand paging, copy-on-write and unmapping in L2, every translation checked.
-fn busy() -> Vec<Event> {
-    let mut ev = region(256 * PAGE, false);
-    for i in 0..256 {
-        ev.push(if i % 3 == 0 {
-            store(BASE + i * PAGE * 7 % (256 * PAGE))
-        } else {
-            load(BASE + i * PAGE * 13 % (256 * PAGE))
-        });
-    }
-    ev.push(Event::Fork {
-        parent: 1,
-        child: 3,
-    });
-    ev.push(Event::Switch { pid: 3 });
-    ev.extend((0..64).map(|i| store(BASE + i * PAGE)));
-    ev.push(Event::Switch { pid: 1 });
-    ev.extend((0..256).map(|i| load(BASE + i * PAGE + 8)));
-    ev
-}
-
 #[test]
 fn every_translation_is_checked_through_three_stages() {
     for l1 in ["ept", "3d"] {

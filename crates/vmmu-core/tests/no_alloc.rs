@@ -60,12 +60,12 @@ fn allocations_when_warm(spec: &str, overrides: &[(&str, &str)]) -> (u64, u64) {
     for e in &events[..half] {
         sim.step(e).unwrap();
     }
-    let walks = sim.mmu.hw.stats.walks;
+    let walks = sim.mmu().hw.stats.walks;
     let before = allocations();
     for e in &events[half..] {
         sim.step(e).unwrap();
     }
-    (allocations() - before, sim.mmu.hw.stats.walks - walks)
+    (allocations() - before, sim.mmu().hw.stats.walks - walks)
 }
 
 #[test]

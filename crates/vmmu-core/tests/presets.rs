@@ -180,9 +180,9 @@ fn more_cache_levels_than_the_walkers_count_are_refused_and_the_most_run() {
     cfg.machine.caches.page_entry_fill = cfg.machine.caches.levels[0].name.clone();
     let mut sim = Simulator::new(&cfg).unwrap();
     let mut src = vmmu_core::workload::open("random:footprint=64M,refs=20K").unwrap();
-    sim.run(src.as_mut(), &mut |_| true).unwrap();
+    vmmu_core::run::simulate(&mut sim, src.as_mut(), &mut |_| true).unwrap();
     assert!(
-        sim.mmu.hw.stats.served_level[MAX_LEVELS] > 0,
+        sim.mmu().hw.stats.served_level[MAX_LEVELS] > 0,
         "DRAM served walks"
     );
     cfg.machine.caches.levels.push(last);

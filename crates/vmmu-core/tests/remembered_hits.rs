@@ -9,7 +9,6 @@
 use serde_json::Value;
 use vmmu_core::addr::Gva;
 use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot, VecSource};
-use vmmu_core::result::RunResult;
 use vmmu_core::sim::Simulator;
 
 mod common;
@@ -80,14 +79,14 @@ fn result(overrides: &[(&str, &str)], events: &[Event], batched: bool) -> Value 
     let mut sim = Simulator::new(&cfg).unwrap();
     if batched {
         let mut src = VecSource::new("crafted", events.to_vec());
-        sim.run(&mut src, &mut |_| true).unwrap();
+        vmmu_core::run::simulate(&mut sim, &mut src, &mut |_| true).unwrap();
     } else {
         for e in events {
             sim.step(e).unwrap();
         }
         sim.finish().unwrap();
     }
-    RunResult::of(&sim, "crafted", 1.0).to_json()
+    sim.result("crafted", 1.0).to_json()
 }
 
 #[test]

@@ -279,7 +279,7 @@ fn law8_shadow_tables_are_walked_like_native_ones_on_every_preset() {
             )
             .unwrap();
             let mut src = vmmu_core::event::VecSource::new("law8", ev.clone());
-            vmmu_core::result::run(&cfg, &mut src, &mut |_| true)
+            vmmu_core::run::run(&cfg, &mut src, &mut |_| true)
                 .unwrap()
                 .to_json()
         };

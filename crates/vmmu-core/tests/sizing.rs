@@ -12,7 +12,7 @@ use vmmu_core::workload;
 fn run(machine: &str, spec: &str, ov: &[(String, String)]) -> vmmu_core::Result<Value> {
     let cfg = config::build(machine, ov)?;
     let mut src = workload::open(spec)?;
-    vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true).map(|r| r.to_json())
+    vmmu_core::run::run(&cfg, src.as_mut(), &mut |_| true).map(|r| r.to_json())
 }
 
 fn pairs(ov: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -299,7 +299,7 @@ mod crafted {
     fn run(ov: &[(String, String)], ev: Vec<Event>) -> Value {
         let cfg = config::build("bhargava08", ov).expect("config");
         let mut src = VecSource::new("crafted", ev);
-        vmmu_core::result::run(&cfg, &mut src, &mut |_| true)
+        vmmu_core::run::run(&cfg, &mut src, &mut |_| true)
             .expect("run")
             .to_json()
     }

@@ -369,7 +369,7 @@ fn a_generator_region_advised_hugepage_gets_huge_pages_by_default() {
     let pages = |spec: &str| {
         let cfg = vmmu_core::config::build("bhargava08", &[]).unwrap();
         let mut src = vmmu_core::workload::open(spec).unwrap();
-        let r = vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true).unwrap();
+        let r = vmmu_core::run::run(&cfg, src.as_mut(), &mut |_| true).unwrap();
         let v = r.to_json();
         (guest(&v, "pages_mapped_2m"), guest(&v, "pages_mapped_4k"))
     };

@@ -270,7 +270,7 @@ fn run_workload(spec: &str, overrides: &[(&str, &str)]) -> Value {
     );
     let cfg = vmmu_core::config::build("bhargava08", &ov).unwrap();
     let mut src = vmmu_core::workload::open(spec).unwrap();
-    vmmu_core::result::run(&cfg, &mut *src, &mut |_| true)
+    vmmu_core::run::run(&cfg, &mut *src, &mut |_| true)
         .unwrap_or_else(|e| panic!("{spec} {overrides:?}: {e}"))
         .to_json()
 }

@@ -106,7 +106,7 @@ fn run_mode(spec: &str, mode: &str, extra: &[(&str, &str)]) -> Value {
     ov.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let cfg = config::build("nehalem-x5560", &ov).unwrap();
     let mut src = workload::open(spec).unwrap();
-    vmmu_core::result::run(&cfg, src.as_mut(), &mut |_| true)
+    vmmu_core::run::run(&cfg, src.as_mut(), &mut |_| true)
         .unwrap_or_else(|e| panic!("{spec} {mode}: {e}"))
         .to_json()
 }

@@ -15,7 +15,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use vmmu_core::error::Error;
-use vmmu_core::{config, result, sim, trace, workload};
+use vmmu_core::{config, trace, workload};
 use vmmu_record as rec;
 
 create_exception!(
@@ -185,9 +185,11 @@ fn run(
                 ))
             }
         };
-        result::run(&cfg, source.as_mut(), &mut |p: &sim::Progress| {
-            reporter.report(p.events, p.total)
-        })
+        vmmu_core::run::run(
+            &cfg,
+            source.as_mut(),
+            &mut |p: &vmmu_core::run::Progress| reporter.report(p.events, p.total),
+        )
     });
     match out {
         Ok(r) => Ok(r.to_json().to_string()),

@@ -507,7 +507,7 @@ fn threads_share_their_process_and_their_stacks_are_mapped() {
         )
         .unwrap();
         let mut src = vmmu_core::trace::open(out.to_str().unwrap()).unwrap();
-        let r = vmmu_core::result::run(&cfg, &mut *src, &mut |_| true).unwrap();
+        let r = vmmu_core::run::run(&cfg, &mut *src, &mut |_| true).unwrap();
         let busy = r.vcpus.iter().filter(|v| v.instructions > 0).count();
         assert!(busy >= 2, "{mode}: {:?}", r.vcpus);
         assert_eq!(r.checked_translations, r.memory_refs + r.fetches, "{mode}");

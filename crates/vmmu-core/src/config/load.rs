@@ -251,6 +251,9 @@ impl SimConfig {
         if cfg.mode == Mode::NestedVirt && cfg.nested_virt.is_none() {
             cfg.nested_virt = Some(NestedVirtConfig::default());
         }
+        if let Some(nv) = cfg.nested_virt.as_mut() {
+            nv.settle()?;
+        }
         cfg.validate()?;
         Ok(cfg)
     }

@@ -18,6 +18,17 @@ pub enum L1Kind {
     #[default]
     #[serde(rename = "ept")]
     Ept,
+    /// Shadow on EPT: L1 shadow-pages its guest (shadow tables mapping L2 virtual to L1
+    /// physical, kept coherent by write-protecting L2's tables); L0 keeps EPT01, and the
+    /// hardware walks the shadow tables over EPT01 in 2D.
+    #[serde(rename = "shadow")]
+    Shadow,
+    /// PVM (Huang et al., SOSP 2023): L2 runs at user privilege inside L1, whose hypervisor
+    /// (a KVM vendor module with a switcher in the L1 kernel's entry code) shadow-pages it
+    /// directly onto L1 physical memory, two shadow tables per guest table (user and kernel
+    /// sides, each with its PCIDs); world switches go through the switcher, not L0.
+    #[serde(rename = "pvm")]
+    Pvm,
     /// A 3D hardware walk (no x86 part implements it): L2's tables over EPT12 over EPT01,
     /// (n+1)^3 - 1 references at n levels.
     #[serde(rename = "3d")]
@@ -26,12 +37,14 @@ pub enum L1Kind {
 
 impl L1Kind {
     /// Every kind, as configs name them.
-    pub const NAMES: [&'static str; 2] = ["ept", "3d"];
+    pub const NAMES: [&'static str; 4] = ["ept", "shadow", "pvm", "3d"];
 
     /// The name used in configs and results.
     pub const fn name(self) -> &'static str {
         match self {
             L1Kind::Ept => "ept",
+            L1Kind::Shadow => "shadow",
+            L1Kind::Pvm => "pvm",
             L1Kind::ThreeD => "3d",
         }
     }
@@ -53,16 +66,27 @@ pub struct L1Costs {
     /// L1's handler of its guest's EPT violation (faulting in an L1 page, installing the
     /// EPT12 entry), without the exits it causes.
     pub l1_fault: u64,
+    /// PVM: a world switch L2 → L1 → L2 through the switcher, without L0; 0 in a profile
+    /// that does not describe PVM (a pvm run then uses the `pvm` profile).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switcher_round_trip: u64,
     /// Where each value comes from.
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// The nested-cost profiles shipped with vmmu.
-pub const L1_PROFILES: &[(&str, &str)] = &[(
-    "kvm-nvmx",
-    include_str!("../../presets/nested/kvm-nvmx.toml"),
-)];
+pub const L1_PROFILES: &[(&str, &str)] = &[
+    (
+        "kvm-nvmx",
+        include_str!("../../presets/nested/kvm-nvmx.toml"),
+    ),
+    ("pvm", include_str!("../../presets/nested/pvm.toml")),
+];
 
 impl L1Costs {
     /// The shipped profile `name`.
@@ -119,6 +143,15 @@ impl Default for NestedVirtConfig {
 }
 
 impl NestedVirtConfig {
+    /// Gives a pvm run whose profile has no switcher cost the `pvm` profile (the default
+    /// profile, `kvm-nvmx`, describes KVM on KVM).
+    pub fn settle(&mut self) -> Result<()> {
+        if self.l1 == L1Kind::Pvm && self.costs.switcher_round_trip == 0 {
+            self.costs = L1Costs::load("pvm")?;
+        }
+        Ok(())
+    }
+
     /// L1's physical memory for an L2 guest of `guest_memory` bytes.
     pub fn l1_bytes(&self, guest_memory: u64) -> u64 {
         if self.l1_memory.0 == 0 {

@@ -2,29 +2,32 @@
 //! every field and its unit). The CLI, the Python API and JSON all read this one type; every
 //! figure has one home (a page-walk cache's hits live in `walk_caches`, nowhere else). An
 //! adaptive run adds its `timeline`; the oracle's result is stitched from two simulations
-//! ([`oracle`]).
+//! ([`stitch`]: counts add and subtract as typed values). This module is the schema and how
+//! a result is made of a simulation's counters ([`Counts`], [`Shape`]); it knows nothing of
+//! the simulation that produced them (the run driver, `crate::run`, sits above both).
 
-mod counts;
-pub mod oracle;
-mod stitch;
+pub(crate) mod counts;
+mod schedule;
+pub(crate) mod stitch;
+mod timeline;
+mod vcpus;
 
-use crate::config::{CoreModel, PolicyConfig, SimConfig};
-use crate::error::Result;
-use crate::event::EventSource;
+use crate::config::{CoreModel, SimConfig};
 use crate::hw::HitMiss;
+use crate::mmu::Mmu;
 use crate::shadow::ShadowStats;
-pub use crate::sim::CyclesByCause;
-use crate::sim::{
-    PagerLockCounts, Progress, ShootdownCounts, Simulator, VcpuCounts, Warmup, WindowRecord,
-};
 use crate::timing::{whole, Stall};
 use crate::vmm::exits::ExitCount;
+pub use crate::vmm::PagerLockCounts;
 use crate::walk::step::{step_name, Grid, COL_G, GRID};
-use counts::Counts;
-use oracle::OracleSummary;
+pub(crate) use counts::Counts;
+pub use counts::{Counters, CyclesByCause, Warmup};
+pub use schedule::{OracleSummary, Stretch};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+pub use timeline::WindowRecord;
+pub use vcpus::{ShootdownCounts, VcpuCounts};
 
 /// The schema identifier written into every result.
 pub const SCHEMA: &str = "vmmu.result/2";
@@ -299,31 +302,49 @@ pub struct SizingRow {
     pub misses: u64,
 }
 
+/// What a result reads of a simulation besides its counters: the configuration, the
+/// structures' names, and what is a description rather than a count.
+#[derive(Clone, Copy)]
+pub struct Shape<'a> {
+    /// The simulation's configuration.
+    pub cfg: &'a SimConfig,
+    /// Its (running vCPU's) MMU: the names of its TLBs and cache levels, the sizing probes.
+    pub mmu: &'a Mmu,
+    /// Whether the source tracked its references' dependences.
+    pub dependences: bool,
+    /// Whether the hypervisor keeps nested tables (`Vmm::describe`).
+    pub nested_tables: bool,
+    /// Each vCPU's counters of a multi-vCPU run (empty with one vCPU).
+    pub vcpus: &'a [VcpuCounts],
+    /// An adaptive run's timeline.
+    pub timeline: Option<&'a [WindowRecord]>,
+}
+
 impl RunResult {
-    /// The result of the finished simulation `sim` of `workload`, which took `seconds`.
-    pub fn of(sim: &Simulator, workload: &str, seconds: f64) -> RunResult {
-        let config = Arc::new(sim.cfg.clone());
-        let (mut r, steps) = Self::of_counts(sim, &Counts::of(sim), workload, seconds, config);
+    /// The result of a finished simulation whose counters are `counts` and whose fixed parts
+    /// are `shape`, of `workload`, which took `seconds`.
+    pub(crate) fn of(counts: &Counts, shape: &Shape, workload: &str, seconds: f64) -> RunResult {
+        let config = Arc::new(shape.cfg.clone());
+        let (mut r, steps) = Self::of_counts(counts, shape, workload, seconds, config);
         steps.fill(&mut r);
         r
     }
 
-    /// [`RunResult::of`] `sim`'s counters `counts` (of [`Counts::of`], taken
-    /// at any moment of `sim`'s run), with `walk_refs_by_step` and `pwc_hits_by_step` left
-    /// empty and the grids they are made of beside it (the oracle names the steps only of
-    /// the copies it reads). The fixed parts (configuration, structure names) and what
-    /// [`Counts`] leaves out are read from `sim`.
+    /// [`RunResult::of`] counters `counts` (taken at any moment of a run), with
+    /// `walk_refs_by_step` and `pwc_hits_by_step` left empty and the grids they are made of
+    /// beside it (the oracle names the steps only of the copies it reads). The fixed parts
+    /// (configuration, structure names) and what [`Counts`] leaves out are read from `shape`.
     pub(crate) fn of_counts(
-        sim: &Simulator,
         counts: &Counts,
+        shape: &Shape,
         workload: &str,
         seconds: f64,
         config: Arc<SimConfig>,
     ) -> (RunResult, StepGrids) {
-        let cfg = &sim.cfg;
+        let cfg = shape.cfg;
         let k = counts;
         let c = &k.counters;
-        let m = &sim.mmu;
+        let m = shape.mmu;
         let w = &k.walk;
         let os = &k.os;
         let exits = &k.exits;
@@ -345,7 +366,7 @@ impl RunResult {
         let host = &k.host;
         let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         let virtualized = cfg.mode.virtualized();
-        let has_nested_tables = sim.vmm.describe().nested_tables;
+        let has_nested_tables = shape.nested_tables;
         let shadow_technique = cfg.mode.uses_technique();
         let r = RunResult {
             schema: SCHEMA.to_string(),
@@ -395,7 +416,7 @@ impl RunResult {
                 let additive = k.cycles_by_cause_additive(cfg.machine.core.base_cpi);
                 CoreResult {
                     model: CoreModel::Interval.name().to_string(),
-                    dependences: if sim.dependences {
+                    dependences: if shape.dependences {
                         "tracked"
                     } else {
                         "unknown (assumed independent)"
@@ -459,10 +480,10 @@ impl RunResult {
             checked_translations: c.checked,
             warmup: k.warmed,
             config,
-            elapsed_cycles: sim.vcpus.iter().map(|v| v.cycles).max(),
-            vcpus: sim.vcpus.clone(),
-            shootdowns: (!sim.vcpus.is_empty()).then_some(k.shootdowns),
-            pager_lock: (!sim.vcpus.is_empty()).then_some(k.pager_lock),
+            elapsed_cycles: shape.vcpus.iter().map(|v| v.cycles).max(),
+            vcpus: shape.vcpus.to_vec(),
+            shootdowns: (!shape.vcpus.is_empty()).then_some(k.shootdowns),
+            pager_lock: (!shape.vcpus.is_empty()).then_some(k.pager_lock),
             sim: SimInfo {
                 events: c.events + k.warmed.events,
                 seconds,
@@ -472,7 +493,7 @@ impl RunResult {
                     0.0
                 },
             },
-            timeline: sim.timeline().map(<[WindowRecord]>::to_vec),
+            timeline: shape.timeline.map(<[WindowRecord]>::to_vec),
             oracle: None,
             sizing: cfg.sizing.as_ref().map(|z| SizingCounts {
                 array: z.array,
@@ -537,24 +558,6 @@ impl StepGrids {
         r.walk_refs_by_step = self.walk_refs_by_step();
         r.pwc_hits_by_step = self.pwc_hits_by_step();
     }
-}
-
-/// Runs `source` under `cfg` to the end and returns the result (schema `vmmu.result/2`, see
-/// docs/statistics.md). `progress` is called about every million events; returning `false`
-/// stops the run with [`crate::Error::Interrupted`].
-pub fn run(
-    cfg: &SimConfig,
-    source: &mut dyn EventSource,
-    progress: &mut dyn FnMut(&Progress) -> bool,
-) -> Result<RunResult> {
-    if let Some(PolicyConfig::Oracle(_)) = &cfg.policy {
-        return oracle::run(cfg, source, progress);
-    }
-    let start = std::time::Instant::now();
-    let mut sim = Simulator::new(cfg)?;
-    sim.run(source, progress)?;
-    let secs = start.elapsed().as_secs_f64();
-    Ok(RunResult::of(&sim, &source.describe(), secs))
 }
 
 /// A result's configuration: under the additive core model, `machine.core` without the

@@ -29,6 +29,7 @@ use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::config::ShadowConfig;
 use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::mem::PhysAddr;
 use crate::paging::descent::{descend, Descent, Perms, Trace};
 use crate::paging::{Geometry, PageTable, Pte, TableWrite};
 use pages::{ShadowPage, SpKey};
@@ -126,16 +127,18 @@ pub enum WriteKind {
     },
 }
 
-/// The shadow pager of one VM (one vCPU).
-pub struct ShadowPager {
+/// The shadow pager of one VM (one vCPU), its shadow tables in the memory `A` of the host
+/// side it runs on: host physical for L0's, L1 physical for an L1 hypervisor's under nested
+/// virtualization.
+pub struct ShadowPager<A: PhysAddr = Hpa> {
     cfg: ShadowConfig,
     geo: Geometry,
-    pages: FxHashMap<SpKey, ShadowPage>,
+    pages: FxHashMap<SpKey, ShadowPage<A>>,
     by_hpa: FxHashMap<u64, SpKey>,
     gfns: FxHashMap<u64, GfnInfo>,
     /// Cached roots, most recently used last: (guest root gPA, shadow root).
-    roots: Vec<(Gpa, Hpa)>,
-    current: Option<(Gpa, Hpa)>,
+    roots: Vec<(Gpa, A)>,
+    current: Option<(Gpa, A)>,
     oos: Vec<u64>,
     /// A shadow table was removed or unlinked since the last [`ShadowPager::take_unlinked`].
     unlinked: bool,
@@ -143,7 +146,7 @@ pub struct ShadowPager {
     pub stats: ShadowStats,
 }
 
-impl ShadowPager {
+impl<A: PhysAddr> ShadowPager<A> {
     /// An empty pager for guests with tables of geometry `geo`.
     pub fn new(cfg: &ShadowConfig, geo: Geometry) -> Self {
         ShadowPager {
@@ -162,18 +165,18 @@ impl ShadowPager {
 
     /// The shadow tables the hardware walks (the real CR3 in shadow mode), if a root is loaded.
     #[inline]
-    pub fn tables(&self) -> Option<PageTable<Gva, Hpa>> {
+    pub fn tables(&self) -> Option<PageTable<Gva, A>> {
         self.current.map(|(_, h)| PageTable::at(self.geo, h))
     }
 
     /// The root the running vCPU has loaded: (guest root, shadow root).
-    pub fn current(&self) -> Option<(Gpa, Hpa)> {
+    pub fn current(&self) -> Option<(Gpa, A)> {
         self.current
     }
 
     /// Loads `root`, a vCPU's root from its last turn, if the shadow cache still holds it;
     /// returns whether it did (otherwise nothing is loaded and the vCPU must switch roots).
-    pub fn resume(&mut self, root: Option<(Gpa, Hpa)>) -> bool {
+    pub fn resume(&mut self, root: Option<(Gpa, A)>) -> bool {
         match root {
             Some(r) if self.roots.contains(&r) => {
                 self.current = Some(r);
@@ -214,7 +217,7 @@ impl ShadowPager {
     }
 
     /// Drops every shadow page; returns how many.
-    pub fn zap_all(&mut self, host: &mut Host) -> u64 {
+    pub fn zap_all(&mut self, host: &mut Host<A>) -> u64 {
         let keys: Vec<SpKey> = self.pages.keys().copied().collect();
         for &k in &keys {
             self.zap(host, k);
@@ -230,7 +233,7 @@ impl ShadowPager {
     pub fn switch_root(
         &mut self,
         gmem: &crate::mem::PhysMem<Gpa>,
-        host: &mut Host,
+        host: &mut Host<A>,
         guest_root: Gpa,
     ) -> Result<(u32, u32)> {
         let resynced = self.resync_all(gmem, host);
@@ -261,7 +264,7 @@ impl ShadowPager {
     }
 
     /// A guest page-table frame was freed: its shadows go (no exit).
-    pub fn table_freed(&mut self, host: &mut Host, table: Gpa) {
+    pub fn table_freed(&mut self, host: &mut Host<A>, table: Gpa) {
         let gfn = table.raw() >> 12;
         if let Some(g) = self.gfns.get(&gfn).copied() {
             for level in 1..=self.geo.levels {
@@ -289,7 +292,7 @@ impl ShadowPager {
         &mut self,
         gmem: &mut crate::mem::PhysMem<Gpa>,
         gpt: &PageTable<Gva, Gpa>,
-        host: &mut Host,
+        host: &mut Host<A>,
         va: Gva,
         write: bool,
         fetch: bool,
@@ -424,9 +427,9 @@ impl ShadowPager {
     fn prefetch(
         &mut self,
         gmem: &crate::mem::PhysMem<Gpa>,
-        host: &mut Host,
+        host: &mut Host<A>,
         guest_table: Gpa,
-        spage: Hpa,
+        spage: A,
         va: Gva,
         path: Perms,
     ) {
@@ -460,7 +463,7 @@ impl ShadowPager {
         }
     }
 
-    fn evict(&mut self, host: &mut Host) {
+    fn evict(&mut self, host: &mut Host<A>) {
         self.stats.evictions += 1;
         let cur = self.current;
         let keys: Vec<SpKey> = self.pages.keys().copied().collect();
@@ -481,7 +484,7 @@ impl ShadowPager {
     }
 
     /// A guest write to a page-table entry.
-    pub fn guest_write(&mut self, host: &mut Host, w: &TableWrite<Gpa>) -> WriteKind {
+    pub fn guest_write(&mut self, host: &mut Host<A>, w: &TableWrite<Gpa>) -> WriteKind {
         let gfn = w.addr.raw() >> 12;
         let Some(info) = self.gfns.get(&gfn).copied() else {
             return WriteKind::Unshadowed;
@@ -531,7 +534,7 @@ impl ShadowPager {
         &mut self,
         gmem: &crate::mem::PhysMem<Gpa>,
         gpt: &PageTable<Gva, Gpa>,
-        host: &mut Host,
+        host: &mut Host<A>,
         va: Gva,
     ) -> u32 {
         let mut resynced = 0;

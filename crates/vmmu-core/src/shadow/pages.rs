@@ -3,9 +3,10 @@
 //! searches), building, linking and removing them.
 
 use super::ShadowPager;
-use crate::addr::{Gva, Hpa};
+use crate::addr::Gva;
 use crate::error::Result;
 use crate::host::Host;
+use crate::mem::PhysAddr;
 use crate::paging::Pte;
 
 /// Identity of a shadow page.
@@ -22,21 +23,21 @@ pub(super) struct SpKey {
 
 /// One shadow page.
 #[derive(Clone, Debug)]
-pub(super) struct ShadowPage {
+pub(super) struct ShadowPage<A> {
     /// Its frame in host memory.
-    pub hpa: Hpa,
+    pub hpa: A,
     /// Shadow entries (host addresses) that point to this page.
-    pub parents: Vec<Hpa>,
+    pub parents: Vec<A>,
 }
 
-impl ShadowPager {
+impl<A: PhysAddr> ShadowPager<A> {
     /// The shadow page of `key`, built (a zeroed host frame) if it does not exist.
     pub(super) fn get_or_make(
         &mut self,
-        host: &mut Host,
+        host: &mut Host<A>,
         key: SpKey,
         built: &mut u32,
-    ) -> Result<Hpa> {
+    ) -> Result<A> {
         if let Some(p) = self.pages.get(&key) {
             return Ok(p.hpa);
         }
@@ -60,7 +61,7 @@ impl ShadowPager {
     }
 
     /// Removes a shadow page: unlinks it from its parents and its children, frees its frame.
-    pub(super) fn zap(&mut self, host: &mut Host, key: SpKey) {
+    pub(super) fn zap(&mut self, host: &mut Host<A>, key: SpKey) {
         let Some(page) = self.pages.remove(&key) else {
             return;
         };
@@ -99,7 +100,7 @@ impl ShadowPager {
     /// The child shadow page that the non-leaf entry `e` points to no longer has `parent` as a
     /// parent entry. A direct (splinter) page left with no parent goes: it shadows no guest
     /// table, so nothing would keep its entries in step with the guest's large page.
-    fn forget_parent(&mut self, host: &mut Host, e: Pte, parent: Hpa) {
+    fn forget_parent(&mut self, host: &mut Host<A>, e: Pte, parent: A) {
         let child = e.frame(self.geo.frame_mask());
         let Some(ck) = self.by_hpa.get(&child).copied() else {
             return;
@@ -116,13 +117,13 @@ impl ShadowPager {
     /// Points the entry for `va` at `level` of shadow page `spage` to `child`; returns `child`.
     pub(super) fn link(
         &mut self,
-        host: &mut Host,
-        spage: Hpa,
+        host: &mut Host<A>,
+        spage: A,
         va: Gva,
         level: u8,
-        child: Hpa,
+        child: A,
         key: SpKey,
-    ) -> Hpa {
+    ) -> A {
         let geo = self.geo;
         let ea = spage.add(geo.entry_offset(va.raw(), level));
         let cur = geo.read_entry(&host.hmem, ea);
@@ -144,7 +145,7 @@ impl ShadowPager {
     }
 
     /// Clears one shadow entry of `level`, unlinking a child shadow page it pointed to.
-    pub(super) fn drop_entry(&mut self, host: &mut Host, ea: Hpa, level: u8) {
+    pub(super) fn drop_entry(&mut self, host: &mut Host<A>, ea: A, level: u8) {
         let e = self.geo.read_entry(&host.hmem, ea);
         if !e.present() {
             return;

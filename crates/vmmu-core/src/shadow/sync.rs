@@ -5,14 +5,14 @@
 
 use super::pages::SpKey;
 use super::ShadowPager;
-use crate::addr::{Gpa, Hpa};
+use crate::addr::Gpa;
 use crate::host::Host;
-use crate::mem::PhysMem;
+use crate::mem::{PhysAddr, PhysMem};
 use crate::paging::Pte;
 
-impl ShadowPager {
+impl<A: PhysAddr> ShadowPager<A> {
     /// Resyncs every out-of-sync page; returns how many.
-    pub fn resync_all(&mut self, gmem: &PhysMem<Gpa>, host: &mut Host) -> u32 {
+    pub fn resync_all(&mut self, gmem: &PhysMem<Gpa>, host: &mut Host<A>) -> u32 {
         let pages = std::mem::take(&mut self.oos);
         for &gfn in &pages {
             self.resync(gmem, host, gfn);
@@ -22,7 +22,7 @@ impl ShadowPager {
 
     /// Resyncs one out-of-sync leaf table: shadow entries that no longer match the guest's are
     /// dropped (they refill on use), and the table is write-protected again.
-    pub(super) fn resync(&mut self, gmem: &PhysMem<Gpa>, host: &mut Host, gfn: u64) {
+    pub(super) fn resync(&mut self, gmem: &PhysMem<Gpa>, host: &mut Host<A>, gfn: u64) {
         self.stats.resyncs += 1;
         if let Some(g) = self.gfns.get_mut(&gfn) {
             g.oos = false;
@@ -41,7 +41,7 @@ impl ShadowPager {
     /// Revalidates every shadow page against the guest's tables as they are now (a kept shadow
     /// cache coming back into use): each entry that no longer shadows its guest entry exactly
     /// is dropped, and nothing stays out of sync. Returns the pages revalidated.
-    pub fn revalidate_all(&mut self, gmem: &PhysMem<Gpa>, host: &mut Host) -> u64 {
+    pub fn revalidate_all(&mut self, gmem: &PhysMem<Gpa>, host: &mut Host<A>) -> u64 {
         let keys: Vec<SpKey> = self.pages.keys().copied().filter(|k| !k.direct).collect();
         let mut n = 0;
         for k in keys {
@@ -66,10 +66,10 @@ impl ShadowPager {
     fn check_entries(
         &mut self,
         gmem: &PhysMem<Gpa>,
-        host: &mut Host,
+        host: &mut Host<A>,
         gfn: u64,
         level: u8,
-        spage: Hpa,
+        spage: A,
     ) {
         let geo = self.geo;
         for i in 0..geo.entries(level) {
@@ -86,7 +86,7 @@ impl ShadowPager {
     }
 
     /// Whether shadow entry `s` of `level` still shadows guest entry `g`.
-    fn still_shadows(&self, host: &Host, level: u8, s: Pte, g: Pte) -> bool {
+    fn still_shadows(&self, host: &Host<A>, level: u8, s: Pte, g: Pte) -> bool {
         let geo = self.geo;
         let mask = geo.frame_mask();
         if !g.present() {

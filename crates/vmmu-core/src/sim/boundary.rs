@@ -49,6 +49,7 @@ impl Simulator {
             self.core.drain();
             self.vmm
                 .switch_mode(&mut self.mmu, &self.os, self.counters.instructions)?;
+            self.happened.mode_switched = true;
         }
         if !self.warming {
             self.adapt()?;
@@ -61,6 +62,7 @@ impl Simulator {
     /// Restarts every counter; the model's state (tables, TLBs, caches, shadow cache) stays.
     fn end_warmup(&mut self) {
         self.warming = false;
+        self.happened.warmup_ended = true;
         let c = &self.counters;
         self.warmed = Warmup {
             events: c.events,

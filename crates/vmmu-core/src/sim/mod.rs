@@ -1,7 +1,8 @@
 //! The simulator: the event loop (DESIGN.md "Architecture"). Each event goes to the guest OS,
 //! whose effects go to the hypervisor, which drives the MMU; the counters are read into a
 //! [`crate::result::RunResult`] afterwards. The loop only delivers events — it never asks which paging mode is active:
-//! the mode lives in [`Vmm`], the hardware in [`Mmu`], the guest kernel in [`GuestOs`].
+//! the mode lives in [`Vmm`], the hardware in [`Mmu`], the guest kernel in [`GuestOs`]. The
+//! loop over a source's batches is the run driver's (`crate::run`).
 //!
 //! `cycles = instructions × base_CPI + translation + data + guest_kernel + hypervisor +
 //! mode_switch` (docs/statistics.md). Under the additive core model `translation` and `data`
@@ -15,129 +16,29 @@
 mod adaptive;
 mod boundary;
 mod check;
+mod outcome;
 mod smp;
 
-pub use smp::{PagerLockCounts, ShootdownCounts, VcpuCounts};
-
-pub use adaptive::WindowRecord;
+pub use outcome::Outcome;
+pub(crate) use smp::Vcpus;
 
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
-use crate::event::{Event, EventSource, MemRef};
-use crate::guest::{GuestOs, OsEffects, OsError, OsStats};
+use crate::event::{Event, MemRef};
+use crate::guest::{GuestOs, OsEffects, OsError};
 use crate::hw::tlb::{Tag, TlbHierarchy};
-use crate::mmu::{Lookup, Mmu, MmuStats};
+use crate::hw::HitMiss;
+use crate::mmu::{Lookup, Mmu};
 use crate::paging::Geometry;
-use crate::timing::{Core, CoreStalls, RefCost};
-use crate::vmm::exits::{ExitReason, ExitStats};
+use crate::result::{
+    Counters, Counts, CyclesByCause, RunResult, Shape, ShootdownCounts, VcpuCounts, Warmup,
+    WindowRecord,
+};
+use crate::timing::{Core, RefCost};
 use crate::vmm::{Fault, Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
 use adaptive::Adaptive;
-use serde::{Deserialize, Serialize};
 
-/// Progress of a running simulation, reported to the caller's callback.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Progress {
-    /// Events simulated so far.
-    pub events: u64,
-    /// Total events if the source knows it.
-    pub total: Option<u64>,
-}
-
-/// The part of a run a warm-up left out of every count.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Warmup {
-    /// Events of the warm-up.
-    pub events: u64,
-    /// Memory references of the warm-up.
-    pub refs: u64,
-    /// Instructions of the warm-up.
-    pub instructions: u64,
-}
-
-/// Cycles by cause (DESIGN.md "Timing"); they sum to the run's cycles.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CyclesByCause {
-    /// Instructions × base CPI.
-    pub base: u64,
-    /// L2-TLB hits, walks, A/D updates.
-    pub translation: u64,
-    /// Data references beyond an L1 hit.
-    pub data: u64,
-    /// The guest kernel's own work.
-    pub guest_kernel: u64,
-    /// Exits and hypervisor handlers (mode switches apart).
-    pub hypervisor: u64,
-    /// The exits that changed the paging mode, with their handlers.
-    pub mode_switch: u64,
-    /// Time vCPUs waited for other vCPUs to handle their TLB shootdowns (0 with one vCPU).
-    #[serde(default)]
-    pub shootdown_wait: u64,
-    /// Time vCPUs waited for the shadow pager's lock (0 with one vCPU).
-    #[serde(default)]
-    pub pager_lock_wait: u64,
-}
-
-impl CyclesByCause {
-    /// The cycles of a run whose counters are these, on a core of `base_cpi`; the waits of
-    /// a multi-vCPU run (zero with one vCPU) given apart. `core` is the interval model's
-    /// counters (its exposed translation and data cycles replace the MMU's latency sums), or
-    /// `None` for the additive model.
-    #[allow(clippy::too_many_arguments)]
-    pub fn of(
-        base_cpi: f64,
-        counters: &Counters,
-        mmu: &MmuStats,
-        core: Option<&CoreStalls>,
-        os: &OsStats,
-        exits: &ExitStats,
-        shootdown_wait: u64,
-        pager_lock_wait: u64,
-    ) -> CyclesByCause {
-        let mode_switch = exits.cycles(ExitReason::ModeSwitch);
-        CyclesByCause {
-            base: (counters.instructions as f64 * base_cpi).round() as u64,
-            translation: core.map_or(mmu.translation_cycles, CoreStalls::translation_cycles),
-            data: core.map_or(mmu.data_cycles, CoreStalls::data_cycles),
-            guest_kernel: os.kernel_cycles,
-            hypervisor: exits.total_cycles() - mode_switch,
-            mode_switch,
-            shootdown_wait,
-            pager_lock_wait,
-        }
-    }
-
-    /// Their sum: the cycles of the run.
-    pub fn total(&self) -> u64 {
-        self.base
-            + self.translation
-            + self.data
-            + self.guest_kernel
-            + self.hypervisor
-            + self.mode_switch
-            + self.shootdown_wait
-            + self.pager_lock_wait
-    }
-}
-
-/// Counters kept by the event loop itself.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Counters {
-    /// Events consumed (after the warm-up).
-    pub events: u64,
-    /// Instructions retired.
-    pub instructions: u64,
-    /// Data references (load, store, modify: one each).
-    pub memory_refs: u64,
-    /// Instruction fetches.
-    pub fetches: u64,
-    /// Translations verified by the checked mode.
-    pub checked: u64,
-}
-
-/// Events asked of the source at a time: a trace reader's whole decoded batch.
-const BATCH: usize = crate::event::BATCH_EVENTS;
-const PROGRESS_EVERY: u64 = 1 << 20;
 /// Faults one access may take before the run stops as stuck (a demand fault under shadow
 /// paging takes two; a copy-on-write store through a clean entry, three; under EPT on EPT
 /// each L2 page the walk meets first takes two — L1's EPT violation, then L0's EPT02 fill —
@@ -147,31 +48,28 @@ const MAX_FAULTS: u32 = 16;
 /// One simulation: the guest, its hypervisor, the MMU and the counters.
 pub struct Simulator {
     /// The configuration (validated).
-    pub cfg: SimConfig,
+    cfg: SimConfig,
     /// The guest kernel and its memory.
-    pub os: GuestOs,
+    os: GuestOs,
     /// The hypervisor, owner of the paging mode.
-    pub vmm: Vmm,
+    vmm: Vmm,
     /// The MMU hardware.
-    pub mmu: Mmu,
+    mmu: Mmu,
     /// The core's timing (the running vCPU's).
-    pub core: Core,
+    core: Core,
     /// The source tracks its references' dependences ([`EventSource::tracks_dependences`]).
-    pub dependences: bool,
+    dependences: bool,
     /// Counters.
-    pub counters: Counters,
+    counters: Counters,
     /// What the warm-up left out (zero while it lasts, or without one).
-    pub warmed: Warmup,
+    warmed: Warmup,
     /// Per-vCPU counters of a multi-vCPU run (empty with one vCPU).
-    pub vcpus: Vec<VcpuCounts>,
+    vcpus: Vec<VcpuCounts>,
     /// TLB shootdowns of a multi-vCPU run.
-    pub shootdowns: ShootdownCounts,
-    /// The shadow pager's lock in a multi-vCPU run.
-    pub pager_lock: PagerLockCounts,
+    shootdowns: ShootdownCounts,
     fx: OsEffects,
-    /// Counts the OS actions whose effects `fx` holds (a multi-vCPU run sends shootdowns for
-    /// each new one).
-    fx_serial: u64,
+    /// What the current step did beyond its vCPU, gathered as it happens.
+    happened: Outcome,
     geo: Geometry,
     /// The current address space's TLB tag.
     tag: Tag,
@@ -241,9 +139,8 @@ impl Simulator {
             warmed: Warmup::default(),
             vcpus: Vec::new(),
             shootdowns: ShootdownCounts::default(),
-            pager_lock: PagerLockCounts::default(),
             fx: OsEffects::default(),
-            fx_serial: 0,
+            happened: Outcome::default(),
             geo: Geometry::of(cfg.guest.format),
             switches,
             warming: cfg.warmup.is_set(),
@@ -260,46 +157,8 @@ impl Simulator {
         Ok(sim)
     }
 
-    /// Runs `source` to its end.
-    pub fn run(
-        &mut self,
-        source: &mut dyn EventSource,
-        progress: &mut dyn FnMut(&Progress) -> bool,
-    ) -> Result<()> {
-        self.set_dependences(source.tracks_dependences());
-        if self.cfg.guest.vcpus > 1 {
-            return smp::run(self, source, progress);
-        }
-        let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-        let total = source.len_hint();
-        let mut next_report = PROGRESS_EVERY;
-        loop {
-            buf.clear();
-            if self.stopped || source.next_batch(&mut buf, BATCH)? == 0 {
-                break;
-            }
-            self.step_batch(&buf, &mut |_| {})?;
-            let done = self.counters.events + self.warmed.events;
-            if done >= next_report {
-                next_report = done + PROGRESS_EVERY;
-                if !progress(&Progress {
-                    events: done,
-                    total,
-                }) {
-                    return Err(Error::Interrupted { events: done });
-                }
-            }
-        }
-        self.finish()?;
-        progress(&Progress {
-            events: self.counters.events + self.warmed.events,
-            total,
-        });
-        Ok(())
-    }
-
     /// Whether the references' [`MemRef::dep`] are known (a source's
-    /// [`EventSource::tracks_dependences`]; [`run`](Self::run) sets it): unknown, the interval
+    /// [`EventSource::tracks_dependences`]; the run driver sets it): unknown, the interval
     /// core model treats every reference as independent.
     pub fn set_dependences(&mut self, known: bool) {
         self.dependences = known;
@@ -338,29 +197,105 @@ impl Simulator {
             &self.os.stats,
             self.vmm.exits(),
             self.shootdowns.wait_cycles,
-            self.pager_lock.wait_cycles,
+            self.vmm.pager_lock().wait_cycles,
         )
     }
 
+    /// The configuration (validated).
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// The guest kernel and its memory.
+    pub fn os(&self) -> &GuestOs {
+        &self.os
+    }
+
+    /// The guest kernel and its memory, to change by hand (tools that set up a model's
+    /// state, such as the bench's floor models, which clear accessed bits).
+    pub fn os_mut(&mut self) -> &mut GuestOs {
+        &mut self.os
+    }
+
+    /// The hypervisor.
+    pub fn vmm(&self) -> &Vmm {
+        &self.vmm
+    }
+
+    /// The running vCPU's MMU.
+    pub fn mmu(&self) -> &Mmu {
+        &self.mmu
+    }
+
+    /// The event loop's counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Events simulated so far, warm-up included.
+    pub fn events(&self) -> u64 {
+        self.counters.events + self.warmed.events
+    }
+
+    /// Whether the run has reached its stop (`stop.phase`): nothing more is simulated.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Every counter a result reports, copied now.
+    pub(crate) fn counts(&self) -> Counts {
+        let m = &self.mmu;
+        let vmm = &self.vmm;
+        let (pg, pn) = (m.hw.psc_guest.stats(), m.hw.psc_nested.stats());
+        Counts {
+            counters: self.counters,
+            warmed: self.warmed,
+            walk: m.hw.stats,
+            mmu: m.stats,
+            core: self.core.stalls(),
+            tlb: m.tlb.counts(),
+            caches: m.hw.caches.counts(),
+            pwc: m.hw.pwc.stats(),
+            ntlb: m.hw.ntlb.stats(),
+            psc: HitMiss {
+                hits: pg.hits + pn.hits,
+                misses: pg.misses + pn.misses,
+            },
+            exits: *vmm.exits(),
+            shadow: vmm.shadow_stats(),
+            mode_switches: vmm.stats.mode_switches,
+            in_mode: vmm.instructions_in_mode(self.counters.instructions),
+            os: self.os.stats,
+            host: vmm.host().stats,
+            shootdowns: self.shootdowns,
+            pager_lock: vmm.pager_lock(),
+        }
+    }
+
+    /// What a result reads of the simulation besides its counters.
+    pub fn shape(&self) -> Shape<'_> {
+        Shape {
+            cfg: &self.cfg,
+            mmu: &self.mmu,
+            dependences: self.dependences,
+            nested_tables: self.vmm.describe().nested_tables,
+            vcpus: &self.vcpus,
+            timeline: self.timeline(),
+        }
+    }
+
+    /// The result of the finished simulation of `workload`, which took `seconds`.
+    pub fn result(&self, workload: &str, seconds: f64) -> RunResult {
+        RunResult::of(&self.counts(), &self.shape(), workload, seconds)
+    }
+
     /// Marks the end of every window of `window` counted instructions as a boundary, for
-    /// [`run_observed`](Self::run_observed): the windows end where an adaptive run's PMU
+    /// [`step_batch`](Self::step_batch): the windows end where an adaptive run's PMU
     /// windows end, at the first event boundary at or after each multiple (the first window
     /// starts when counting starts).
     pub fn observe_windows(&mut self, window: u64) {
         self.observed = Some(Observed { window, next: 0 });
         self.plan();
-    }
-
-    /// Simulates `events`, calling `observe` before the first event of each window of
-    /// [`observe_windows`](Self::observe_windows) (the first call, once counting has started,
-    /// observes the start). The observations are boundaries like the others, so the events
-    /// between them are simulated as [`run`](Self::run) simulates them.
-    pub fn run_observed(
-        &mut self,
-        events: &[Event],
-        observe: &mut dyn FnMut(&Simulator),
-    ) -> Result<()> {
-        self.step_batch(events, observe)
     }
 
     /// Calls `observe` when a window of [`observe_windows`](Self::observe_windows) has
@@ -393,10 +328,16 @@ impl Simulator {
     /// Simulates `events` in order: runs of references the TLBs answer from their remembered
     /// hits in [`remembered_hits`](Self::remembered_hits), every other event one at a time
     /// after the boundary due before it, calling `observe` at the boundaries that end an
-    /// observed window ([`observe_windows`](Self::observe_windows); none without it). Once
-    /// the run has stopped (`stop.phase`) it simulates nothing more.
+    /// observed window ([`observe_windows`](Self::observe_windows); none without it: the
+    /// first call, once counting has started, observes the start). The observations are
+    /// boundaries like the others, so the events between them are simulated alike. Once the
+    /// run has stopped (`stop.phase`) it simulates nothing more.
     #[inline(always)]
-    fn step_batch(&mut self, events: &[Event], observe: &mut dyn FnMut(&Simulator)) -> Result<()> {
+    pub fn step_batch(
+        &mut self,
+        events: &[Event],
+        observe: &mut dyn FnMut(&Simulator),
+    ) -> Result<()> {
         let mut i = 0;
         let timed = self.core.is_interval();
         while i < events.len() && !self.stopped {
@@ -484,11 +425,49 @@ impl Simulator {
         n as usize
     }
 
-    /// Simulates one event.
-    #[inline(always)]
-    pub fn step(&mut self, e: &Event) -> Result<()> {
-        let idx = self.warmed.events + self.counters.events;
-        self.step_at(e, idx)
+    /// Simulates one event (after the boundary due before it) and returns what it did beyond
+    /// its vCPU.
+    pub fn step(&mut self, e: &Event) -> Result<Outcome> {
+        let before = self.step_boundary()?;
+        let idx = self.events();
+        Ok(before.then(self.step_event(e, idx)?))
+    }
+
+    /// Begins a step: takes the boundary due before the next event, if one is, and returns
+    /// what it did (the guest kernel's background work is a boundary's, so its invalidations
+    /// can be shot down before the event's own).
+    pub(crate) fn step_boundary(&mut self) -> Result<Outcome> {
+        self.happened = Outcome::default();
+        self.vmm.begin_event();
+        if self.boundary_due() {
+            self.boundary()?;
+            self.happened.boundary = true;
+        }
+        Ok(std::mem::take(&mut self.happened))
+    }
+
+    /// Ends a step begun by [`step_boundary`](Self::step_boundary): simulates event `e`, the
+    /// `idx`-th of its stream, and returns what it did, the shadow pager's lock holds of the
+    /// whole step included.
+    pub(crate) fn step_event(&mut self, e: &Event, idx: u64) -> Result<Outcome> {
+        self.step_at(e, idx)?;
+        let mut o = std::mem::take(&mut self.happened);
+        o.remote_flush = self.vmm.take_remote_flush();
+        o.pager_lock = self.vmm.take_lock_holds();
+        Ok(o)
+    }
+
+    /// The guest scheduler switches the running vCPU to thread `tid` of process `pid` (its
+    /// first event is the `idx`-th of the stream); returns what the switch did.
+    pub(crate) fn context_switch(&mut self, pid: u32, tid: u32, idx: u64) -> Result<Outcome> {
+        self.happened = Outcome::default();
+        self.os_event(&Event::Thread { pid, tid }, idx)?;
+        Ok(std::mem::take(&mut self.happened))
+    }
+
+    /// What the guest kernel's last action asks the MMUs to invalidate.
+    pub fn effects(&self) -> &OsEffects {
+        &self.fx
     }
 
     /// Simulates one event, the `idx`-th of its stream (for error messages).
@@ -603,7 +582,7 @@ impl Simulator {
         self.core.drain();
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        self.fx_serial += 1;
+        self.happened.invalidations = true;
         let res = self
             .os
             .ensure_implicit_process(&mut fx)
@@ -660,7 +639,7 @@ impl Simulator {
             Resolution::Guest => {
                 let mut fx = std::mem::take(&mut self.fx);
                 fx.clear();
-                self.fx_serial += 1;
+                self.happened.invalidations = true;
                 let res = self
                     .os
                     .fault(r.va, access.write, access.fetch, &mut fx)
@@ -686,7 +665,7 @@ impl Simulator {
         self.core.drain();
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        self.fx_serial += 1;
+        self.happened.invalidations = true;
         let idx = self.warmed.events + self.counters.events;
         let res = self
             .os
@@ -710,7 +689,7 @@ impl Simulator {
         }
         let mut fx = std::mem::take(&mut self.fx);
         fx.clear();
-        self.fx_serial += 1;
+        self.happened.invalidations = true;
         let res = self
             .os
             .event(e, &mut fx)

@@ -7,6 +7,7 @@ use super::native::Native;
 use super::nested::Nested;
 use super::nested_virt::ept::EptOnEpt;
 use super::nested_virt::l1::L1Setup;
+use super::nested_virt::shadow::ShadowL1;
 use super::nested_virt::three_d::ThreeD;
 use super::ops::{Fault, Paging, PagingOps, Resolution, Resume, Role};
 use super::shadow::Shadow;
@@ -33,6 +34,8 @@ pub(super) enum Active {
     Direct(Direct),
     /// Nested virtualization, EPT on EPT.
     EptOnEpt(EptOnEpt),
+    /// Nested virtualization, a shadow-paging L1 (shadow on EPT, PVM).
+    ShadowL1(ShadowL1),
     /// Nested virtualization, the 3D walk.
     ThreeD(ThreeD),
 }
@@ -46,6 +49,7 @@ macro_rules! each {
             Active::Shadow($m) => $e,
             Active::Direct($m) => $e,
             Active::EptOnEpt($m) => $e,
+            Active::ShadowL1($m) => $e,
             Active::ThreeD($m) => $e,
         }
     };
@@ -69,6 +73,9 @@ impl Active {
             Paging::Shadow => Active::Shadow(Shadow::new(hv)),
             Paging::Direct(t) => Active::Direct(Direct::new(t)),
             Paging::NestedVirt(L1Kind::Ept) => Active::EptOnEpt(EptOnEpt::new(l1()?, hv)?),
+            Paging::NestedVirt(k @ (L1Kind::Shadow | L1Kind::Pvm)) => {
+                Active::ShadowL1(ShadowL1::new(k, l1()?, hv)?)
+            }
             Paging::NestedVirt(L1Kind::ThreeD) => Active::ThreeD(ThreeD::new(l1()?, hv)?),
         })
     }

@@ -9,6 +9,7 @@
 //! simulated, never folded into these constants. [`Account`] is the one place every mode
 //! charges through.
 
+use super::pager_lock::PagerLock;
 use crate::mmu::Mmu;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -58,11 +59,15 @@ pub enum ExitReason {
     /// Nested virtualization, EPT on EPT: an EPT violation of L2 that L0 resolves alone,
     /// building the shadow EPT02 entry from EPT12 and EPT01.
     Ept02Fill,
+    /// Nested virtualization, PVM: the L2 kernel's return to its user side through L1's
+    /// switcher (both run at user privilege, each on its own shadow tables), a world switch no
+    /// hardware-virtualized guest takes.
+    UserReturn,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 18] = [
+    pub const ALL: [ExitReason; 19] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -81,6 +86,7 @@ impl ExitReason {
         ExitReason::L1Exit,
         ExitReason::Ept12Write,
         ExitReason::Ept02Fill,
+        ExitReason::UserReturn,
     ];
 
     /// The name used in results.
@@ -104,6 +110,7 @@ impl ExitReason {
             ExitReason::L1Exit => "l1_exit",
             ExitReason::Ept12Write => "ept12_write",
             ExitReason::Ept02Fill => "ept02_fill",
+            ExitReason::UserReturn => "user_return",
         }
     }
 
@@ -128,7 +135,8 @@ impl ExitReason {
             | ExitReason::IpiDeliver
             | ExitReason::Eoi
             | ExitReason::RemoteFlush
-            | ExitReason::PmuOverflow => false,
+            | ExitReason::PmuOverflow
+            | ExitReason::UserReturn => false,
         }
     }
 
@@ -247,6 +255,8 @@ pub(super) struct Account {
     /// watches under shadow paging.
     pub(super) paging_exits: u64,
     pub(super) paging_exit_cycles: u64,
+    /// The shadow pager's lock, which some of the handlers take.
+    pub(super) lock: PagerLock,
 }
 
 impl Account {
@@ -259,6 +269,7 @@ impl Account {
             exits: ExitStats::default(),
             paging_exits: 0,
             paging_exit_cycles: 0,
+            lock: PagerLock::default(),
         }
     }
 
@@ -270,7 +281,8 @@ impl Account {
             ExitReason::Hypercall
             | ExitReason::FaultBounce
             | ExitReason::InPlaceCall
-            | ExitReason::L1Exit => 0,
+            | ExitReason::L1Exit
+            | ExitReason::UserReturn => 0,
             ExitReason::HiddenFault
             | ExitReason::GuestFault
             | ExitReason::PtWrite
@@ -286,12 +298,28 @@ impl Account {
             | ExitReason::Ept12Write
             | ExitReason::Ept02Fill => self.round_trip,
         };
+        self.charge_trip(mmu, reason, round_trip, handler, true);
+    }
+
+    /// Charges one operation of `reason` whose world switches cost `round_trip` in place of
+    /// the profile's exit round trip: an exit of an L2 guest that its L1 hypervisor handles
+    /// (the nested round trip L2 → L0 → L1 → L0 → L2, or PVM's switcher), counted by its
+    /// cause. `vmx`: the switch is a VM exit, which flushes the TLBs without VPIDs.
+    pub(super) fn charge_trip(
+        &mut self,
+        mmu: &mut Mmu,
+        reason: ExitReason,
+        round_trip: u64,
+        handler: u64,
+        vmx: bool,
+    ) {
         self.exits.record(reason, round_trip + handler);
+        self.lock.charged(reason, round_trip + handler);
         if reason.is_paging() {
             self.paging_exits += 1;
             self.paging_exit_cycles += round_trip + handler;
         }
-        if reason.is_world_switch() && !self.tagged {
+        if vmx && reason.is_world_switch() && !self.tagged {
             mmu.flush_vm();
         }
     }

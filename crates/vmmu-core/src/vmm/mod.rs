@@ -61,10 +61,12 @@ mod native;
 mod nested;
 mod nested_virt;
 mod ops;
+mod pager_lock;
 mod shadow;
 mod shared;
 
 pub use ops::{DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
+pub use pager_lock::{LockHolds, PagerLockCounts};
 
 use crate::addr::{Gpa, Gva, Hpa};
 use crate::config::{CostProfile, Mode, SimConfig, Technique, VirtMode};
@@ -265,6 +267,34 @@ impl Vmm {
             mmu.flush_paging_structures();
             self.hv.remote_flush = true;
         }
+    }
+
+    /// An event begins: the shadow pager's lock holds of its handlers are counted from here
+    /// ([`Vmm::take_lock_holds`]).
+    pub fn begin_event(&mut self) {
+        self.hv.acct.lock.begin();
+    }
+
+    /// The shadow pager's lock holds since the event began ([`Vmm::begin_event`]).
+    pub fn take_lock_holds(&mut self) -> LockHolds {
+        self.hv.acct.lock.take()
+    }
+
+    /// An event that began at time `at` on its vCPU's clock made the lock holds `held`: it
+    /// waits for the lock where another vCPU held it then (multi-vCPU runs).
+    pub fn pager_lock_wait(&mut self, held: LockHolds, at: u64) {
+        let round_trip = self.hv.costs.exit_round_trip;
+        self.hv.acct.lock.hold(held, at, round_trip);
+    }
+
+    /// The shadow pager's lock's counts.
+    pub fn pager_lock(&self) -> PagerLockCounts {
+        self.hv.acct.lock.counts
+    }
+
+    /// Restarts the lock's counts (the end of a warm-up); when it is next free stays.
+    pub fn restart_pager_lock(&mut self) {
+        self.hv.acct.lock.counts = PagerLockCounts::default();
     }
 
     /// Whether shadow tables were removed since the last call, so every other vCPU must

@@ -21,7 +21,7 @@ pub mod step;
 mod tables;
 pub mod three_d;
 
-pub use tables::{GuestTables, ShadowTables, TableSource, Tables};
+pub use tables::{GuestTables, L1ShadowTables, ShadowTables, TableSource, Tables};
 
 use crate::addr::{Gpa, Gva, Hpa, PageSize, Space};
 use crate::config::{MachineConfig, PwcDesign};
@@ -310,7 +310,8 @@ impl<'a> Walker<'a> {
     }
 
     /// Walks `tables`: the guest's tables natively, over the nested tables in the 2D walk,
-    /// over two stages of nested tables in the 3D walk, or the shadow tables. Adds the walk's latency to `cycles`; returns the translation to fill
+    /// over two stages of nested tables in the 3D walk, or the shadow tables (an L1
+    /// hypervisor's over EPT01 in 2D). Adds the walk's latency to `cycles`; returns the translation to fill
     /// into the TLB (at the splintered size) or the fault.
     #[inline(always)]
     pub fn walk(mut self, tables: Tables<'_>, cycles: &mut u64) -> Result<Translation, WalkFault> {
@@ -352,6 +353,20 @@ impl<'a> Walker<'a> {
                 };
                 self.descend(&mut src, pt.geo, pt.root, cycles)
             }
+            Tables::L1Shadow {
+                l1mem,
+                pt: Some(pt),
+                hmem,
+                ept01,
+            } => {
+                let nested = NestedWalker::new(self.hw, hmem, ept01, self.vpid);
+                let mut src = L1ShadowTables {
+                    mem: l1mem,
+                    geo: pt.geo,
+                    nested,
+                };
+                self.descend(&mut src, pt.geo, pt.root, cycles)
+            }
             Tables::Shadow { hmem, pt: Some(pt) } => {
                 let mut src = ShadowTables {
                     mem: hmem,
@@ -359,7 +374,7 @@ impl<'a> Walker<'a> {
                 };
                 self.descend(&mut src, pt.geo, pt.root, cycles)
             }
-            Tables::Shadow { pt: None, .. } => {
+            Tables::Shadow { pt: None, .. } | Tables::L1Shadow { pt: None, .. } => {
                 self.hw.stats.walks += 1;
                 self.hw.stats.walk_faults += 1;
                 Err(WalkFault::NotPresent { level: 0 })

@@ -45,6 +45,18 @@ pub enum Tables<'a> {
         /// EPT01 (L1 physical, as L0's guest-physical, → host physical).
         ept01: PageTable<Gpa, Hpa>,
     },
+    /// Shadow tables of an L1 hypervisor in L1 memory (nested virtualization with a
+    /// shadow-paging L1), walked in 2D over L0's EPT01; `None` before L1 loads a root.
+    L1Shadow {
+        /// L1 memory holding the shadow tables.
+        l1mem: &'a PhysMem<L1pa>,
+        /// The shadow tables (L2 virtual → L1 physical) CR3 points to.
+        pt: Option<PageTable<Gva, L1pa>>,
+        /// Host memory holding EPT01.
+        hmem: &'a PhysMem<Hpa>,
+        /// EPT01 (L1 physical, as L0's guest-physical, → host physical).
+        ept01: PageTable<Gpa, Hpa>,
+    },
     /// Shadow tables in host memory; `None` before the hypervisor loads a root (every walk
     /// faults).
     Shadow {
@@ -173,5 +185,57 @@ impl TableSource for ShadowTables<'_> {
     #[inline]
     fn data(&mut self, _: &mut WalkHw, addr: Hpa, _: &mut u64) -> Result<(Hpa, PageSize), Gpa> {
         Ok((addr, PageSize::Size1G))
+    }
+}
+
+/// An L1 hypervisor's shadow tables in L1 memory, each L1-physical address — of a table and of
+/// the data — translated by `nested` (EPT01: L1 is L0's guest). L1 keeps their accessed and
+/// dirty state, as any shadow pager does.
+pub struct L1ShadowTables<'a, N: NestedDim> {
+    /// L1 physical memory.
+    pub mem: &'a PhysMem<L1pa>,
+    /// The shadow tables' format (the L2 guest's).
+    pub geo: Geometry,
+    /// The nested dimension (EPT01).
+    pub nested: N,
+}
+
+impl<N: NestedDim> TableSource for L1ShadowTables<'_, N> {
+    type Table = L1pa;
+
+    #[inline]
+    fn locate(
+        &mut self,
+        hw: &mut WalkHw,
+        table: L1pa,
+        level: u8,
+        cycles: &mut u64,
+    ) -> Result<Hpa, Gpa> {
+        let gpa = table.as_l0_gpa();
+        match self.nested.translate(hw, gpa, level as usize, cycles) {
+            Some((h, _)) => Ok(h),
+            None => Err(gpa),
+        }
+    }
+
+    #[inline]
+    fn read(&self, addr: L1pa) -> Pte {
+        self.geo.read_entry(self.mem, addr)
+    }
+
+    #[inline]
+    fn set_bits(&mut self, _: L1pa, _: u64) -> bool {
+        false
+    }
+
+    #[inline]
+    fn data(
+        &mut self,
+        hw: &mut WalkHw,
+        addr: L1pa,
+        cycles: &mut u64,
+    ) -> Result<(Hpa, PageSize), Gpa> {
+        let gpa = addr.as_l0_gpa();
+        self.nested.translate(hw, gpa, ROW_GPA, cycles).ok_or(gpa)
     }
 }

@@ -74,7 +74,7 @@ pub fn try_run(overrides: &[(&str, &str)], events: Vec<Event>) -> vmmu_core::Res
     );
     let cfg = config::build("bhargava08", &ov)?;
     let mut src = VecSource::new("crafted", events);
-    vmmu_core::result::run(&cfg, &mut src, &mut |_| true).map(|r| r.to_json())
+    vmmu_core::run::run(&cfg, &mut src, &mut |_| true).map(|r| r.to_json())
 }
 
 /// An unsigned field of a result.
@@ -89,4 +89,26 @@ pub fn exits(v: &Value, reason: &str) -> u64 {
         .get(reason)
         .and_then(|e| e["count"].as_u64())
         .unwrap_or(0)
+}
+
+/// Demand paging and copy-on-write over 256 pages of process 1 and its fork, process 3
+/// (nested virtualization's end-to-end check).
+pub fn busy() -> Vec<Event> {
+    let mut ev = region(256 * 4096, false);
+    for i in 0..256 {
+        ev.push(if i % 3 == 0 {
+            store(BASE + i * 4096 * 7 % (256 * 4096))
+        } else {
+            load(BASE + i * 4096 * 13 % (256 * 4096))
+        });
+    }
+    ev.push(Event::Fork {
+        parent: 1,
+        child: 3,
+    });
+    ev.push(Event::Switch { pid: 3 });
+    ev.extend((0..64).map(|i| store(BASE + i * 4096)));
+    ev.push(Event::Switch { pid: 1 });
+    ev.extend((0..256).map(|i| load(BASE + i * 4096 + 8)));
+    ev
 }

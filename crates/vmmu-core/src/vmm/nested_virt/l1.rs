@@ -4,8 +4,9 @@
 use super::super::exits::ExitReason;
 use super::super::shared::Shared;
 use crate::addr::{Gpa, Hpa, L1pa, PageSize};
-use crate::config::{L1Costs, NestedVirtConfig, SimConfig};
+use crate::config::{Bytes, HostConfig, L1Costs, NestedVirtConfig, SimConfig};
 use crate::error::{Error, Result};
+use crate::host::{Host, MemNames};
 use crate::mem::{FrameAllocator, PhysMem};
 use crate::mmu::Mmu;
 use crate::paging::{Geometry, PageTable, Pte, TableWrite};
@@ -16,6 +17,8 @@ pub(in crate::vmm) struct L1Setup {
     cfg: NestedVirtConfig,
     /// L1's physical memory in bytes.
     bytes: u64,
+    /// The L2 guest's physical memory in bytes.
+    guest_bytes: u64,
     /// The allocator L1's kernel places frames with (the guest's: both are Linux).
     alloc: crate::config::AllocatorConfig,
     /// EPT12's format: the host's nested format.
@@ -31,6 +34,7 @@ impl L1Setup {
         Some(L1Setup {
             cfg: nv.clone(),
             bytes: nv.l1_bytes(cfg.guest.memory.0),
+            guest_bytes: cfg.guest.memory.0,
             alloc: cfg.guest.allocator.clone(),
             geo: Geometry::nested(cfg.host.nested_levels),
             seed: cfg.seed,
@@ -41,7 +45,38 @@ impl L1Setup {
     pub(in crate::vmm) fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// The costs beyond the cost profile.
+    pub(in crate::vmm) fn costs(&self) -> &L1Costs {
+        &self.cfg.costs
+    }
+
+    /// The side of a shadow-paging L1 hypervisor that backs its guest: L1 memory, in which
+    /// L1 maps each L2 page on first use to a 4 KiB frame of its own (L1's map of its guest's
+    /// memory, a table of EPT12's format that no hardware walks; assumption: KVM's memslots
+    /// and L1's host page tables, read functionally), recording every frame it allocates so
+    /// L0 can back it. The map's root is backed by L0 at once (L1 booted before its guest).
+    pub(in crate::vmm) fn guest_side(&self, hv: &mut Shared) -> Result<Host<L1pa>> {
+        let cfg = HostConfig {
+            memory: Bytes(self.bytes),
+            allocator: self.alloc.clone(),
+            nested_page_size: PageSize::Size4K,
+            nested_levels: self.geo.levels,
+        };
+        let mut side: Host<L1pa> =
+            Host::build(&cfg, self.guest_bytes, self.seed ^ 0x11ab_c0de, L1_NAMES)?;
+        side.record_fresh();
+        hv.host.back(side.npt.root.as_l0_gpa(), PageSize::Size4K)?;
+        Ok(side)
+    }
 }
+
+/// What L1 memory's out-of-memory errors name.
+const L1_NAMES: MemNames = MemNames {
+    space: "L1 physical",
+    word: "L1",
+    knob: "nested_virt.l1_memory",
+};
 
 /// The L1 hypervisor: its physical memory, the frames it hands out, and EPT12, which maps
 /// its guest's (L2's) physical memory to its own.
@@ -160,7 +195,7 @@ pub(in crate::vmm) fn reflect<'a>(
 /// L0's side of L1's first touches of the frames `fresh`: backed when L1 allocates them
 /// (eager backing, no exit), or on the touch by a nested fault of L1 (lazy backing): one
 /// exit per frame EPT01 did not map yet.
-fn l0_touches(hv: &mut Shared, mmu: &mut Mmu, fresh: &[L1pa]) -> Result<()> {
+pub(in crate::vmm) fn l0_touches(hv: &mut Shared, mmu: &mut Mmu, fresh: &[L1pa]) -> Result<()> {
     for &f in fresh {
         let gpa = f.as_l0_gpa();
         if hv.host.translate(gpa).is_some() {

@@ -7,14 +7,17 @@
 //! | file | `nested_virt.l1` | what the hardware walks |
 //! |---|---|---|
 //! | `ept.rs` | `ept` | L2's tables over EPT02, L0's shadow of EPT12 ∘ EPT01 (a 2D walk) |
+//! | `shadow.rs` | `shadow` | L1's shadow tables (L2 virtual → L1 physical) over EPT01 (a 2D walk) |
 //! | `three_d.rs` | `3d` | L2's tables over EPT12 over EPT01 (a 3D walk) |
 //!
-//! What both share is the L1 hypervisor (`l1.rs`): its memory, EPT12 and its handler of an
-//! EPT violation, which backs one 4 KiB L2 page on first use (KVM maps guest memory on first
+//! What `ept` and `3d` share is the L1 hypervisor (`l1.rs`): its memory, EPT12 and its
+//! handler of an EPT violation, which backs one 4 KiB L2 page on first use (KVM maps guest memory on first
 //! touch, `kvm_tdp_page_fault`), and L0's side of that handler: every frame L1
 //! allocates it zeroes, and L0 backs each one — silently when it backs memory eagerly, by a
-//! nested fault of L1 when lazily (`hypervisor.backing`).
+//! nested fault of L1 when lazily (`hypervisor.backing`). A shadow-paging L1 has no EPT12:
+//! `l1.rs` gives it L1 memory with L1's own map of its guest's memory, and the same L0 side.
 
 pub(super) mod ept;
 pub(super) mod l1;
+pub(super) mod shadow;
 pub(super) mod three_d;

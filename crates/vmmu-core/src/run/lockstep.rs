@@ -16,9 +16,9 @@
 //! policy that switches inside a window, or whose switch leaves a cheaper state than the
 //! static run's, can do better (docs/policies.md, "The oracle").
 //!
-//! **The stitched result** is the sum of the chosen windows' changes of every integer field
-//! ([`super::stitch`]), taken a stretch of one mode at a time: the windows' changes
-//! telescope, so a result (a JSON tree) is built only of the counters at the stretches' ends,
+//! **The stitched result** is the sum of the chosen windows' changes of every count
+//! (`result::stitch`, typed), taken a stretch of one mode at a time: the windows' changes
+//! telescope, so a result is built only of the counters at the stretches' ends,
 //! while at every window boundary each simulation's counters are copied as plain values
 //! (`result::counts`), which is all the schedule and the timeline read. The switches are
 //! added to `cycles`, `cycles_by_cause.mode_switch`, the `mode_switch` exit,
@@ -27,56 +27,59 @@
 //! window's mode, `shadow.pages_live` from the shadow simulation when the schedule ends in
 //! shadow paging, else 0 (a switch to nested paging drops the cache).
 
-use super::counts::Counts;
-use super::stitch::{add, delta, rename_keys, tree};
-use super::RunResult;
+use super::{drive, next_batch, Advance, Progress};
 use crate::config::{SimConfig, VirtMode};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventSource};
 use crate::hw::tlb::{COUNT_L1D, COUNT_L2};
 use crate::policy::hindsight::{schedule, SwitchCost, WindowCost};
-use crate::sim::{Progress, Simulator, WindowRecord};
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use crate::result::stitch::Tally;
+use crate::result::{Counts, OracleSummary, RunResult, SimInfo, Stretch, WindowRecord};
+use crate::sim::Simulator;
+use crate::vmm::exits::ExitCount;
 use std::sync::Arc;
 
-/// A stretch of the oracle's schedule in one mode.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Stretch {
-    /// Its first window.
-    pub window: u64,
-    /// Instructions retired before it.
-    pub instructions: u64,
-    /// Its paging mode.
-    pub mode: String,
-    /// The estimated cost of the switch that starts it (0 for the first).
-    pub switch_cycles: u64,
-}
-
-/// The oracle's figures beside its stitched result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct OracleSummary {
-    /// The schedule's estimated cycles: chosen windows plus switches (= the result's `cycles`).
-    pub estimate_cycles: u64,
-    /// Static shadow paging's cycles on the same events.
-    pub static_shadow_cycles: u64,
-    /// Static nested paging's cycles on the same events.
-    pub static_nested_cycles: u64,
-    /// Instructions per window.
-    pub window: u64,
-    /// The schedule, one entry per stretch in one mode.
-    pub schedule: Vec<Stretch>,
-    /// Each window's cycles under static shadow paging.
-    pub shadow_cycles: Vec<u64>,
-    /// Each window's cycles under static nested paging.
-    pub nested_cycles: Vec<u64>,
-}
-
+/// Events read from the source at a time (each batch goes to both simulations).
 const BATCH: usize = 65_536;
-const PROGRESS_EVERY: u64 = 1 << 20;
+
+/// The two static simulations, observed at every window boundary, on the same events.
+struct Pair {
+    sims: Vec<Simulator>,
+    /// Each simulation's counters at every window boundary so far.
+    snaps: [Vec<Counts>; 2],
+    buf: Vec<Event>,
+    /// Events read so far.
+    events: u64,
+}
+
+impl Advance for Pair {
+    fn advance(&mut self, source: &mut dyn EventSource) -> Result<bool> {
+        if !next_batch(source, &mut self.buf, BATCH)? {
+            return Ok(false);
+        }
+        for (sim, out) in self.sims.iter_mut().zip(&mut self.snaps) {
+            sim.step_batch(&self.buf, &mut |s: &Simulator| out.push(s.counts()))?;
+        }
+        self.events += self.buf.len() as u64;
+        Ok(true)
+    }
+    fn events(&self) -> u64 {
+        self.events
+    }
+    fn finish(&mut self) -> Result<()> {
+        for (sim, snaps) in self.sims.iter_mut().zip(&mut self.snaps) {
+            sim.finish()?;
+            if snaps.is_empty() {
+                snaps.push(sim.counts());
+            }
+            snaps.push(sim.counts());
+        }
+        Ok(())
+    }
+}
 
 /// Runs the oracle of adaptive config `cfg` on `source`.
-pub fn run(
+pub(super) fn run(
     cfg: &SimConfig,
     source: &mut dyn EventSource,
     progress: &mut dyn FnMut(&Progress) -> bool,
@@ -100,66 +103,20 @@ pub fn run(
         sims.push(sim);
         configs.push(Arc::new(c));
     }
-    let mut snaps: [Vec<Counts>; 2] = [Vec::new(), Vec::new()];
-    let mut buf: Vec<Event> = Vec::with_capacity(BATCH);
-    let total = source.len_hint();
-    let mut events = 0u64;
-    let mut next_report = PROGRESS_EVERY;
-    loop {
-        buf.clear();
-        if source.next_batch(&mut buf, BATCH)? == 0 {
-            break;
-        }
-        for (sim, out) in sims.iter_mut().zip(&mut snaps) {
-            sim.run_observed(&buf, &mut |s: &Simulator| out.push(Counts::of(s)))?;
-        }
-        events += buf.len() as u64;
-        if events >= next_report {
-            next_report = events + PROGRESS_EVERY;
-            if !progress(&Progress { events, total }) {
-                return Err(Error::Interrupted { events });
-            }
-        }
-    }
-    for (i, sim) in sims.iter_mut().enumerate() {
-        sim.finish()?;
-        if snaps[i].is_empty() {
-            snaps[i].push(Counts::of(sim));
-        }
-        snaps[i].push(Counts::of(sim));
-    }
-    progress(&Progress { events, total });
+    let mut pair = Pair {
+        sims,
+        snaps: [Vec::new(), Vec::new()],
+        buf: Vec::with_capacity(BATCH),
+        events: 0,
+    };
+    drive(&mut pair, source, progress)?;
     let seconds = start.elapsed().as_secs_f64();
     let runs: [Run; 2] = std::array::from_fn(|i| Run {
-        sim: &sims[i],
+        sim: &pair.sims[i],
         config: &configs[i],
-        snaps: &snaps[i],
+        snaps: &pair.snaps[i],
     });
     stitch(cfg, &source.describe(), window, &runs, seconds)
-}
-
-fn u(v: &Value, path: &[&str]) -> u64 {
-    let mut x = v;
-    for k in path {
-        x = &x[*k];
-    }
-    x.as_u64().unwrap_or(0)
-}
-
-/// Adds `n` to the integer at `path` of `v`, creating it.
-fn bump(v: &mut Value, path: &[&str], n: u64) {
-    let mut x = v;
-    for k in path {
-        if !x.is_object() {
-            *x = Value::Object(Map::new());
-        }
-        x = x
-            .as_object_mut()
-            .expect("made an object")
-            .entry(*k)
-            .or_insert(json!(0));
-    }
-    *x = json!(x.as_u64().unwrap_or(0) + n);
 }
 
 /// One of the oracle's static simulations, finished, and its counters at every window
@@ -171,9 +128,14 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// The result at boundary `k` as a JSON tree.
-    fn tree(&self, k: usize) -> Value {
-        tree(self.sim, &self.snaps[k], self.config)
+    /// The result at boundary `k`, its steps named, without a timeline.
+    fn at(&self, k: usize) -> RunResult {
+        let shape = self.sim.shape();
+        let (mut r, steps) =
+            RunResult::of_counts(&self.snaps[k], &shape, "", 0.0, Arc::clone(self.config));
+        steps.fill(&mut r);
+        r.timeline = None;
+        r
     }
 }
 
@@ -230,24 +192,27 @@ fn stitch(
             _ => runs.push((m, k, k + 1)),
         }
     }
-    // A stretch's change is the sum of its windows' changes (integers telescope), so JSON
-    // trees are made only of the counters at the stretches' ends, not of every window's.
+    // A stretch's change is the sum of its windows' changes (counts telescope), so results
+    // are made only of the counters at the stretches' ends, not of every window's.
     let any_nested = modes.contains(&VirtMode::Nested);
-    let mut acc = Value::Object(Map::new());
+    let mut acc: Option<RunResult> = None;
     for &(m, a, b) in &runs {
         let run = &sims[side(m)];
-        let mut d = delta(&run.tree(a), &run.tree(b));
+        let mut d = run.at(b).since(&run.at(a));
         if m == VirtMode::Shadow && any_nested {
             // A run that used nested paging names the guest column of its 1D walks too.
-            rename_keys(&mut d, "walk_refs_by_step", |s| {
-                if s.starts_with('L') {
-                    format!("G,g{s}")
-                } else {
-                    s.to_string()
-                }
-            });
+            d.walk_refs_by_step = std::mem::take(&mut d.walk_refs_by_step)
+                .into_iter()
+                .map(|(s, n)| match s.starts_with('L') {
+                    true => (format!("G,g{s}"), n),
+                    false => (s, n),
+                })
+                .collect();
         }
-        add(&mut acc, &d);
+        acc = Some(match acc {
+            Some(sum) => sum.plus(&d),
+            None => d,
+        });
     }
     let mut timeline = Vec::with_capacity(n);
     let mut stretches: Vec<Stretch> = Vec::new();
@@ -315,75 +280,77 @@ fn stitch(
             decision: decision.to_string(),
         });
     }
-    let fins = [sims[0].tree(n), sims[1].tree(n)];
+    let fins = [sims[0].at(n), sims[1].at(n)];
     let last = modes.last().copied().unwrap_or(VirtMode::Shadow);
     let fin = |m: VirtMode| &fins[side(m)];
-    bump(&mut acc, &["cycles"], switch_cycles);
-    bump(&mut acc, &["cycles_by_cause", "mode_switch"], switch_cycles);
-    if acc.get("core").is_some_and(Value::is_object) {
-        bump(&mut acc, &["core", "cycles_additive"], switch_cycles);
-        bump(
-            &mut acc,
-            &["core", "cycles_by_cause_additive", "mode_switch"],
-            switch_cycles,
-        );
+    let mut result = acc.ok_or_else(|| Error::Check {
+        event: 0,
+        detail: "the oracle's schedule has no window".to_string(),
+    })?;
+    result.cycles += switch_cycles;
+    result.cycles_by_cause.mode_switch += switch_cycles;
+    if let Some(core) = &mut result.core {
+        core.cycles_additive += switch_cycles;
+        core.cycles_by_cause_additive.mode_switch += switch_cycles;
     }
     if switches > 0 {
-        bump(&mut acc, &["exits", "mode_switch", "count"], switches);
-        bump(&mut acc, &["exits", "mode_switch", "cycles"], switch_cycles);
-        acc["exits"]["mode_switch"]["world_switch"] = json!(true);
+        let e = result
+            .exits
+            .entry("mode_switch".to_string())
+            .or_insert(ExitCount {
+                count: 0,
+                cycles: 0,
+                world_switch: true,
+            });
+        e.count += switches;
+        e.cycles += switch_cycles;
+        e.world_switch = true;
     }
-    bump(&mut acc, &["world_switches"], switches);
-    bump(&mut acc, &["mode_switches"], switches);
-    bump(&mut acc, &["os_events", "vm_flushes"], switches);
-    if acc.get("shadow").is_some_and(Value::is_object) {
-        bump(&mut acc, &["shadow", "pages_removed"], unshadowed);
-        acc["shadow"]["pages_live"] = match last {
-            VirtMode::Shadow => json!(u(fin(VirtMode::Shadow), &["shadow", "pages_live"])),
-            VirtMode::Nested => json!(0),
+    result.world_switches += switches;
+    result.mode_switches += switches;
+    result.os_events.vm_flushes += switches;
+    if let Some(shadow) = &mut result.shadow {
+        shadow.pages_removed += unshadowed;
+        shadow.pages_live = match last {
+            VirtMode::Shadow => fin(VirtMode::Shadow).shadow.map_or(0, |s| s.pages_live),
+            VirtMode::Nested => 0,
         };
     }
-    acc["nested"] = fin(last)["nested"].clone();
+    result.nested = fin(last).nested.clone();
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    let (cycles, instructions) = (u(&acc, &["cycles"]), u(&acc, &["instructions"]));
-    acc["cpi"] = json!(ratio(cycles, instructions));
-    acc["walk_refs_per_walk"] = json!(ratio(u(&acc, &["walk_refs"]), u(&acc, &["walks"])));
+    result.cpi = ratio(result.cycles, result.instructions);
+    result.walk_refs_per_walk = ratio(result.walk_refs, result.walks);
     let id = fin(VirtMode::Shadow);
-    for key in [
-        "schema",
-        "machine",
-        "pwc_design",
-        "seed",
-        "profile",
-        "warmup",
-    ] {
-        acc[key] = id[key].clone();
-    }
-    acc["mode"] = json!(cfg.mode.name());
-    acc["policy"] = json!("oracle");
-    acc["technique"] = json!(cfg.hypervisor.technique.name());
-    acc["workload"] = json!(workload);
-    let sim_events = u(id, &["sim", "events"]);
-    acc["sim"] = json!({
-        "events": sim_events,
-        "seconds": seconds,
-        "events_per_second": if seconds > 0.0 { sim_events as f64 / seconds } else { 0.0 },
-    });
-    acc["config"] = serde_json::to_value(cfg).expect("a config serializes");
+    result.schema = id.schema.clone();
+    result.machine = id.machine.clone();
+    result.pwc_design = id.pwc_design.clone();
+    result.seed = id.seed;
+    result.profile = id.profile.clone();
+    result.warmup = id.warmup;
+    result.mode = cfg.mode.name().to_string();
+    result.policy = Some("oracle".to_string());
+    result.technique = Some(cfg.hypervisor.technique.name().to_string());
+    result.workload = workload.to_string();
+    let sim_events = id.sim.events;
+    result.sim = SimInfo {
+        events: sim_events,
+        seconds,
+        events_per_second: if seconds > 0.0 {
+            sim_events as f64 / seconds
+        } else {
+            0.0
+        },
+    };
+    result.config = Arc::new(cfg.clone());
     let summary = OracleSummary {
         estimate_cycles: estimate,
-        static_shadow_cycles: u(fin(VirtMode::Shadow), &["cycles"]),
-        static_nested_cycles: u(fin(VirtMode::Nested), &["cycles"]),
+        static_shadow_cycles: fin(VirtMode::Shadow).cycles,
+        static_nested_cycles: fin(VirtMode::Nested).cycles,
         window,
         schedule: stretches,
         shadow_cycles: costs.iter().map(|c| c.shadow).collect(),
         nested_cycles: costs.iter().map(|c| c.nested).collect(),
     };
-    let mut result: RunResult = serde_json::from_value(acc).map_err(|e| Error::Check {
-        event: 0,
-        detail: format!("the oracle's stitched result does not parse: {e}"),
-    })?;
-    // Typed parts are set typed: no trip through JSON for thousands of windows.
     result.timeline = Some(timeline);
     result.oracle = Some(summary);
     Ok(result)

@@ -1,0 +1,86 @@
+//! The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): the handlers that change or
+//! read the shared shadow tables ([`ExitReason::takes_pager_lock`]) hold it for their handler
+//! time, the exit's round trip being outside it; a vCPU that arrives while another holds it
+//! waits. KVM serialises its shadow MMU under `kvm->mmu_lock` the same way. The hypervisor
+//! counts the holds as its handlers run; the multi-vCPU scheduler, which knows each vCPU's
+//! clock, says when the event that ran them began ([`super::Vmm::pager_lock_wait`]).
+
+use super::exits::ExitReason;
+use serde::{Deserialize, Serialize};
+
+/// The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): handlers that change or
+/// read the shared shadow tables hold it for their handler time (the exit's round trip is
+/// outside it); a vCPU that arrives while another holds it waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PagerLockCounts {
+    /// Handlers that took the lock.
+    pub holds: u64,
+    /// Of them, those that found it held and waited.
+    pub contended: u64,
+    /// Cycles vCPUs waited for it (part of `cycles`, cause `pager_lock_wait`).
+    pub wait_cycles: u64,
+    /// Cycles it was held.
+    pub held_cycles: u64,
+}
+
+/// The lock-taking handlers one event ran: how many, and their cycles (round trips
+/// included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockHolds {
+    /// Handlers that took the lock.
+    pub holds: u64,
+    /// Their cycles, exit round trips included.
+    pub cycles: u64,
+}
+
+/// The lock's state on the vCPU clocks and its counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PagerLock {
+    /// The holds since the current event began.
+    pending: LockHolds,
+    /// When the lock is next free, on the vCPU clocks.
+    free_at: u64,
+    /// The counts (restarted at the end of a warm-up).
+    pub(super) counts: PagerLockCounts,
+}
+
+impl PagerLock {
+    /// A handler of `reason` ran for `cycles` (its round trip included).
+    #[inline]
+    pub(super) fn charged(&mut self, reason: ExitReason, cycles: u64) {
+        if reason.takes_pager_lock() {
+            self.pending.holds += 1;
+            self.pending.cycles += cycles;
+        }
+    }
+
+    /// An event begins: the holds it makes are counted from here.
+    pub(super) fn begin(&mut self) {
+        self.pending = LockHolds::default();
+    }
+
+    /// The holds since the event began (and none after).
+    pub(super) fn take(&mut self) -> LockHolds {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// The event that began at time `at` (on the clock of the vCPU that ran it) made `held`:
+    /// it held the lock for their handler time, after waiting for it if another vCPU held it
+    /// when its first exit arrived (`round_trip` after `at`).
+    pub(super) fn hold(&mut self, held: LockHolds, at: u64, round_trip: u64) {
+        if held.holds == 0 {
+            return;
+        }
+        let time = held.cycles.saturating_sub(held.holds * round_trip);
+        let arrive = at + round_trip;
+        let wait = self.free_at.saturating_sub(arrive);
+        self.free_at = arrive + wait + time;
+        let l = &mut self.counts;
+        l.holds += held.holds;
+        l.held_cycles += time;
+        if wait > 0 {
+            l.contended += 1;
+            l.wait_cycles += wait;
+        }
+    }
+}
