@@ -12,7 +12,7 @@ use crate::shadow::ShadowStats;
 use crate::sim::{Counters, CyclesByCause, PagerLockCounts, ShootdownCounts, Simulator, Warmup};
 use crate::timing::CoreStalls;
 use crate::vmm::exits::{ExitReason, ExitStats};
-use crate::vmm::InMode;
+use crate::vmm::{AgileStats, InMode};
 use crate::walk::WalkStats;
 
 /// Every counter a [`RunResult`](super::RunResult) reports of one vCPU's simulation, at one
@@ -45,6 +45,8 @@ pub(crate) struct Counts {
     pub exits: ExitStats,
     /// The shadow pagers', when the VM ran under shadow paging at all.
     pub shadow: Option<ShadowStats>,
+    /// Agile paging's policy's, in agile mode.
+    pub agile: Option<AgileStats>,
     /// Changes of paging mode.
     pub mode_switches: u64,
     /// Instructions retired per mode.
@@ -81,6 +83,7 @@ impl Counts {
             },
             exits: *vmm.exits(),
             shadow: vmm.shadow_stats(),
+            agile: vmm.agile_stats(),
             mode_switches: vmm.stats.mode_switches,
             in_mode: vmm.instructions_in_mode(sim.counters.instructions),
             os: sim.os.stats,

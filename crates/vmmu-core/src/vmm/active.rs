@@ -2,6 +2,7 @@
 //! operation once, and [`Active::build`], the one place a [`Paging`] becomes its
 //! implementation.
 
+use super::agile::{Agile, AgileStats};
 use super::direct::Direct;
 use super::native::Native;
 use super::nested::Nested;
@@ -35,6 +36,8 @@ pub(super) enum Active {
     EptOnEpt(EptOnEpt),
     /// Nested virtualization, the 3D walk.
     ThreeD(ThreeD),
+    /// Agile paging.
+    Agile(Agile),
 }
 
 /// `$e` with `$m` bound to the running mode's implementation.
@@ -47,6 +50,7 @@ macro_rules! each {
             Active::Direct($m) => $e,
             Active::EptOnEpt($m) => $e,
             Active::ThreeD($m) => $e,
+            Active::Agile($m) => $e,
         }
     };
 }
@@ -70,6 +74,7 @@ impl Active {
             Paging::Direct(t) => Active::Direct(Direct::new(t)),
             Paging::NestedVirt(L1Kind::Ept) => Active::EptOnEpt(EptOnEpt::new(l1()?, hv)?),
             Paging::NestedVirt(L1Kind::ThreeD) => Active::ThreeD(ThreeD::new(l1()?, hv)?),
+            Paging::Agile => Active::Agile(Agile::new(hv)),
         })
     }
 
@@ -177,5 +182,20 @@ impl Active {
     /// [`PagingOps::reset_stats`].
     pub(super) fn reset_stats(&mut self) {
         each!(self, m => m.reset_stats())
+    }
+
+    /// [`PagingOps::next_tick`].
+    pub(super) fn next_tick(&self) -> u64 {
+        each!(self, m => m.next_tick())
+    }
+
+    /// [`PagingOps::tick`].
+    pub(super) fn tick(&mut self, hv: &mut Shared, mmu: &mut Mmu, instructions: u64) {
+        each!(self, m => m.tick(hv, mmu, instructions))
+    }
+
+    /// [`PagingOps::agile_stats`].
+    pub(super) fn agile_stats(&self) -> Option<AgileStats> {
+        each!(self, m => m.agile_stats())
     }
 }

@@ -58,11 +58,14 @@ pub enum ExitReason {
     /// Nested virtualization, EPT on EPT: an EPT violation of L2 that L0 resolves alone,
     /// building the shadow EPT02 entry from EPT12 and EPT01.
     Ept02Fill,
+    /// Agile paging: the hypervisor's periodic scan of the nested dirty bits of the guest
+    /// tables in nested mode, which moves the unwritten ones back to shadow mode.
+    AgileScan,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 18] = [
+    pub const ALL: [ExitReason; 19] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -81,6 +84,7 @@ impl ExitReason {
         ExitReason::L1Exit,
         ExitReason::Ept12Write,
         ExitReason::Ept02Fill,
+        ExitReason::AgileScan,
     ];
 
     /// The name used in results.
@@ -104,6 +108,7 @@ impl ExitReason {
             ExitReason::L1Exit => "l1_exit",
             ExitReason::Ept12Write => "ept12_write",
             ExitReason::Ept02Fill => "ept02_fill",
+            ExitReason::AgileScan => "agile_scan",
         }
     }
 
@@ -128,7 +133,8 @@ impl ExitReason {
             | ExitReason::IpiDeliver
             | ExitReason::Eoi
             | ExitReason::RemoteFlush
-            | ExitReason::PmuOverflow => false,
+            | ExitReason::PmuOverflow
+            | ExitReason::AgileScan => false,
         }
     }
 
@@ -284,7 +290,8 @@ impl Account {
             | ExitReason::RemoteFlush
             | ExitReason::PmuOverflow
             | ExitReason::Ept12Write
-            | ExitReason::Ept02Fill => self.round_trip,
+            | ExitReason::Ept02Fill
+            | ExitReason::AgileScan => self.round_trip,
         };
         self.exits.record(reason, round_trip + handler);
         if reason.is_paging() {

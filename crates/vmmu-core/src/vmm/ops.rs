@@ -34,6 +34,9 @@ pub enum Paging {
     /// Nested virtualization: the guest is an L2 guest of an L1 hypervisor of this kind on the
     /// host.
     NestedVirt(L1Kind),
+    /// Agile paging: shadow tables whose walk continues in nested mode below a switching
+    /// entry.
+    Agile,
 }
 
 impl Paging {
@@ -45,6 +48,7 @@ impl Paging {
             Paging::Nested => "nested",
             Paging::Shadow | Paging::Direct(_) => "shadow",
             Paging::NestedVirt(_) => "nested-virt",
+            Paging::Agile => "agile",
         }
     }
 }
@@ -254,4 +258,18 @@ pub(super) trait PagingOps {
 
     /// Zeroes the mode's own counters (the end of a warm-up).
     fn reset_stats(&mut self) {}
+
+    /// The instruction count of the mode's next timed work (agile paging's dirty-bit scan);
+    /// `u64::MAX` for none.
+    fn next_tick(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// The mode's timed work, due at `instructions` ([`PagingOps::next_tick`]).
+    fn tick(&mut self, _hv: &mut Shared, _mmu: &mut Mmu, _instructions: u64) {}
+
+    /// The counters of agile paging's policy, in agile mode.
+    fn agile_stats(&self) -> Option<super::agile::AgileStats> {
+        None
+    }
 }
