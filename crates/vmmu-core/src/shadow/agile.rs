@@ -9,16 +9,17 @@ use super::ShadowPager;
 use crate::addr::{Gpa, Gva, Hpa, PageSize};
 use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::mem::PhysMem;
 use crate::paging::descent::{descend, Descent, Perms, Read};
 use crate::paging::{PageTable, Pte};
 use crate::walk::{SwitchStop, Switching};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 /// The guest tables in nested mode and the switching entries that name them.
 #[derive(Default)]
 pub(super) struct Switched {
-    /// Guest tables (frame numbers) whose subtrees are in nested mode.
-    nested: FxHashSet<u64>,
+    /// Guest tables (frame numbers) whose subtrees are in nested mode, with their levels.
+    nested: FxHashMap<u64, u8>,
     /// The guest-physical frame of each guest table a switching entry names, by host frame.
     guest_of: FxHashMap<u64, Gpa>,
     /// The shadow entries (host addresses) made switching entries, by the guest table they
@@ -30,7 +31,7 @@ impl Switched {
     /// Whether the guest table at frame `gfn` is in nested mode.
     #[inline]
     pub(super) fn is_nested(&self, gfn: u64) -> bool {
-        !self.nested.is_empty() && self.nested.contains(&gfn)
+        !self.nested.is_empty() && self.nested.contains_key(&gfn)
     }
 }
 
@@ -105,13 +106,17 @@ impl ShadowPager {
         Ok(backed)
     }
 
-    /// Moves the guest table at frame `gfn` and the tables below it to nested mode: their
-    /// shadow pages go (the shadow entries above refill as switching entries on the next
-    /// hidden fault). Returns the shadow pages removed and the guest tables whose shadows they
-    /// were (the subtree as the shadow cache knew it), `gfn` first.
-    pub fn nest(&mut self, host: &mut Host, gfn: u64) -> (u64, Vec<u64>) {
-        self.agile.nested.insert(gfn);
-        let mut members = vec![gfn];
+    /// The highest level the guest table at frame `gfn` is shadowed at, if it is.
+    pub fn shadow_level(&self, gfn: u64) -> Option<u8> {
+        let levels = self.gfns.get(&gfn)?.levels;
+        (levels != 0).then(|| 7 - levels.leading_zeros() as u8)
+    }
+
+    /// Moves the guest table at frame `gfn`, of `level`, and the tables below it to nested
+    /// mode: their shadow pages go (the shadow entries above refill as switching entries on
+    /// the next hidden fault). Returns the shadow pages removed.
+    pub fn nest(&mut self, host: &mut Host, gfn: u64, level: u8) -> u64 {
+        self.agile.nested.insert(gfn, level);
         let mut removed = 0;
         let mut todo: Vec<SpKey> = (1..=self.geo.levels)
             .map(|level| SpKey {
@@ -137,7 +142,6 @@ impl ShadowPager {
                     }
                     if let Some(&child) = self.by_hpa.get(&e.frame(self.geo.frame_mask())) {
                         if !child.direct {
-                            members.push(child.gfn);
                             todo.push(child);
                         }
                     }
@@ -146,9 +150,33 @@ impl ShadowPager {
             self.zap(host, key);
             removed += 1;
         }
-        members.sort_unstable();
-        members.dedup();
-        (removed, members)
+        removed
+    }
+
+    /// The guest tables (frame numbers) of the subtree in nested mode rooted at `gfn`, as the
+    /// guest's tables in `gmem` are now: the hypervisor's walk of the subtree when it scans
+    /// the nested dirty bits of its pages. `gfn` first.
+    pub fn subtree(&self, gmem: &PhysMem<Gpa>, gfn: u64) -> Vec<u64> {
+        let geo = self.geo;
+        let Some(&level) = self.agile.nested.get(&gfn) else {
+            return Vec::new();
+        };
+        let mut out = vec![gfn];
+        let mut todo = vec![(gfn, level)];
+        while let Some((t, l)) = todo.pop() {
+            if l <= 1 {
+                continue;
+            }
+            for i in 0..geo.entries(l) {
+                let e = geo.read_entry(gmem, Gpa::new((t << 12) + i * geo.entry_bytes as u64));
+                if e.present() && geo.leaf_at(l, e).is_none() {
+                    let child = e.frame(geo.frame_mask()) >> 12;
+                    out.push(child);
+                    todo.push((child, l - 1));
+                }
+            }
+        }
+        out
     }
 
     /// Moves the guest table at frame `gfn` back to shadow mode: the switching entries that
@@ -176,7 +204,7 @@ impl ShadowPager {
 
     /// The guest tables in nested mode, in frame order.
     pub fn nested_tables(&self) -> Vec<u64> {
-        let mut v: Vec<u64> = self.agile.nested.iter().copied().collect();
+        let mut v: Vec<u64> = self.agile.nested.keys().copied().collect();
         v.sort_unstable();
         v
     }

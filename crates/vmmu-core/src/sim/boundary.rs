@@ -54,7 +54,7 @@ impl Simulator {
         if !self.warming {
             self.adapt()?;
         }
-        self.vmm.tick(&mut self.mmu, instr);
+        self.vmm.tick(&mut self.mmu, &self.os, instr);
         self.background()?;
         self.plan();
         Ok(())

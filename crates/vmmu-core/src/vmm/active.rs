@@ -190,8 +190,8 @@ impl Active {
     }
 
     /// [`PagingOps::tick`].
-    pub(super) fn tick(&mut self, hv: &mut Shared, mmu: &mut Mmu, instructions: u64) {
-        each!(self, m => m.tick(hv, mmu, instructions))
+    pub(super) fn tick(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, instructions: u64) {
+        each!(self, m => m.tick(hv, mmu, os, instructions))
     }
 
     /// [`PagingOps::agile_stats`].

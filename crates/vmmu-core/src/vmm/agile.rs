@@ -10,9 +10,9 @@
 //! to nested mode; every `scan_interval` instructions the hypervisor reads the nested dirty
 //! bit of each guest table in nested mode, and a subtree whose table was not written since the
 //! last scan moves back to shadow mode (its shadow path refills through hidden faults).
-//! Simplifications: the scan reads the dirty bit of the subtree's root table, the one whose
-//! writes moved it; a write to a table below it marks the subtree written only when the shadow
-//! cache knew that table when the subtree moved.
+//! The scan walks each subtree's guest tables as they are then and reads the nested dirty bit
+//! of each table page (`scan_table` cycles per table); the guest writes to those pages since
+//! the last scan are the exits agile paging avoided.
 
 use super::exits::ExitReason;
 use super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role};
@@ -26,7 +26,7 @@ use crate::mmu::Mmu;
 use crate::paging::PageTable;
 use crate::shadow::{ShadowStats, WriteKind};
 use crate::walk::{AgileTables, Tables, WalkFault};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// Counters of agile paging's policy.
@@ -36,8 +36,8 @@ pub struct AgileStats {
     pub to_nested: u64,
     /// Subtrees moved from nested back to shadow mode by a scan.
     pub to_shadow: u64,
-    /// Guest page-table writes to tables in nested mode: writes that shadow paging would
-    /// have write-protected (an exit each, or an out-of-sync page).
+    /// Guest page-table writes to tables in nested mode, counted at each scan: writes that
+    /// shadow paging would have write-protected (an exit each, or an out-of-sync page).
     pub exits_avoided: u64,
     /// Dirty-bit scans.
     pub scans: u64,
@@ -50,10 +50,9 @@ pub(super) struct Agile {
     shadow: Shadow,
     /// Emulated writes per shadowed guest table (frame) since the last scan.
     writes: FxHashMap<u64, u32>,
-    /// The subtree (its root table's frame) each guest table in nested mode belongs to.
-    members: FxHashMap<u64, u64>,
-    /// Subtrees written since the last scan (their nested dirty bits).
-    dirty: FxHashSet<u64>,
+    /// Writes since the last scan per guest table (frame) with no shadow: the nested dirty
+    /// bits of those pages, which the scan reads for the tables in nested mode.
+    written: FxHashMap<u64, u64>,
     /// The instruction count of the next scan.
     next_scan: u64,
     stats: AgileStats,
@@ -65,38 +64,19 @@ impl Agile {
         Agile {
             shadow: Shadow::new(hv),
             writes: FxHashMap::default(),
-            members: FxHashMap::default(),
-            dirty: FxHashSet::default(),
+            written: FxHashMap::default(),
             next_scan: hv.agile.scan_interval,
             stats: AgileStats::default(),
         }
     }
 
-    /// The subtree in nested mode the guest table at frame `gfn` belongs to.
-    fn subtree_of(&self, gfn: u64) -> Option<u64> {
-        if self.shadow.pager().is_nested(gfn) {
-            return Some(gfn);
-        }
-        self.members.get(&gfn).copied()
-    }
-
-    /// Moves the subtree of the guest table at frame `gfn` to nested mode; returns the
-    /// handler's cycles (each shadow page removed is an unshadow).
-    fn nest(&mut self, hv: &mut Shared, gfn: u64) -> u64 {
-        let (removed, members) = self.shadow.pager_mut().nest(&mut hv.host, gfn);
-        for m in members {
-            self.members.insert(m, gfn);
-        }
+    /// Moves the subtree of the guest table at frame `gfn`, of `level`, to nested mode;
+    /// returns the handler's cycles (each shadow page removed is an unshadow).
+    fn nest(&mut self, hv: &mut Shared, gfn: u64, level: u8) -> u64 {
+        let removed = self.shadow.pager_mut().nest(&mut hv.host, gfn, level);
         self.writes.remove(&gfn);
         self.stats.to_nested += 1;
         removed * hv.costs.unshadow
-    }
-
-    /// Moves the subtree of `root` back to shadow mode.
-    fn unnest(&mut self, hv: &mut Shared, root: u64) {
-        self.shadow.pager_mut().unnest(&mut hv.host, root);
-        self.members.retain(|_, r| *r != root);
-        self.stats.to_shadow += 1;
     }
 }
 
@@ -172,9 +152,10 @@ impl PagingOps for Agile {
                 if root_nested || (loaded == root && sp.switches_at(&hv.host, f.va)) {
                     return Ok(Resolution::Guest);
                 }
-                if loaded != root {
+                if loaded.is_some() && loaded != root {
                     // The process's root left nested mode while another's shadow root was
-                    // loaded: the root is loaded again, as a CR3 write.
+                    // loaded: the root is loaded again, as a CR3 write (with none loaded, the
+                    // hidden fault builds it, as under shadow paging).
                     self.shadow.cr3_write(hv, mmu, os, f.pid)?;
                     return Ok(Resolution::Retry);
                 }
@@ -183,38 +164,34 @@ impl PagingOps for Agile {
         }
     }
 
-    /// A write to a guest table in nested mode goes through (its nested dirty bit is set);
-    /// a write to a shadowed one is the shadow pager's, and the writes that exit count toward
-    /// moving the table's subtree to nested mode.
+    /// A write to a guest table with no shadow goes through (in nested mode its nested dirty
+    /// bit is set); a write to a shadowed one is the shadow pager's, and the writes that exit
+    /// count toward moving the table's subtree to nested mode.
     fn writes(&mut self, hv: &mut Shared, mmu: &mut Mmu, fx: &OsEffects) {
         let threshold = hv.agile.write_threshold;
         for w in &fx.writes {
             let gfn = w.addr.raw() >> 12;
-            match self.shadow.write(hv, w) {
-                (WriteKind::Unshadowed, _) => {
-                    if let Some(root) = self.subtree_of(gfn) {
-                        self.dirty.insert(root);
-                        self.stats.exits_avoided += 1;
-                    }
-                }
-                (_, Some(mut h)) => {
+            let level = self.shadow.pager().shadow_level(gfn);
+            match (self.shadow.write(hv, w), level) {
+                ((WriteKind::Unshadowed, _), _) => *self.written.entry(gfn).or_default() += 1,
+                ((_, Some(mut h)), Some(level)) => {
                     let n = self.writes.entry(gfn).or_default();
                     *n += 1;
                     if *n >= threshold {
-                        h += self.nest(hv, gfn);
+                        h += self.nest(hv, gfn, level);
                     }
                     hv.acct.charge(mmu, ExitReason::PtWrite, h);
                 }
-                (_, None) => {}
+                ((_, Some(h)), None) => hv.acct.charge(mmu, ExitReason::PtWrite, h),
+                ((_, None), _) => {}
             }
         }
         for &t in &fx.freed_tables {
             let gfn = t.raw() >> 12;
             if self.shadow.pager().is_nested(gfn) {
                 self.shadow.pager_mut().unnest(&mut hv.host, gfn);
-                self.members.retain(|_, r| *r != gfn);
             }
-            self.members.remove(&gfn);
+            self.written.remove(&gfn);
             self.shadow.pager_mut().table_freed(&mut hv.host, t);
         }
     }
@@ -266,23 +243,30 @@ impl PagingOps for Agile {
         self.next_scan
     }
 
-    /// The dirty-bit scan: each subtree in nested mode not written since the last scan moves
-    /// back to shadow mode; the write counts of the interval restart.
-    fn tick(&mut self, hv: &mut Shared, mmu: &mut Mmu, instructions: u64) {
+    /// The dirty-bit scan: each subtree in nested mode none of whose tables was written
+    /// since the last scan moves back to shadow mode; the write counts of the interval
+    /// restart.
+    fn tick(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, instructions: u64) {
         let interval = hv.agile.scan_interval;
         self.next_scan = (instructions / interval + 1) * interval;
         self.writes.clear();
         let roots = self.shadow.pager().nested_tables();
         if roots.is_empty() {
+            self.written.clear();
             return;
         }
-        let scanned = roots.len() as u64 + self.members.len() as u64;
+        let mut scanned = 0;
         for root in roots {
-            if !self.dirty.contains(&root) {
-                self.unnest(hv, root);
+            let tables = self.shadow.pager().subtree(&os.mem, root);
+            scanned += tables.len() as u64;
+            let n: u64 = tables.iter().filter_map(|t| self.written.get(t)).sum();
+            self.stats.exits_avoided += n;
+            if n == 0 {
+                self.shadow.pager_mut().unnest(&mut hv.host, root);
+                self.stats.to_shadow += 1;
             }
         }
-        self.dirty.clear();
+        self.written.clear();
         self.stats.scans += 1;
         hv.acct
             .charge(mmu, ExitReason::AgileScan, scanned * hv.agile.scan_table);

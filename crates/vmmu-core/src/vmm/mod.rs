@@ -403,10 +403,10 @@ impl Vmm {
     }
 
     /// The mode's timed work due at `instructions` (the run's, warm-up included), on the
-    /// processor of `mmu`.
-    pub fn tick(&mut self, mmu: &mut Mmu, instructions: u64) {
+    /// processor of `mmu`, the guest running `os`.
+    pub fn tick(&mut self, mmu: &mut Mmu, os: &GuestOs, instructions: u64) {
         if instructions >= self.mode.next_tick() {
-            self.mode.tick(&mut self.hv, mmu, instructions);
+            self.mode.tick(&mut self.hv, mmu, os, instructions);
             self.take_unlinked(mmu);
         }
     }

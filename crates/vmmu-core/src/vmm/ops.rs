@@ -266,7 +266,7 @@ pub(super) trait PagingOps {
     }
 
     /// The mode's timed work, due at `instructions` ([`PagingOps::next_tick`]).
-    fn tick(&mut self, _hv: &mut Shared, _mmu: &mut Mmu, _instructions: u64) {}
+    fn tick(&mut self, _hv: &mut Shared, _mmu: &mut Mmu, _os: &GuestOs, _instructions: u64) {}
 
     /// The counters of agile paging's policy, in agile mode.
     fn agile_stats(&self) -> Option<super::agile::AgileStats> {
