@@ -2,14 +2,14 @@
 //! operation once, and [`Active::build`], the one place a [`Paging`] becomes its
 //! implementation.
 
-use super::agile::{Agile, AgileStats};
+use super::agile::Agile;
 use super::direct::Direct;
 use super::native::Native;
 use super::nested::Nested;
 use super::nested_virt::ept::EptOnEpt;
 use super::nested_virt::l1::L1Setup;
 use super::nested_virt::three_d::ThreeD;
-use super::ops::{Fault, Paging, PagingOps, Resolution, Resume, Role};
+use super::ops::{AgileStats, Fault, Paging, PagingOps, Resolution, Resume, Role};
 use super::shadow::Shadow;
 use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};

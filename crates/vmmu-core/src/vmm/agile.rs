@@ -15,11 +15,12 @@
 //! the last scan are the exits agile paging avoided.
 
 use super::exits::ExitReason;
-use super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role};
+use super::nested::nested_fault;
+use super::ops::{AgileStats, Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role};
 use super::shadow::Shadow;
 use super::shared::Shared;
-use crate::addr::{Gpa, Gva, Hpa, PageSize};
-use crate::error::{Error, Result};
+use crate::addr::{Gpa, Gva, Hpa};
+use crate::error::Result;
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
 use crate::mmu::Mmu;
@@ -27,23 +28,6 @@ use crate::paging::PageTable;
 use crate::shadow::{ShadowStats, WriteKind};
 use crate::walk::{AgileTables, Tables, WalkFault};
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
-
-/// Counters of agile paging's policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgileStats {
-    /// Subtrees moved from shadow to nested mode.
-    pub to_nested: u64,
-    /// Subtrees moved from nested back to shadow mode by a scan.
-    pub to_shadow: u64,
-    /// Guest page-table writes to tables in nested mode, counted at each scan: writes that
-    /// shadow paging would have write-protected (an exit each, or an out-of-sync page).
-    pub exits_avoided: u64,
-    /// Dirty-bit scans.
-    pub scans: u64,
-    /// Guest tables in nested mode at the end.
-    pub nested_tables: u64,
-}
 
 /// Agile paging: a shadow pager whose subtrees can be in nested mode, and the policy's state.
 pub(super) struct Agile {
@@ -127,21 +111,7 @@ impl PagingOps for Agile {
         f: Fault,
     ) -> Result<Resolution> {
         match f.cause {
-            WalkFault::Nested { gpa } if hv.lazy => {
-                hv.host
-                    .back(gpa.page_base(PageSize::Size4K), PageSize::Size4K)?;
-                hv.acct
-                    .charge(mmu, ExitReason::NestedFault, hv.costs.nested_fault);
-                Ok(Resolution::Retry)
-            }
-            WalkFault::Nested { gpa } => Err(Error::Check {
-                event: 0,
-                detail: format!(
-                    "nested fault at {gpa} for {}: guest memory is pre-backed, so every \
-                     allocated guest frame must have a nested mapping",
-                    f.va
-                ),
-            }),
+            WalkFault::Nested { gpa } => nested_fault(hv, mmu, gpa, f.va),
             WalkFault::NotPresent { .. } | WalkFault::Protection => {
                 let sp = self.shadow.pager();
                 let root_nested = os

@@ -66,8 +66,7 @@ mod ops;
 mod shadow;
 mod shared;
 
-pub use agile::AgileStats;
-pub use ops::{DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
+pub use ops::{AgileStats, DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
 
 use crate::addr::{Gpa, Gva, Hpa};
 use crate::config::{CostProfile, Mode, SimConfig, Technique, VirtMode};
