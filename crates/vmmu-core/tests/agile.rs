@@ -226,3 +226,18 @@ fn nested_subtrees_take_guest_page_table_writes_without_exits() {
     // The guest sees the same: its own page faults are the same in both.
     assert_eq!(u(&agile, "page_faults"), u(&shadow, "page_faults"));
 }
+
+#[test]
+fn agile_runs_on_several_vcpus_verify_every_translation() {
+    let r = run(
+        &[
+            ("mode", "agile"),
+            ("guest.vcpus", "2"),
+            ("agile.write_threshold", "1"),
+            ("agile.scan_interval", "500"),
+        ],
+        churn(),
+    );
+    assert_eq!(u(&r, "checked_translations"), 10_000);
+    assert!(r["agile"]["policy"]["to_nested"].as_u64().unwrap() > 0);
+}
