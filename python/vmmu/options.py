@@ -28,8 +28,10 @@ from vmmu.exceptions import ConfigError
 
 #: Paging modes the engine implements, in display order; ``adaptive`` switches between
 #: shadow and nested paging by a policy (``docs/policies.md``); ``nested-virt`` runs the guest
-#: as an L2 guest of an L1 hypervisor of kind :data:`L1_KINDS` (``docs/model.md``).
-MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive", "nested-virt")
+#: as an L2 guest of an L1 hypervisor of kind :data:`L1_KINDS`; ``agile`` is agile paging,
+#: shadow tables whose walk continues in nested mode below a switching entry
+#: (``docs/model.md``).
+MODES: tuple[str, ...] = ("native", "nested", "shadow", "adaptive", "nested-virt", "agile")
 
 #: L1 hypervisors of a ``nested-virt`` run (``nested_virt.l1``): EPT on EPT, shadow on EPT, PVM,
 #: the 3D walk.

@@ -211,7 +211,8 @@ impl SimConfig {
     /// created empty for `sizing` overrides to fill (validation then needs its sizes), and so
     /// are the phase markers `warmup.phase` and `stop.phase`, left out of the written config
     /// while unset; the optional `nested_virt` section is created with its defaults for a
-    /// nested-virt run or any `nested_virt.KEY` override.
+    /// nested-virt run or any `nested_virt.KEY` override, and the `agile` section for any
+    /// `agile.KEY` override.
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Self> {
         let mut base = self.clone();
         base.prepare_policy(overrides)?;
@@ -238,6 +239,9 @@ impl SimConfig {
         });
         if base.nested_virt.is_none() && nested_virt {
             base.nested_virt = Some(NestedVirtConfig::default());
+        }
+        if base.agile.is_none() && overrides.iter().any(|(p, _)| p.starts_with("agile.")) {
+            base.agile = Some(AgileConfig::default());
         }
         let mut full = toml::Value::try_from(&base)
             .map_err(|e| Error::config("config", format!("cannot expand defaults: {e}")))?;

@@ -13,11 +13,13 @@
 //! config is expanded with all its defaults, the path must exist in it, and the value is parsed
 //! as a TOML value (falling back to a string), so a typo is an error, never a silent no-op.
 
+mod agile;
 mod load;
 mod nested_virt;
 mod policy;
 mod validate;
 
+pub use agile::AgileConfig;
 pub use load::{build, load_machine, load_profile, PRESETS, PROFILES};
 pub use nested_virt::{L1Costs, L1Kind, NestedVirtConfig, L1_PROFILES};
 pub use policy::{
@@ -86,6 +88,10 @@ pub enum Mode {
     /// L0 host (`[nested_virt]`: the L1 kind and the walk that results).
     #[serde(rename = "nested-virt")]
     NestedVirt,
+    /// Agile paging (Gandhi, Hill & Swift, ISCA 2016): one walk starts in the shadow tables
+    /// and continues in nested mode below a switching entry (`[agile]`: the policy moving
+    /// subtrees between the two).
+    Agile,
 }
 
 impl Mode {
@@ -97,6 +103,7 @@ impl Mode {
             Mode::Shadow => "shadow",
             Mode::Adaptive => "adaptive",
             Mode::NestedVirt => "nested-virt",
+            Mode::Agile => "agile",
         }
     }
 
@@ -104,7 +111,7 @@ impl Mode {
     pub const fn virtualized(self) -> bool {
         match self {
             Mode::Native => false,
-            Mode::Nested | Mode::Shadow | Mode::Adaptive | Mode::NestedVirt => true,
+            Mode::Nested | Mode::Shadow | Mode::Adaptive | Mode::NestedVirt | Mode::Agile => true,
         }
     }
 
@@ -113,7 +120,7 @@ impl Mode {
     pub const fn uses_technique(self) -> bool {
         match self {
             Mode::Shadow | Mode::Adaptive => true,
-            Mode::Native | Mode::Nested | Mode::NestedVirt => false,
+            Mode::Native | Mode::Nested | Mode::NestedVirt | Mode::Agile => false,
         }
     }
 }
@@ -1009,6 +1016,9 @@ pub struct SimConfig {
     /// The L1 hypervisor of a nested-virtualization run (only with `mode = "nested-virt"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested_virt: Option<NestedVirtConfig>,
+    /// The agile-paging policy (only with `mode = "agile"`; its defaults when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agile: Option<AgileConfig>,
 }
 
 /// A sizing study of the L2 TLB in one pass (docs/performance.md, "One pass for many sizes"):
@@ -1104,6 +1114,7 @@ impl SimConfig {
             policy: None,
             sizing: None,
             nested_virt: None,
+            agile: None,
         }
     }
 }

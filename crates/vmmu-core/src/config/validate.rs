@@ -191,6 +191,7 @@ impl SimConfig {
         self.validate_policy()?;
         self.validate_sizing()?;
         self.validate_nested_virt()?;
+        self.validate_agile()?;
         let w = &self.warmup;
         if w.refs > 0 && w.instructions > 0 {
             return Err(Error::config(
@@ -436,7 +437,10 @@ impl SimConfig {
                     ),
                 ))
             }
-            (Mode::Native | Mode::Nested | Mode::Shadow | Mode::NestedVirt, Some(p)) => {
+            (
+                Mode::Native | Mode::Nested | Mode::Shadow | Mode::NestedVirt | Mode::Agile,
+                Some(p),
+            ) => {
                 return Err(Error::config(
                     "policy",
                     format!(
@@ -447,7 +451,9 @@ impl SimConfig {
                     ),
                 ))
             }
-            (Mode::Native | Mode::Nested | Mode::Shadow | Mode::NestedVirt, None) => return Ok(()),
+            (Mode::Native | Mode::Nested | Mode::Shadow | Mode::NestedVirt | Mode::Agile, None) => {
+                return Ok(())
+            }
             (Mode::Adaptive, Some(_)) => {}
         }
         if self.guest.vcpus > 1 {
@@ -723,6 +729,54 @@ impl SimConfig {
                      L1's memory defaults to twice guest.memory",
                     self.host.memory.0
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Agile paging: its section belongs to its mode, whose shadow part is trap-and-emulate
+    /// (technique `hvm`), and which keeps one mode for the run.
+    fn validate_agile(&self) -> Result<()> {
+        if self.agile.is_some() && self.mode != Mode::Agile {
+            return Err(Error::config(
+                "agile",
+                format!(
+                    "the [agile] section belongs to mode = \"agile\"; this run's mode is `{}`",
+                    self.mode.name()
+                ),
+            ));
+        }
+        if self.mode != Mode::Agile {
+            return Ok(());
+        }
+        if self.hypervisor.technique != Technique::Hvm {
+            return Err(Error::config(
+                "hypervisor.technique",
+                format!(
+                    "agile paging's shadow part is trap-and-emulate (technique = \"hvm\"); \
+                     technique `{}` is direct paging",
+                    self.hypervisor.technique.name()
+                ),
+            ));
+        }
+        if !self.hypervisor.switch.at.is_empty() {
+            return Err(Error::config(
+                "hypervisor.switch.at",
+                "an agile run moves subtrees between shadow and nested mode itself; it does \
+                 not switch the whole VM's mode",
+            ));
+        }
+        let a = self.agile.unwrap_or_default();
+        if a.write_threshold == 0 {
+            return Err(Error::config(
+                "agile.write_threshold",
+                "must be at least 1 (the emulated writes that move a guest table to nested mode)",
+            ));
+        }
+        if a.scan_interval == 0 {
+            return Err(Error::config(
+                "agile.scan_interval",
+                "must be at least 1 instruction (the interval of the dirty-bit scans)",
             ));
         }
         Ok(())

@@ -20,6 +20,11 @@ impl Pte {
     pub const PS: u64 = 1 << 7;
     /// Global (leaves): survives CR3 writes when CR4.PGE is on.
     pub const G: u64 = 1 << 8;
+    /// Agile paging's switching bit (bit 11, ignored by the hardware in every x86 format, so
+    /// free for the hypervisor): in a shadow entry, the next level is the guest's table at the
+    /// host address the entry holds, and the walk continues there in nested mode (Gandhi, Hill
+    /// & Swift, ISCA 2016, §3).
+    pub const SWITCH: u64 = 1 << 11;
     /// Execute-disable (PAE and long mode).
     pub const NX: u64 = 1 << 63;
 

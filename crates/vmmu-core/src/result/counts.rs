@@ -13,8 +13,8 @@ use crate::mmu::MmuStats;
 use crate::shadow::ShadowStats;
 use crate::timing::CoreStalls;
 use crate::vmm::exits::{ExitReason, ExitStats};
-use crate::vmm::InMode;
 use crate::vmm::PagerLockCounts;
+use crate::vmm::{AgileStats, InMode};
 use crate::walk::WalkStats;
 use serde::{Deserialize, Serialize};
 
@@ -139,6 +139,8 @@ pub(crate) struct Counts {
     pub exits: ExitStats,
     /// The shadow pagers', when the VM ran under shadow paging at all.
     pub shadow: Option<ShadowStats>,
+    /// Agile paging's policy's, in agile mode.
+    pub agile: Option<AgileStats>,
     /// Changes of paging mode.
     pub mode_switches: u64,
     /// Instructions retired per mode.

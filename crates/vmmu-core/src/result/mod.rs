@@ -15,9 +15,11 @@ mod vcpus;
 use crate::config::{CoreModel, SimConfig};
 use crate::hw::HitMiss;
 use crate::mmu::Mmu;
+use crate::paging::Geometry;
 use crate::shadow::ShadowStats;
 use crate::timing::{whole, Stall};
 use crate::vmm::exits::ExitCount;
+use crate::vmm::AgileStats;
 pub use crate::vmm::PagerLockCounts;
 use crate::walk::step::{step_name, Grid, COL_G, GRID};
 pub(crate) use counts::Counts;
@@ -225,6 +227,9 @@ pub struct RunResult {
     pub world_switches: u64,
     /// The shadow pager's counters (runs that used shadow paging).
     pub shadow: Option<ShadowStats>,
+    /// Agile paging's policy and walks (agile runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agile: Option<AgileResult>,
     /// Cycles by cause.
     pub cycles_by_cause: CyclesByCause,
     /// The interval core model's figures (absent under the additive model).
@@ -320,6 +325,17 @@ pub struct Shape<'a> {
     pub timeline: Option<&'a [WindowRecord]>,
 }
 
+/// Agile paging's figures in a result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgileResult {
+    /// The policy's counters.
+    pub policy: AgileStats,
+    /// Walks by the number of shadow levels walked before switching to nested mode: `"0"` a
+    /// walk nested from the guest root (24 references at four levels), the guest's level
+    /// count a walk that never switched (a shadow walk).
+    pub walks_by_shadow_levels: BTreeMap<String, u64>,
+}
+
 impl RunResult {
     /// The result of a finished simulation whose counters are `counts` and whose fixed parts
     /// are `shape`, of `workload`, which took `seconds`.
@@ -411,6 +427,12 @@ impl RunResult {
             exits: exits.table(),
             world_switches: exits.world_switches(),
             shadow: k.shadow,
+            agile: k.agile.map(|policy| AgileResult {
+                policy,
+                walks_by_shadow_levels: (0..=Geometry::of(cfg.guest.format).levels)
+                    .map(|i| (i.to_string(), w.agile[i as usize]))
+                    .collect(),
+            }),
             cycles_by_cause: by_cause,
             core: k.core.map(|stalls| {
                 let additive = k.cycles_by_cause_additive(cfg.machine.core.base_cpi);

@@ -18,14 +18,15 @@
 //! whole: a field added to one of them and not to its list does not compile.
 
 use super::{
-    BySide, CoreResult, CyclesByCause, GuestCounts, NestedCounts, OracleSummary, OsEvents,
-    PagerLockCounts, RunResult, ShootdownCounts, SimInfo, SizingCounts, VcpuCounts, WalkCaches,
-    Warmup, WindowRecord,
+    AgileResult, BySide, CoreResult, CyclesByCause, GuestCounts, NestedCounts, OracleSummary,
+    OsEvents, PagerLockCounts, RunResult, ShootdownCounts, SimInfo, SizingCounts, VcpuCounts,
+    WalkCaches, Warmup, WindowRecord,
 };
 use crate::config::SimConfig;
 use crate::hw::HitMiss;
 use crate::shadow::ShadowStats;
 use crate::vmm::exits::ExitCount;
+use crate::vmm::AgileStats;
 use std::collections::BTreeMap;
 use std::ops::{Add, Sub};
 use std::sync::Arc;
@@ -196,8 +197,11 @@ counts! {
         remote_flushes, remote_flush_cycles,
     }
     ops PagerLockCounts { holds, contended, wait_cycles, held_cycles }
+    ops AgileStats { to_nested, to_shadow, exits_avoided, scans, nested_tables }
     ;
     ExitCount { count, cycles, world_switch }
+    ;
+    AgileResult { policy, walks_by_shadow_levels }
     ;
     SimInfo { events, seconds, events_per_second }
     ;
@@ -214,7 +218,7 @@ counts! {
         world_switches, shadow, cycles_by_cause, core, mode_switches, instructions_in_mode,
         page_faults, page_faults_by_side, cow_faults, guest, nested, os_events,
         checked_translations, warmup, config, sim, elapsed_cycles, vcpus, shootdowns,
-        pager_lock, timeline, oracle, sizing,
+        pager_lock, timeline, oracle, sizing, agile,
     }
 }
 

@@ -22,6 +22,7 @@
 //! shadow at once, without an exit; the capacity limit drops all shadow pages but the current
 //! root when exceeded (KVM zaps the oldest pages).
 
+mod agile;
 mod pages;
 mod sync;
 
@@ -142,6 +143,8 @@ pub struct ShadowPager<A: PhysAddr = Hpa> {
     oos: Vec<u64>,
     /// A shadow table was removed or unlinked since the last [`ShadowPager::take_unlinked`].
     unlinked: bool,
+    /// Agile paging's guest tables in nested mode, and where the switching entries are.
+    agile: agile::Switched<A>,
     /// Counters.
     pub stats: ShadowStats,
 }
@@ -159,6 +162,7 @@ impl<A: PhysAddr> ShadowPager<A> {
             current: None,
             oos: Vec::new(),
             unlinked: false,
+            agile: agile::Switched::default(),
             stats: ShadowStats::default(),
         }
     }
@@ -340,6 +344,10 @@ impl<A: PhysAddr> ShadowPager<A> {
                 level: l - 1,
                 direct: false,
             };
+            if self.agile.is_nested(child_key.gfn) {
+                let backed = self.link_switch(host, spage, va, l, &path, lazy)?;
+                return Ok(FaultKind::Filled { built, backed });
+            }
             let child = self.get_or_make(host, child_key, &mut built)?;
             spage = self.link(host, spage, va, l, child, child_key);
         }

@@ -1,8 +1,8 @@
 //! The boundaries between events where the run changes course: the end of the warm-up, after
 //! which every counter restarts, the mode switches of `hypervisor.switch.at`, and a policy's
 //! PMU windows and paging-exit wake-ups (`adaptive.rs`), and the ends of the windows an
-//! observer outside the simulation watches (the oracle's), and the guest kernel's background
-//! work (khugepaged's wake-ups). Each is taken at the first event boundary at or after its
+//! observer outside the simulation watches (the oracle's), the guest kernel's background
+//! work (khugepaged's wake-ups), and the hypervisor's timed work (agile paging's scans). Each is taken at the first event boundary at or after its
 //! point. Phase markers end a warm-up (`warmup.phase`) or the run (`stop.phase`) right after
 //! the marker.
 
@@ -29,7 +29,8 @@ impl Simulator {
             .min(switch)
             .min(window)
             .min(observed)
-            .min(self.os.next_background());
+            .min(self.os.next_background())
+            .min(self.vmm.next_tick());
         self.next_refs = warm(w.refs);
         self.next_exits = exits;
     }
@@ -54,6 +55,7 @@ impl Simulator {
         if !self.warming {
             self.adapt()?;
         }
+        self.vmm.tick(&mut self.mmu, &self.os, instr);
         self.background()?;
         self.plan();
         Ok(())

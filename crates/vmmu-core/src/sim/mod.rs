@@ -263,6 +263,7 @@ impl Simulator {
             },
             exits: *vmm.exits(),
             shadow: vmm.shadow_stats(),
+            agile: vmm.agile_stats(),
             mode_switches: vmm.stats.mode_switches,
             in_mode: vmm.instructions_in_mode(self.counters.instructions),
             os: self.os.stats,

@@ -2,6 +2,7 @@
 //! operation once, and [`Active::build`], the one place a [`Paging`] becomes its
 //! implementation.
 
+use super::agile::Agile;
 use super::direct::Direct;
 use super::native::Native;
 use super::nested::Nested;
@@ -9,7 +10,7 @@ use super::nested_virt::ept::EptOnEpt;
 use super::nested_virt::l1::L1Setup;
 use super::nested_virt::shadow::ShadowL1;
 use super::nested_virt::three_d::ThreeD;
-use super::ops::{Fault, Paging, PagingOps, Resolution, Resume, Role};
+use super::ops::{AgileStats, Fault, Paging, PagingOps, Resolution, Resume, Role};
 use super::shadow::Shadow;
 use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};
@@ -38,6 +39,8 @@ pub(super) enum Active {
     ShadowL1(ShadowL1),
     /// Nested virtualization, the 3D walk.
     ThreeD(ThreeD),
+    /// Agile paging.
+    Agile(Agile),
 }
 
 /// `$e` with `$m` bound to the running mode's implementation.
@@ -51,6 +54,7 @@ macro_rules! each {
             Active::EptOnEpt($m) => $e,
             Active::ShadowL1($m) => $e,
             Active::ThreeD($m) => $e,
+            Active::Agile($m) => $e,
         }
     };
 }
@@ -77,6 +81,7 @@ impl Active {
                 Active::ShadowL1(ShadowL1::new(k, l1()?, hv)?)
             }
             Paging::NestedVirt(L1Kind::ThreeD) => Active::ThreeD(ThreeD::new(l1()?, hv)?),
+            Paging::Agile => Active::Agile(Agile::new(hv)),
         })
     }
 
@@ -184,5 +189,20 @@ impl Active {
     /// [`PagingOps::reset_stats`].
     pub(super) fn reset_stats(&mut self) {
         each!(self, m => m.reset_stats())
+    }
+
+    /// [`PagingOps::next_tick`].
+    pub(super) fn next_tick(&self) -> u64 {
+        each!(self, m => m.next_tick())
+    }
+
+    /// [`PagingOps::tick`].
+    pub(super) fn tick(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, instructions: u64) {
+        each!(self, m => m.tick(hv, mmu, os, instructions))
+    }
+
+    /// [`PagingOps::agile_stats`].
+    pub(super) fn agile_stats(&self) -> Option<AgileStats> {
+        each!(self, m => m.agile_stats())
     }
 }

@@ -63,11 +63,14 @@ pub enum ExitReason {
     /// switcher (both run at user privilege, each on its own shadow tables), a world switch no
     /// hardware-virtualized guest takes.
     UserReturn,
+    /// Agile paging: the hypervisor's periodic scan of the nested dirty bits of the guest
+    /// tables in nested mode, which moves the unwritten ones back to shadow mode.
+    AgileScan,
 }
 
 impl ExitReason {
     /// Every reason, in report order.
-    pub const ALL: [ExitReason; 19] = [
+    pub const ALL: [ExitReason; 20] = [
         ExitReason::HiddenFault,
         ExitReason::GuestFault,
         ExitReason::PtWrite,
@@ -87,6 +90,7 @@ impl ExitReason {
         ExitReason::Ept12Write,
         ExitReason::Ept02Fill,
         ExitReason::UserReturn,
+        ExitReason::AgileScan,
     ];
 
     /// The name used in results.
@@ -111,6 +115,7 @@ impl ExitReason {
             ExitReason::Ept12Write => "ept12_write",
             ExitReason::Ept02Fill => "ept02_fill",
             ExitReason::UserReturn => "user_return",
+            ExitReason::AgileScan => "agile_scan",
         }
     }
 
@@ -136,7 +141,8 @@ impl ExitReason {
             | ExitReason::Eoi
             | ExitReason::RemoteFlush
             | ExitReason::PmuOverflow
-            | ExitReason::UserReturn => false,
+            | ExitReason::UserReturn
+            | ExitReason::AgileScan => false,
         }
     }
 
@@ -296,7 +302,8 @@ impl Account {
             | ExitReason::RemoteFlush
             | ExitReason::PmuOverflow
             | ExitReason::Ept12Write
-            | ExitReason::Ept02Fill => self.round_trip,
+            | ExitReason::Ept02Fill
+            | ExitReason::AgileScan => self.round_trip,
         };
         self.charge_trip(mmu, reason, round_trip, handler, true);
     }

@@ -17,6 +17,7 @@
 //! | `direct.rs` | direct paging (PV, pre-virtualized): guest tables of machine frames | Xen's PV MMU |
 //! | `nested_virt/ept.rs` | nested virtualization, EPT on EPT: L0's shadow EPT02 | `kvm_init_shadow_ept_mmu` |
 //! | `nested_virt/three_d.rs` | nested virtualization, a 3D walk of EPT12 over EPT01 | none (no such hardware) |
+//! | `agile.rs` | agile paging: shadow tables, nested mode below a switching entry | none (ISCA 2016 proposal) |
 //!
 //! The operations, and the member of `struct kvm_mmu` each stands for:
 //! - **describe** (`role`; `root_role`, `cpu_role`): the paging mode, whether nested tables
@@ -55,6 +56,7 @@
 //! other.
 
 mod active;
+mod agile;
 mod direct;
 pub mod exits;
 mod native;
@@ -65,7 +67,7 @@ mod pager_lock;
 mod shadow;
 mod shared;
 
-pub use ops::{DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
+pub use ops::{AgileStats, DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
 pub use pager_lock::{LockHolds, PagerLockCounts};
 
 use crate::addr::{Gpa, Gva, Hpa};
@@ -98,6 +100,7 @@ fn start_paging(cfg: &SimConfig) -> Result<Paging> {
         (Mode::Adaptive, None) => {
             return Err(Error::config("policy", "an adaptive run needs a policy"))
         }
+        (Mode::Agile, _) => Paging::Agile,
         (Mode::NestedVirt, _) => {
             Paging::NestedVirt(cfg.nested_virt.as_ref().map(|n| n.l1).unwrap_or_default())
         }
@@ -122,7 +125,7 @@ impl InMode {
         match paging {
             Paging::Native => &mut self.native,
             Paging::Nested | Paging::NestedVirt(_) => &mut self.nested,
-            Paging::Shadow | Paging::Direct(_) => &mut self.shadow,
+            Paging::Shadow | Paging::Direct(_) | Paging::Agile => &mut self.shadow,
         }
     }
 
@@ -175,6 +178,7 @@ impl Vmm {
                 Geometry::of(cfg.guest.format),
                 h.switch.keep_shadow,
             ),
+            agile: cfg.agile.unwrap_or_default(),
         };
         Ok(Vmm {
             mode: Active::build(paging, &mut hv, l1.as_ref())?,
@@ -418,6 +422,27 @@ impl Vmm {
         mmu.flush_vm();
         self.stats.mode_switches += 1;
         Ok(())
+    }
+
+    /// The instruction count of the mode's next timed work (agile paging's dirty-bit scan);
+    /// `u64::MAX` for none.
+    #[inline]
+    pub fn next_tick(&self) -> u64 {
+        self.mode.next_tick()
+    }
+
+    /// The mode's timed work due at `instructions` (the run's, warm-up included), on the
+    /// processor of `mmu`, the guest running `os`.
+    pub fn tick(&mut self, mmu: &mut Mmu, os: &GuestOs, instructions: u64) {
+        if instructions >= self.mode.next_tick() {
+            self.mode.tick(&mut self.hv, mmu, os, instructions);
+            self.take_unlinked(mmu);
+        }
+    }
+
+    /// Agile paging's policy counters and walks by switching level, in agile mode.
+    pub fn agile_stats(&self) -> Option<AgileStats> {
+        self.mode.agile_stats()
     }
 
     /// A PMU-overflow interrupt exits so that a sampling policy reads the counters.

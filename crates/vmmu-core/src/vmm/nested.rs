@@ -55,22 +55,32 @@ impl PagingOps for Nested {
         f: Fault,
     ) -> Result<Resolution> {
         match f.cause {
-            WalkFault::Nested { gpa } if hv.lazy => {
-                hv.host
-                    .back(gpa.page_base(PageSize::Size4K), PageSize::Size4K)?;
-                hv.acct
-                    .charge(mmu, ExitReason::NestedFault, hv.costs.nested_fault);
-                Ok(Resolution::Retry)
-            }
-            WalkFault::Nested { gpa } => Err(Error::Check {
-                event: 0,
-                detail: format!(
-                    "nested fault at {gpa} for {}: guest memory is pre-backed, so every \
-                     allocated guest frame must have a nested mapping",
-                    f.va
-                ),
-            }),
+            WalkFault::Nested { gpa } => nested_fault(hv, mmu, gpa, f.va),
             WalkFault::NotPresent { .. } | WalkFault::Protection => Ok(Resolution::Guest),
         }
     }
+}
+
+/// A nested fault at `gpa` on the way to `va`: the 4 KiB page is backed where memory is
+/// backed lazily (an exit, `nested_fault`); with pre-backed memory it is a broken invariant.
+pub(super) fn nested_fault(
+    hv: &mut Shared,
+    mmu: &mut Mmu,
+    gpa: Gpa,
+    va: Gva,
+) -> Result<Resolution> {
+    if !hv.lazy {
+        return Err(Error::Check {
+            event: 0,
+            detail: format!(
+                "nested fault at {gpa} for {va}: guest memory is pre-backed, so every \
+                 allocated guest frame must have a nested mapping"
+            ),
+        });
+    }
+    hv.host
+        .back(gpa.page_base(PageSize::Size4K), PageSize::Size4K)?;
+    hv.acct
+        .charge(mmu, ExitReason::NestedFault, hv.costs.nested_fault);
+    Ok(Resolution::Retry)
 }

@@ -16,6 +16,7 @@ use crate::mmu::Mmu;
 use crate::paging::PageTable;
 use crate::shadow::ShadowStats;
 use crate::walk::{Access, Tables, WalkFault};
+use serde::{Deserialize, Serialize};
 
 /// The hypervisor's paging mode: what the hardware walks and what exits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -34,6 +35,9 @@ pub enum Paging {
     /// Nested virtualization: the guest is an L2 guest of an L1 hypervisor of this kind on the
     /// host.
     NestedVirt(L1Kind),
+    /// Agile paging: shadow tables whose walk continues in nested mode below a switching
+    /// entry.
+    Agile,
 }
 
 impl Paging {
@@ -45,6 +49,7 @@ impl Paging {
             Paging::Nested => "nested",
             Paging::Shadow | Paging::Direct(_) => "shadow",
             Paging::NestedVirt(_) => "nested-virt",
+            Paging::Agile => "agile",
         }
     }
 }
@@ -56,6 +61,22 @@ impl From<VirtMode> for Paging {
             VirtMode::Nested => Paging::Nested,
         }
     }
+}
+
+/// Counters of agile paging's policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgileStats {
+    /// Subtrees moved from shadow to nested mode.
+    pub to_nested: u64,
+    /// Subtrees moved from nested back to shadow mode by a scan.
+    pub to_shadow: u64,
+    /// Guest page-table writes to tables in nested mode, counted at each scan: writes that
+    /// shadow paging would have write-protected (an exit each, or an out-of-sync page).
+    pub exits_avoided: u64,
+    /// Dirty-bit scans.
+    pub scans: u64,
+    /// Guest tables in nested mode at the end.
+    pub nested_tables: u64,
 }
 
 /// How a guest's inter-processor interrupts reach another vCPU (what a TLB shootdown costs).
@@ -254,4 +275,18 @@ pub(super) trait PagingOps {
 
     /// Zeroes the mode's own counters (the end of a warm-up).
     fn reset_stats(&mut self) {}
+
+    /// The instruction count of the mode's next timed work (agile paging's dirty-bit scan);
+    /// `u64::MAX` for none.
+    fn next_tick(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// The mode's timed work, due at `instructions` ([`PagingOps::next_tick`]).
+    fn tick(&mut self, _hv: &mut Shared, _mmu: &mut Mmu, _os: &GuestOs, _instructions: u64) {}
+
+    /// The counters of agile paging's policy, in agile mode.
+    fn agile_stats(&self) -> Option<AgileStats> {
+        None
+    }
 }

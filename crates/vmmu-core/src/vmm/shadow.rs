@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
 use crate::mmu::Mmu;
-use crate::paging::PageTable;
+use crate::paging::{PageTable, TableWrite};
 use crate::shadow::{FaultKind, ShadowPager, ShadowStats, WriteKind};
 use crate::walk::Tables;
 use crate::walk::WalkFault;
@@ -32,6 +32,36 @@ impl Shadow {
         Shadow {
             sp: Box::new(ShadowPager::new(&hv.shadow.cfg, hv.shadow.geo)),
         }
+    }
+}
+
+impl Shadow {
+    /// One guest page-table write as the pager takes it, and the handler cycles of its exit
+    /// when it exits (an emulated write, and the unshadowing write-flood detection adds).
+    pub(super) fn write(
+        &mut self,
+        hv: &mut Shared,
+        w: &TableWrite<Gpa>,
+    ) -> (WriteKind, Option<u64>) {
+        let c = &hv.costs;
+        let kind = self.sp.guest_write(&mut hv.host, w);
+        let h = match kind {
+            WriteKind::Emulated { unshadowed } => {
+                Some(c.emulate_write + if unshadowed { c.unshadow } else { 0 })
+            }
+            WriteKind::Unshadowed | WriteKind::OutOfSync => None,
+        };
+        (kind, h)
+    }
+
+    /// The running shadow pager.
+    pub(super) fn pager(&self) -> &ShadowPager {
+        &self.sp
+    }
+
+    /// The running shadow pager, to change.
+    pub(super) fn pager_mut(&mut self) -> &mut ShadowPager {
+        &mut self.sp
     }
 }
 
@@ -102,14 +132,9 @@ impl PagingOps for Shadow {
     /// Each guest page-table write to a shadowed page exits and is emulated, unless the page
     /// is out of sync or was just unshadowed; freed guest tables lose their shadows.
     fn writes(&mut self, hv: &mut Shared, mmu: &mut Mmu, fx: &OsEffects) {
-        let c = &hv.costs;
         for w in &fx.writes {
-            match self.sp.guest_write(&mut hv.host, w) {
-                WriteKind::Emulated { unshadowed } => {
-                    let h = c.emulate_write + if unshadowed { c.unshadow } else { 0 };
-                    hv.acct.charge(mmu, ExitReason::PtWrite, h);
-                }
-                WriteKind::Unshadowed | WriteKind::OutOfSync => {}
+            if let (_, Some(h)) = self.write(hv, w) {
+                hv.acct.charge(mmu, ExitReason::PtWrite, h);
             }
         }
         for &t in &fx.freed_tables {

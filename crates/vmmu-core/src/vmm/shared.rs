@@ -2,7 +2,7 @@
 //! the bill, the cost profile, the backing, and the shadow cache kept across switches.
 
 use super::exits::Account;
-use crate::config::{CostProfile, ShadowConfig};
+use crate::config::{AgileConfig, CostProfile, ShadowConfig};
 use crate::host::Host;
 use crate::paging::Geometry;
 use crate::shadow::{ShadowPager, ShadowStats};
@@ -21,6 +21,8 @@ pub(super) struct Shared {
     pub(super) remote_flush: bool,
     /// The shadow cache across switches.
     pub(super) shadow: ShadowCache,
+    /// Agile paging's policy parameters.
+    pub(super) agile: AgileConfig,
 }
 
 /// The shadow cache across mode switches, and what a shadow pager is built with.

@@ -16,11 +16,13 @@
 //! cache rules (seed 002 §4.2) and the memory hierarchy, and counts the reference by cell and by
 //! the structure that served it.
 
+mod agile;
 pub mod nested;
 pub mod step;
 mod tables;
 pub mod three_d;
 
+pub use agile::{AgileTables, SwitchStop, Switching};
 pub use tables::{GuestTables, L1ShadowTables, ShadowTables, TableSource, Tables};
 
 use crate::addr::{Gpa, Gva, Hpa, PageSize, Space};
@@ -53,6 +55,9 @@ pub struct WalkStats {
     pub pwc_hits: Grid,
     /// References served per cache level; index `levels` is DRAM.
     pub served_level: [u64; MAX_LEVELS + 1],
+    /// Agile paging's walks by the shadow levels they walked before switching to nested
+    /// mode: index 0 a walk nested from the root, index `levels` one that never switched.
+    pub agile: [u64; 6],
 }
 
 impl WalkStats {
@@ -236,6 +241,9 @@ impl WalkHw {
         for (a, b) in s.served_level.iter_mut().zip(&t.served_level) {
             *a += b;
         }
+        for (a, b) in s.agile.iter_mut().zip(&t.agile) {
+            *a += b;
+        }
         self.pwc.absorb_stats(&o.pwc);
         self.ntlb.absorb_stats(&o.ntlb);
         self.psc_guest.absorb_stats(&o.psc_guest);
@@ -374,6 +382,7 @@ impl<'a> Walker<'a> {
                 };
                 self.descend(&mut src, pt.geo, pt.root, cycles)
             }
+            Tables::Agile(t) => self.walk_agile(t, cycles),
             Tables::Shadow { pt: None, .. } | Tables::L1Shadow { pt: None, .. } => {
                 self.hw.stats.walks += 1;
                 self.hw.stats.walk_faults += 1;
@@ -397,40 +406,97 @@ impl<'a> Walker<'a> {
         root: S::Table,
         cycles: &mut u64,
     ) -> Result<Translation, WalkFault> {
-        let (hw, va, access, psc_tag) = (&mut *self.hw, self.va, self.access, self.psc_tag);
+        let (table, level, use_psc) = self.start::<S>(geo, root, cycles);
+        let (va, access) = (self.va, self.access);
+        let mut lv = self.levels(src, cycles, geo, use_psc);
+        let d = descend(&geo, &mut lv, table, level, va);
+        lv.end(d, access)
+    }
+
+    /// A walk begins: it is counted, and the paging-structure caches, where the design has
+    /// them, may let it start below the root. Returns the table and level it starts at and
+    /// whether it uses the PSC.
+    #[inline(always)]
+    pub(super) fn start<S: TableSource>(
+        &mut self,
+        geo: Geometry,
+        root: S::Table,
+        cycles: &mut u64,
+    ) -> (S::Table, u8, bool) {
+        let hw = &mut *self.hw;
         hw.stats.walks += 1;
         let use_psc = hw.uses_psc() && geo.levels >= 4;
         let (mut table, mut level) = (root, geo.levels);
         if use_psc {
             *cycles += hw.psc_latency as u64;
-            if let Some((l, base)) = hw.psc_guest.lookup(va.raw(), psc_tag, geo.levels) {
+            if let Some((l, base)) = hw.psc_guest.lookup(self.va.raw(), self.psc_tag, geo.levels) {
                 table = S::Table::from_raw(base);
                 level = l - 1;
             }
         }
-        let mut lv = HwLevels {
-            hw,
+        (table, level, use_psc)
+    }
+
+    /// The hardware side of a descent of `src`'s tables by this walk.
+    #[inline(always)]
+    pub(super) fn levels<'b, S: TableSource>(
+        &'b mut self,
+        src: &'b mut S,
+        cycles: &'b mut u64,
+        geo: Geometry,
+        use_psc: bool,
+    ) -> HwLevels<'b, S> {
+        HwLevels {
+            hw: &mut *self.hw,
             src,
             cycles,
             geo,
-            va,
-            psc_tag,
+            va: self.va,
+            psc_tag: self.psc_tag,
             use_psc,
             entry: Hpa::new(0),
-        };
-        let leaf = match descend(&geo, &mut lv, table, level, va) {
+        }
+    }
+}
+
+/// The hardware side of a 1D descent: locate each table, reference its entry, keep A bits and
+/// the PSC.
+pub(super) struct HwLevels<'a, S> {
+    hw: &'a mut WalkHw,
+    src: &'a mut S,
+    cycles: &'a mut u64,
+    geo: Geometry,
+    va: Gva,
+    psc_tag: u32,
+    use_psc: bool,
+    /// Host address of the entry read last (where an A/D update goes).
+    entry: Hpa,
+}
+
+impl<S: TableSource> HwLevels<'_, S> {
+    /// The walk's end after descent `d` for `access`: a fault, or the translation — the
+    /// leaf's rights checked, its accessed (and, for a store, dirty) bit set where the tables
+    /// keep them, the data's address translated through the source (the `gPA` row).
+    #[inline(always)]
+    pub(super) fn end(
+        self,
+        d: Descent<S::Table, Gpa>,
+        access: Access,
+    ) -> Result<Translation, WalkFault> {
+        let (geo, va) = (self.geo, self.va);
+        let leaf = match d {
             Descent::Leaf(l) => l,
             Descent::NotPresent { level, .. } => {
-                lv.hw.stats.walk_faults += 1;
+                self.hw.stats.walk_faults += 1;
                 return Err(WalkFault::NotPresent { level });
             }
             Descent::Stopped(gpa) => {
-                lv.hw.stats.walk_faults += 1;
+                self.hw.stats.walk_faults += 1;
                 return Err(WalkFault::Nested { gpa });
             }
         };
         if !leaf.perms.allow(access.write, access.fetch) {
-            lv.hw.stats.walk_faults += 1;
+            self.hw.stats.walk_faults += 1;
             return Err(WalkFault::Protection);
         }
         let e = leaf.pte;
@@ -441,14 +507,14 @@ impl<'a> Walker<'a> {
         if access.write && !e.dirty() {
             bits |= Pte::D;
         }
-        if bits != 0 && lv.src.set_bits(leaf.entry, bits) {
-            *lv.cycles += lv.hw.ad_update(lv.entry);
+        if bits != 0 && self.src.set_bits(leaf.entry, bits) {
+            *self.cycles += self.hw.ad_update(self.entry);
         }
         let data = leaf.page(&geo).add(va.page_offset(leaf.size));
-        let (data_hpa, nsize) = match lv.src.data(lv.hw, data, lv.cycles) {
+        let (data_hpa, nsize) = match self.src.data(self.hw, data, self.cycles) {
             Ok(d) => d,
             Err(gpa) => {
-                lv.hw.stats.walk_faults += 1;
+                self.hw.stats.walk_faults += 1;
                 return Err(WalkFault::Nested { gpa });
             }
         };
@@ -463,20 +529,6 @@ impl<'a> Walker<'a> {
             global: e.global(),
         })
     }
-}
-
-/// The hardware side of a 1D descent: locate each table, reference its entry, keep A bits and
-/// the PSC.
-struct HwLevels<'a, S> {
-    hw: &'a mut WalkHw,
-    src: &'a mut S,
-    cycles: &'a mut u64,
-    geo: Geometry,
-    va: Gva,
-    psc_tag: u32,
-    use_psc: bool,
-    /// Host address of the entry read last (where an A/D update goes).
-    entry: Hpa,
 }
 
 impl<S: TableSource> Levels for HwLevels<'_, S> {

@@ -57,6 +57,9 @@ pub enum Tables<'a> {
         /// EPT01 (L1 physical, as L0's guest-physical, → host physical).
         ept01: PageTable<Gpa, Hpa>,
     },
+    /// Agile paging: the shadow tables, switching to the 2D walk of the guest's tables at an
+    /// entry with the switching bit.
+    Agile(super::AgileTables<'a>),
     /// Shadow tables in host memory; `None` before the hypervisor loads a root (every walk
     /// faults).
     Shadow {
