@@ -327,3 +327,20 @@ def test_reuse_of_something_else_is_refused(invoke, tmp_path: Path) -> None:
     r = invoke("validate", "host", "--reuse", str(saved), "--keep", str(tmp_path))
     assert r.exit_code == 2
     assert "not a saved check" in r.stderr
+
+
+def test_reuse_on_the_same_preset_keeps_the_saved_predictions(
+    tiny_check: dict, tmp_path: Path, invoke
+) -> None:
+    # Nothing would change them: no trace is read (the directory is empty).
+    saved = tmp_path / "check.json"
+    saved.write_text(json.dumps(tiny_check))
+    args = ["--reuse", str(saved), "--keep", str(tmp_path), "--footprint", "4M", "--json"]
+    r = invoke("validate", "host", *args)
+    assert r.exit_code == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert c["predicted"] == tiny_check["predicted"]
+    assert c["ratios"] == tiny_check["ratios"]
+    r = invoke("validate", "host", *args[:4], "--footprint", "8M")
+    assert r.exit_code == 2
+    assert "measured none of the footprints 8M" in r.stderr

@@ -310,7 +310,8 @@ def validate() -> None:
     metavar="FILE.json",
     type=click.Path(dir_okay=False, exists=True),
     help="Measure and record nothing: take a saved check (--save) and its traces (--keep DIR, "
-    "required) and predict again, on --preset, with --set and --sensitivity.",
+    "required) and predict again, on --preset, with --set and --sensitivity (for the "
+    "saved footprints --footprint names, all by default).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the whole check as JSON.")
 @click.option(
@@ -361,7 +362,11 @@ def host_cmd(
         if reuse:
             try:
                 saved = json.loads(Path(reuse).read_text(encoding="utf-8"))
-                check = host.resimulate(saved, Path(keep or "."), machine, steps, sets, sensitivity)
+                source = click.get_current_context().get_parameter_source("footprints")
+                only = None if source == click.core.ParameterSource.DEFAULT else footprints
+                check = host.resimulate(
+                    saved, Path(keep or "."), machine, steps, sets, sensitivity, only
+                )
             except (ValueError, KeyError) as e:
                 raise click.BadParameter(f"{reuse}: {e}", param_hint="--reuse") from None
         else:

@@ -603,18 +603,25 @@ def resimulate(
     steps: Steps | None = None,
     sets: Sequence[tuple[str, Any]] = (),
     sensitivity: Sequence[tuple[str, Sequence[Any]]] = (),
+    footprints: Sequence[int] | None = None,
 ) -> HostCheck:
     """A saved check (:meth:`HostCheck.to_dict`) predicted again from its kept ``traces``:
-    its measurements as they were, its recordings simulated on ``machine`` (default: the
-    saved check's) with ``sets`` and each ``sensitivity`` value."""
+    its measurements as they were, its recordings (those of ``footprints``, default all)
+    simulated on ``machine`` (default: the saved check's) with ``sets`` and each
+    ``sensitivity`` value. The saved predictions are kept where nothing would change them
+    (the same preset, no ``sets``)."""
     if saved.get("schema") != SCHEMA:
         raise ValueError(f"not a saved check: schema `{saved.get('schema')}`, not `{SCHEMA}`")
     steps = steps or Steps()
     machine = machine or saved["machine"]
     freq_ghz(machine)
+    kept = [f for f in saved["footprints"] if footprints is None or f in footprints]
+    if not kept:
+        given = ", ".join(size_label(f) for f in footprints or [])
+        raise ValueError(f"the saved check measured none of the footprints {given}")
     check = HostCheck(
         machine=machine,
-        footprints=saved["footprints"],
+        footprints=kept,
         pages=saved["pages"],
         patterns=saved["patterns"],
         accesses=saved["accesses"],
@@ -627,8 +634,12 @@ def resimulate(
         machine_reason=f"{machine}: given (measured {saved['started']}, resimulated)",
         sets=[(k, v) for k, v in sets],
     )
-    recorded = recorded_of(saved["predicted"])
-    check.predicted = predict(machine, traces, recorded, check.record_accesses, steps, sets)
+    predicted = [p for p in saved["predicted"] if p["footprint"] in kept]
+    recorded = recorded_of(predicted)
+    if machine == saved["machine"] and not sets and not saved.get("set"):
+        check.predicted = predicted
+    else:
+        check.predicted = predict(machine, traces, recorded, check.record_accesses, steps, sets)
     for path, values in sensitivity:
         for value in values:
             check.sensitivity.append(variant(check, traces, recorded, [(path, value)], steps))
