@@ -299,8 +299,12 @@ def test_reuse_predicts_again_from_the_kept_traces(
     assert ns(one, "4k", "chase") == pytest.approx(ns(many, "4k", "chase"), rel=0.02)
     for p in c["predicted"]:
         a = p["per_access"]
-        assert a["translation_interval"] <= a["translation_additive"] + 1e-9
         assert a["walks"] >= 0 and a["walker_wait"] >= 0 and a["mshr_wait"] >= 0
+        if p["pattern"] == "independent":
+            # Without dependences the window only hides latency (a chase's wait for the
+            # previous load is charged to the translation it delays, so it may exceed it).
+            exposed = a["translation_interval"] + a["data_interval"]
+            assert exposed <= a["translation_additive"] + a["data_additive"] + 1e-9
 
 
 @pytest.mark.parametrize(
