@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
-from vmmu.validate import host
+from vmmu.validate import host, hostcpu
 
 MIB = 1 << 20
 PROBE_FIELDS = {
@@ -178,7 +178,10 @@ def tiny_check(recording_tools: None, traces: Path) -> dict:
 
 def test_end_to_end_every_ratio_is_present(tiny_check: dict) -> None:
     c = tiny_check
-    assert c["schema"] == host.SCHEMA and c["machine"] == "zen3"
+    # No --preset: the preset of this machine's processor, and why.
+    preset, why = hostcpu.preset_for(hostcpu.read_cpu())
+    assert c["schema"] == host.SCHEMA and c["machine"] == preset
+    assert c["machine_reason"] == f"{preset}: {why}"
     assert len(c["measured"]) == 2 * 2 * 2  # runs x pages x patterns
     assert len(c["predicted"]) == 2 * 2 * 2  # pages x patterns x host page sizes
     kinds = [(r["kind"], r["of"]) for r in c["ratios"]]
@@ -260,3 +263,88 @@ def test_end_to_end_table(recording_tools: None, invoke) -> None:
     assert "4K/2M" not in out  # one page size: no 4K/2M ratio
     assert "host's nested page size is not visible" in out
     assert "load average" in out
+
+
+def test_reuse_predicts_again_from_the_kept_traces(
+    tiny_check: dict, traces: Path, tmp_path: Path, invoke
+) -> None:
+    # The saved measurements stay as they were; the recordings are simulated on the given
+    # preset, and each sensitivity value predicts again: one miss register serialises the
+    # independent loads' misses, so they are slower than with 64, and the chase (one miss at
+    # a time) is not.
+    saved = tmp_path / "check.json"
+    saved.write_text(json.dumps(tiny_check))
+    args = ["--reuse", str(saved), "--keep", str(traces), "--preset", "golden-cove"]
+    r = invoke("validate", "host", *args, "--sensitivity", "machine.core.mshrs=1:64", "--json")
+    assert r.exit_code == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert c["machine"] == "golden-cove" and "resimulated" in c["machine_reason"]
+    assert c["measured"] == tiny_check["measured"]
+    assert len(c["predicted"]) == len(tiny_check["predicted"])
+    assert [v["set"] for v in c["sensitivity"]] == [
+        [["machine.core.mshrs", "1"]],
+        [["machine.core.mshrs", "64"]],
+    ]
+
+    def ns(variant: dict, pages: str, pattern: str) -> float:
+        (p,) = [
+            p
+            for p in variant["predicted"]
+            if (p["pages"], p["pattern"], p["host_pages"]) == (pages, pattern, "4K")
+        ]
+        return p["ns_per_access"]["interval"]
+
+    one, many = c["sensitivity"]
+    assert ns(one, "4k", "independent") > ns(many, "4k", "independent")
+    assert ns(one, "4k", "chase") == pytest.approx(ns(many, "4k", "chase"), rel=0.02)
+    for p in c["predicted"]:
+        a = p["per_access"]
+        assert a["walks"] >= 0 and a["walker_wait"] >= 0 and a["mshr_wait"] >= 0
+        if p["pattern"] == "independent":
+            # Without dependences the window only hides latency (a chase's wait for the
+            # previous load is charged to the translation it delays, so it may exceed it).
+            exposed = a["translation_interval"] + a["data_interval"]
+            assert exposed <= a["translation_additive"] + a["data_additive"] + 1e-9
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--reuse", "{saved}"], "--reuse needs --keep DIR"),
+        (["--sensitivity", "machine.core.mshrs=10"], "expected PATH=LO:HI"),
+        (["--set", "machine.core.mshrs"], "expected PATH=VALUE"),
+    ],
+)
+def test_bad_reuse_and_sensitivity_options_are_refused(
+    invoke, tmp_path: Path, args: list[str], message: str
+) -> None:
+    saved = tmp_path / "check.json"
+    saved.write_text("{}")
+    r = invoke("validate", "host", *(a.format(saved=saved) for a in args))
+    assert r.exit_code == 2
+    assert message in r.stderr
+
+
+def test_reuse_of_something_else_is_refused(invoke, tmp_path: Path) -> None:
+    saved = tmp_path / "check.json"
+    saved.write_text('{"schema": "vmmu.result/1"}')
+    r = invoke("validate", "host", "--reuse", str(saved), "--keep", str(tmp_path))
+    assert r.exit_code == 2
+    assert "not a saved check" in r.stderr
+
+
+def test_reuse_on_the_same_preset_keeps_the_saved_predictions(
+    tiny_check: dict, tmp_path: Path, invoke
+) -> None:
+    # Nothing would change them: no trace is read (the directory is empty).
+    saved = tmp_path / "check.json"
+    saved.write_text(json.dumps(tiny_check))
+    args = ["--reuse", str(saved), "--keep", str(tmp_path), "--footprint", "4M", "--json"]
+    r = invoke("validate", "host", *args)
+    assert r.exit_code == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert c["predicted"] == tiny_check["predicted"]
+    assert c["ratios"] == tiny_check["ratios"]
+    r = invoke("validate", "host", *args[:4], "--footprint", "8M")
+    assert r.exit_code == 2
+    assert "measured none of the footprints 8M" in r.stderr

@@ -50,21 +50,33 @@ class Paper:
         )
 
 
+#: The configuration field ``--core-model`` sets in every run of a reproduction.
+CORE_MODEL_FIELD = "machine.core.model"
+
+
 def execute(
     paper: Paper,
     quick: bool = False,
     values: dict[str, Any] | None = None,
     bar: Bar | None = None,
     workers: int = 2,
+    core_model: str | None = None,
+    results: list[Any] | None = None,
 ) -> Report:
-    """Runs ``paper`` once and stamps its wall time."""
+    """Runs ``paper`` once and stamps its wall time; ``core_model`` (``additive`` or
+    ``interval``, docs/model.md "Timing") times every run, the machines' own when ``None``;
+    ``results``, when given, receives every engine run's result."""
     t0 = time.monotonic()
+    values = dict(values or {})
+    if core_model is not None:
+        values[CORE_MODEL_FIELD] = f'"{core_model}"'
     ctx = Context(
         quick=quick,
-        values=dict(values or {}),
+        values=values,
         workers=workers,
         bar=bar or Bar(False),
         label=paper.name,
+        results=results,
     )
     report = paper.run(ctx)
     report.seconds = time.monotonic() - t0
@@ -161,14 +173,18 @@ def study(
     quick: bool = False,
     bar: Bar | None = None,
     base: Report | None = None,
+    core_model: str | None = None,
 ) -> Study:
-    """Runs ``paper`` with its defaults (unless ``base`` is given) and once per planned value."""
+    """Runs ``paper`` with its defaults (unless ``base`` is given) and once per planned value,
+    every run under ``core_model`` (:func:`execute`)."""
     bar = bar or Bar(False)
-    base = base or execute(paper, quick=quick, bar=bar)
+    base = base or execute(paper, quick=quick, bar=bar, core_model=core_model)
     trials = []
     for param, values in plan:
         for value in values:
-            report = execute(paper, quick=quick, values={param.name: value}, bar=bar)
+            report = execute(
+                paper, quick=quick, values={param.name: value}, bar=bar, core_model=core_model
+            )
             trial = Trial(param, value, report)
             # A trial may rerun only what the parameter touches (bhargava08 reruns the suite a
             # proxy knob belongs to): rows it does not produce are not compared.

@@ -209,7 +209,7 @@ def _md(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _md_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+def md_table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         out.append("| " + " | ".join(_md(x) for x in row) + " |")
@@ -221,7 +221,7 @@ def markdown_report(report: Report) -> list[str]:
     for k, text in _setup_lines(report):
         lines.append(f"- **{k}**: {_md(text)}")
     lines.append("")
-    lines += _md_table(
+    lines += md_table(
         ["row", "claim", "paper", "vmmu", "unit", "criterion", "verdict", "explanation", "note"],
         (
             [
@@ -243,7 +243,7 @@ def markdown_report(report: Report) -> list[str]:
     lines.append("")
     for v in report.views:
         lines += [f"**{v.title}**", ""]
-        lines += _md_table(v.columns, ([number(x, CLAIM) for x in row] for row in v.rows))
+        lines += md_table(v.columns, ([number(x, CLAIM) for x in row] for row in v.rows))
         lines.append("")
         if v.note:
             lines += [v.note, ""]
@@ -274,7 +274,7 @@ def markdown_sensitivity(st: Study) -> list[str]:
                 tr.param.why,
             ]
         )
-    lines += _md_table(["parameter", "value", "verdicts kept", "changed", "range from"], rows)
+    lines += md_table(["parameter", "value", "verdicts kept", "changed", "range from"], rows)
     lines.append("")
     return lines
 
@@ -303,7 +303,7 @@ def markdown(
             totals[v] += c[v]
         rows.append([r.name, r.seed, *(c[v] for v in VERDICTS), f"{r.seconds:.0f} s"])
     rows.append(["**all**", "", *(totals[v] for v in VERDICTS), f"{total:.0f} s"])
-    lines += _md_table(["reproduction", "seed", *VERDICTS, "wall time"], rows)
+    lines += md_table(["reproduction", "seed", *VERDICTS, "wall time"], rows)
     lines += [
         "",
         f"`vmmu repro all` took {total:.0f} s of wall time for this file (2 cores shared with "
@@ -336,7 +336,7 @@ def markdown(
         "programs are left out: they depend on what the suite's cache holds.",
         "",
     ]
-    lines += _md_table(
+    lines += md_table(
         ["reproduction", "row", "vmmu", "verdict"],
         ([rep.name, r.key, number(r.vmmu, CLAIM), r.verdict] for rep, r in _quick_checked(quick)),
     )
@@ -344,17 +344,23 @@ def markdown(
     return "\n".join(lines)
 
 
-def parse_quick_table(text: str) -> list[tuple[str, str, str, str]]:
-    """The rows of the quick-scale table of a generated docs/repro.md."""
-    _, _, rest = text.partition(QUICK_HEADING)
+def parse_table(text: str, heading: str, width: int) -> list[tuple[str, ...]]:
+    """The rows of ``width`` cells of the table under ``heading`` in a generated Markdown
+    file (its header row, which starts with ``reproduction``, left out)."""
+    _, _, rest = text.partition(heading)
     out = []
     for line in rest.splitlines():
         if not line.startswith("| ") or line.startswith("| reproduction"):
             continue
         cells = [c.strip().replace("\\|", "|") for c in line.strip().strip("|").split(" | ")]
-        if len(cells) == 4:
-            out.append((cells[0], cells[1], cells[2], cells[3]))
+        if len(cells) == width:
+            out.append(tuple(cells))
     return out
+
+
+def parse_quick_table(text: str) -> list[tuple[str, ...]]:
+    """The rows of the quick-scale table of a generated docs/repro.md."""
+    return parse_table(text, QUICK_HEADING, 4)
 
 
 def _quick_checked(reports: Iterable[Report]) -> list[tuple[Report, Row]]:

@@ -260,6 +260,8 @@ class Context:
     workers: int = WORKERS
     bar: Bar = field(default_factory=lambda: Bar(False))
     label: str = "vmmu repro"
+    #: Every engine run's result, in the order the runs end, when given a list to fill.
+    results: list[api.Result] | None = None
 
     def scale(self, full: int, quick: int) -> int:
         return quick if self.quick else full
@@ -293,6 +295,18 @@ class Context:
         """Configuration values under study, applied last to every run."""
         return [(k, v) for k, v in self.values.items() if k.startswith(CONFIG_ROOTS)]
 
+    def _keep(self, r: api.Result) -> None:
+        if self.results is not None:
+            self.results.append(r)
+
+    def run(self, machine: str, **opts: Any) -> api.Result:
+        """One engine run a reproduction makes itself (not a :class:`Job`), the configuration
+        values under study applied last, as :meth:`measure` applies them."""
+        opts["set"] = [*api._set_pairs(opts.get("set")), *self.config_pairs()]
+        r = api.run(machine, **opts)
+        self._keep(r)
+        return r
+
     def measure(self, jobs: Iterable[Job]) -> dict[str, Measured]:
         """Runs every job (one or two engine runs each), ``workers`` at a time."""
         jobs = list(jobs)
@@ -311,6 +325,7 @@ class Context:
             else:
                 r = api.run(workload=job.spec(n), progress=cb, **opts)
             cb(0, None, finished=True)
+            self._keep(r)
             return r
 
         pool = ThreadPoolExecutor(max_workers=max(1, self.workers))

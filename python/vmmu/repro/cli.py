@@ -12,7 +12,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from vmmu.repro import _render
+from vmmu.repro import _render, core_models
 from vmmu.repro._claims import Report
 from vmmu.repro._paper import Paper, Study, execute, parse_requests, study
 from vmmu.repro._run import WORKERS, Bar
@@ -91,6 +91,25 @@ def _write_reports(path: str, reports: list[Report]) -> None:
         err.print(f"report: {written}")
 
 
+def _write_core_comparison(path: Path, selected: list[Paper], quick: bool, workers: int) -> None:
+    """Runs ``selected`` under both core models and writes the comparison to ``path``."""
+    t0 = time.monotonic()
+    with Bar(True) as bar:
+        comparisons = [
+            core_models.compare(p, quick=quick, bar=bar, workers=workers) for p in selected
+        ]
+    seconds = time.monotonic() - t0
+    path.write_text(core_models.markdown(comparisons, quick, seconds), encoding="utf-8")
+    for c in comparisons:
+        o = c.overlap
+        click.echo(
+            f"{c.paper}: time {o.time_change():+.1%}, translation hidden "
+            f"{core_models.pct(o.translation_hidden())}, {len(c.changes())} of {c.judged()} "
+            "verdicts change"
+        )
+    click.echo(f"wrote {path} ({seconds:.0f} s)")
+
+
 @click.command("repro")
 @click.argument("name", required=False, metavar="NAME|all")
 @click.option("--list", "list_", is_flag=True, help="List the reproductions and their parameters.")
@@ -119,6 +138,20 @@ def _write_reports(path: str, reports: list[Report]) -> None:
     "alone, or at LO and HI) and say which verdicts survive. Repeatable.",
 )
 @click.option(
+    "--core-model",
+    type=click.Choice(core_models.MODELS),
+    help="Time every run of the reproductions with this core model (docs/model.md, "
+    '"Timing"); default: each machine\'s own (additive).',
+)
+@click.option(
+    "--core-comparison",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE.md",
+    help="Run the reproductions under both core models and write which verdicts change and "
+    "why to FILE.md (docs/repro-interval.md: `vmmu repro all --quick --core-comparison "
+    "docs/repro-interval.md`).",
+)
+@click.option(
     "--workers",
     type=click.IntRange(1, 64),
     default=WORKERS,
@@ -134,6 +167,8 @@ def repro(
     markdown: Path | None,
     report: str | None,
     sensitivity: tuple[str, ...],
+    core_model: str | None,
+    core_comparison: Path | None,
     workers: int,
 ) -> None:
     """Reproduce a paper's tables, paper value beside vmmu's, each claim judged against the
@@ -153,6 +188,14 @@ def repro(
                 click.echo(f"{'':<13}--sensitivity {q.name}={q.lo}:{q.hi}")
         return
     selected = _selected(name)
+    if core_comparison is not None:
+        _write_core_comparison(core_comparison, selected, quick, workers)
+        return
+    if markdown is not None and core_model is not None:
+        raise click.BadParameter(
+            "--markdown writes docs/repro.md with each machine's own core model; "
+            "--core-comparison writes the interval model's comparison"
+        )
     if markdown is not None and name != "all":
         raise click.BadParameter("--markdown writes every paper: use `vmmu repro all`")
     plans = _plans(selected, sensitivity) if sensitivity else {}
@@ -163,12 +206,12 @@ def repro(
     studies: dict[str, Study] = {}
     with Bar(not machine) as bar:
         for p in selected:
-            rep = execute(p, quick=quick, bar=bar, workers=workers)
+            rep = execute(p, quick=quick, bar=bar, workers=workers, core_model=core_model)
             reports.append(rep)
             if not machine and markdown is None:
                 out.print(_render.terminal(rep))
             if p.name in plans:
-                st = study(p, plans[p.name], quick=quick, bar=bar, base=rep)
+                st = study(p, plans[p.name], quick=quick, bar=bar, base=rep, core_model=core_model)
                 studies[p.name] = st
                 if not machine and markdown is None:
                     out.print(_render.sensitivity(st))

@@ -47,6 +47,30 @@ def _footprints(_ctx: click.Context, param: click.Parameter, value: str) -> list
     return list(dict.fromkeys(sizes))
 
 
+def _sets(
+    _ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> list[tuple[str, str]]:
+    out = []
+    for v in values:
+        path, eq, value = v.partition("=")
+        if not eq or not path.strip() or not value.strip():
+            raise click.BadParameter(f"expected PATH=VALUE, got `{v}`", param=param)
+        out.append((path.strip(), value.strip()))
+    return out
+
+
+def _sensitivity(
+    _ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> list[tuple[str, list[str]]]:
+    out = []
+    for path, span in _sets(_ctx, param, values):
+        lo, colon, hi = span.partition(":")
+        if not colon or not lo.strip() or not hi.strip():
+            raise click.BadParameter(f"expected PATH=LO:HI, got `{path}={span}`", param=param)
+        out.append((path, [lo.strip(), hi.strip()]))
+    return out
+
+
 def _count(_ctx: click.Context, param: click.Parameter, value: str) -> int:
     try:
         n = parse_count(value, f"--{param.name.replace('_', '-')}")
@@ -148,6 +172,51 @@ def _ratio_table(check: host.HostCheck) -> Table:
     return t
 
 
+def _causes_table(check: host.HostCheck) -> Table:
+    t = Table(
+        title="cycles per access behind the predictions (interval exposed / additive paid; "
+        "walks; waits for a walker and a miss register)"
+    )
+    for col in ("footprint", "pages", "pattern", "host"):
+        t.add_column(col)
+    for col in ("translation", "data", "walks", "walker wait", "MSHR wait"):
+        t.add_column(col, justify="right")
+    for p in check.predicted:
+        a = p["per_access"]
+        t.add_row(
+            host.size_label(p["footprint"]),
+            p["pages"].upper(),
+            p["pattern"],
+            p["host_pages"],
+            f"{a['translation_interval']:.1f} / {a['translation_additive']:.1f}",
+            f"{a['data_interval']:.1f} / {a['data_additive']:.1f}",
+            f"{a['walks']:.2f}",
+            f"{a['walker_wait']:.1f}",
+            f"{a['mshr_wait']:.1f}",
+        )
+    return t
+
+
+def _sensitivity_table(check: host.HostCheck) -> Table:
+    t = Table(title="sensitivity: the interval model's ratio (host 4K / 2M) and verdict per value")
+    for col in ("ratio", "footprint", "of", "measured"):
+        t.add_column(col)
+    t.add_column("preset", justify="right")
+    for v in check.sensitivity:
+        t.add_column(", ".join(f"{k}={x}" for k, x in v["set"]), justify="right")
+    base = check.ratios()
+    for i, r in enumerate(base):
+        cells = []
+        for ratios in [base, *(v["ratios"] for v in check.sensitivity)]:
+            m = ratios[i]["models"]["interval"]
+            by = " / ".join(f"{m['by_host_pages'][h]:.2f}" for h in host.HOST_PAGES)
+            cells.append(f"{by} {_verdict(m, r['band'])}")
+        t.add_row(
+            r["kind"], host.size_label(r["footprint"]), r["of"], f"{r['measured']:.2f}", *cells
+        )
+    return t
+
+
 @click.group()
 def validate() -> None:
     """Check vmmu's predictions against the machine it runs on (docs/validation.md)."""
@@ -197,12 +266,14 @@ def validate() -> None:
     help="Timed accesses of each recorded run (the prediction is per access).",
 )
 @click.option(
+    "--preset",
     "--machine",
     "-m",
-    default="zen3",
-    show_default=True,
+    "machine",
+    default=None,
     metavar="NAME|FILE.toml",
-    help="Machine preset to predict with (see `vmmu presets`).",
+    help="Machine preset to predict with (see `vmmu presets`); default: the preset of this "
+    "machine's processor (vendor, family and model from /proc/cpuinfo), zen3 when none is.",
 )
 @click.option(
     "--runs",
@@ -218,6 +289,30 @@ def validate() -> None:
     type=click.Path(file_okay=False),
     help="Keep the recorded traces in DIR (default: a temporary directory).",
 )
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="PATH=VALUE",
+    callback=_sets,
+    help="Change the preset for every prediction (repeatable), e.g. machine.core.mshrs=10.",
+)
+@click.option(
+    "--sensitivity",
+    multiple=True,
+    metavar="PATH=LO:HI",
+    callback=_sensitivity,
+    help="Also predict with PATH at LO and at HI and print each ratio's verdict per value "
+    "(repeatable), e.g. machine.core.mshrs=10:16.",
+)
+@click.option(
+    "--reuse",
+    metavar="FILE.json",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Measure and record nothing: take a saved check (--save) and its traces (--keep DIR, "
+    "required) and predict again, on --preset, with --set and --sensitivity (for the "
+    "saved footprints --footprint names, all by default).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole check as JSON.")
 @click.option(
     "--save",
@@ -231,9 +326,12 @@ def host_cmd(
     patterns: list[str],
     accesses: int,
     record_accesses: int,
-    machine: str,
+    machine: str | None,
     runs: int,
     keep: str | None,
+    sets: list[tuple[str, str]],
+    sensitivity: list[tuple[str, list[str]]],
+    reuse: str | None,
     as_json: bool,
     save: str | None,
 ) -> None:
@@ -255,19 +353,36 @@ def host_cmd(
         TextColumn("{task.fields[detail]}"),
         TimeElapsedColumn(),
     )
+    if reuse and not keep:
+        raise click.BadParameter(
+            "--reuse needs --keep DIR, the traces' directory", param_hint="--keep"
+        )
     with Progress(*columns, console=err, transient=False) as bar:
         steps = _Steps(bar)
-        check = host.check_host(
-            machine=machine,
-            footprints=footprints,
-            pages=pages,
-            patterns=patterns,
-            accesses=accesses,
-            record_accesses=record_accesses,
-            runs=runs,
-            steps=steps,
-            work_dir=Path(keep) if keep else None,
-        )
+        if reuse:
+            try:
+                saved = json.loads(Path(reuse).read_text(encoding="utf-8"))
+                source = click.get_current_context().get_parameter_source("footprints")
+                only = None if source == click.core.ParameterSource.DEFAULT else footprints
+                check = host.resimulate(
+                    saved, Path(keep or "."), machine, steps, sets, sensitivity, only
+                )
+            except (ValueError, KeyError) as e:
+                raise click.BadParameter(f"{reuse}: {e}", param_hint="--reuse") from None
+        else:
+            check = host.check_host(
+                machine=machine,
+                footprints=footprints,
+                pages=pages,
+                patterns=patterns,
+                accesses=accesses,
+                record_accesses=record_accesses,
+                runs=runs,
+                steps=steps,
+                work_dir=Path(keep) if keep else None,
+                sets=sets,
+                sensitivity=sensitivity,
+            )
         steps.finish()
     text = json.dumps(check.to_dict(), indent=2)
     if save:
@@ -283,6 +398,10 @@ def host_cmd(
         f"{' '.join(f'{x:.2f}' for x in load['before'])} before measuring, "
         f"{' '.join(f'{x:.2f}' for x in load['after_measuring'])} after"
     )
+    out.print(escape(f"preset {check.machine_reason}"))
     out.print(_measured_table(check))
+    out.print(_causes_table(check))
     out.print(_ratio_table(check))
+    if check.sensitivity:
+        out.print(_sensitivity_table(check))
     out.print(f"note: {host.HOST_PAGES_NOTE}.")

@@ -20,6 +20,7 @@ is.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -36,6 +37,7 @@ from typing import Any
 from vmmu import api
 from vmmu._cache import user_cache_dir
 from vmmu.exceptions import VmmuError
+from vmmu.validate import hostcpu
 
 #: The access patterns of the probe: a dependent chase and independent loads.
 PATTERNS: tuple[str, ...] = ("chase", "independent")
@@ -238,10 +240,15 @@ def simulate(
     host_pages: str,
     accesses: int,
     progress: Callable[[int, int | None], Any] | None = None,
+    sets: Sequence[tuple[str, Any]] = (),
 ) -> dict[str, Any]:
     """Simulates the probe's timed loop in ``trace`` (warm-up up to its first phase marker,
     stop at the second) with nested paging on ``machine`` and ``host_pages`` nested pages,
-    under the interval core model; returns ns per access under both core models."""
+    under the interval core model, ``sets`` (``--set`` pairs) applied last; returns ns per
+    access under both core models and, per access, the causes behind them (``per_access``:
+    cycles of translation and data exposed under the interval model and paid in full under
+    the additive one, walks, cycles walks waited for a walker and misses for a miss
+    register)."""
     r = api.run(
         machine,
         mode="nested",
@@ -252,16 +259,28 @@ def simulate(
         warmup_phase=PHASE_START,
         stop_phase=PHASE_STOP,
         progress=progress or False,
+        set=list(sets),
     )
     ghz = freq_ghz(machine)
+    core = r["core"]
+    exposed, full = r["cycles_by_cause"], core["cycles_by_cause_additive"]
     return {
         "host_pages": host_pages,
         "ns_per_access": {
             "interval": r["cycles"] / accesses / ghz,
-            "additive": r["core"]["cycles_additive"] / accesses / ghz,
+            "additive": core["cycles_additive"] / accesses / ghz,
         },
         "memory_refs": r["memory_refs"],
         "l2_tlb_misses": r["tlb"]["l2"]["misses"],
+        "per_access": {
+            "translation_interval": exposed["translation"] / accesses,
+            "translation_additive": full["translation"] / accesses,
+            "data_interval": exposed["data"] / accesses,
+            "data_additive": full["data"] / accesses,
+            "walks": r["tlb"]["l2"]["misses"] / accesses,
+            "walker_wait": core["walker_wait_cycles"] / accesses,
+            "mshr_wait": core["mshr_wait_cycles"] / accesses,
+        },
     }
 
 
@@ -282,6 +301,12 @@ class HostCheck:
     loadavg: dict[str, list[float]] = field(default_factory=dict)
     started: str = ""
     host: dict[str, str] = field(default_factory=dict)
+    #: Why this preset: chosen by the user, or the host processor's (:mod:`.hostcpu`).
+    machine_reason: str = ""
+    #: ``--set`` pairs applied to the preset in every prediction.
+    sets: list[tuple[str, Any]] = field(default_factory=list)
+    #: Predictions again with one value changed (:func:`variant`), one entry per value.
+    sensitivity: list[dict[str, Any]] = field(default_factory=list)
 
     def measured_ns(self, footprint: int, pages: str, pattern: str) -> list[float]:
         """The native ns per access of each run, in run order."""
@@ -358,6 +383,8 @@ class HostCheck:
         return {
             "schema": SCHEMA,
             "machine": self.machine,
+            "machine_reason": self.machine_reason,
+            "set": [[k, v] for k, v in self.sets],
             "started": self.started,
             "host": self.host,
             "loadavg": self.loadavg,
@@ -371,6 +398,7 @@ class HostCheck:
             "measured": self.measured,
             "predicted": self.predicted,
             "ratios": self.ratios(),
+            "sensitivity": self.sensitivity,
         }
 
 
@@ -396,16 +424,10 @@ def verdict(measured: float, predictions: Iterable[float], band: float) -> dict[
 
 
 def _host_info() -> dict[str, str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = hostcpu.read_cpu()
     return {
-        "cpu": cpu,
+        "cpu": (cpu.name or "unnamed") if cpu else "unknown",
+        "signature": cpu.signature() if cpu else "unknown",
         "kernel": platform.release(),
         "thp": _thp_setting(),
         "cpus": str(os.cpu_count()),
@@ -428,7 +450,7 @@ class Steps:
 
 
 def check_host(
-    machine: str = "zen3",
+    machine: str | None = None,
     footprints: Sequence[int] = (256 << 20, 2 << 30),
     pages: Sequence[str] = PAGES,
     patterns: Sequence[str] = PATTERNS,
@@ -438,13 +460,18 @@ def check_host(
     steps: Steps | None = None,
     work_dir: Path | None = None,
     cache: Path | None = None,
+    sets: Sequence[tuple[str, Any]] = (),
+    sensitivity: Sequence[tuple[str, Sequence[Any]]] = (),
 ) -> HostCheck:
     """Measures the probe natively (``runs`` times each, all in one sitting), records and
-    simulates it, and returns the :class:`HostCheck`. ``record_accesses`` is the timed loop's
+    simulates it, and returns the :class:`HostCheck`. ``machine`` ``None`` is the preset of
+    this machine's processor (:func:`.hostcpu.preset_for`). ``record_accesses`` is the timed loop's
     length in the recordings (the simulated figure is per access, so a shorter loop does),
     after the native runs' warm-up (a tenth of ``accesses``), so the simulated caches and TLBs
     start the timed loop as warm as the real ones; ``work_dir`` keeps the traces (a temporary
-    directory otherwise)."""
+    directory otherwise). ``sets`` (``--set`` pairs) change the preset for every prediction;
+    each ``(path, values)`` of ``sensitivity`` predicts again with ``path`` at each value
+    (:func:`variant`)."""
     steps = steps or Steps()
     for name, seq, allowed in (("pages", pages, PAGES), ("pattern", patterns, PATTERNS)):
         bad = [x for x in seq if x not in allowed]
@@ -453,6 +480,11 @@ def check_host(
             raise ValueError(f"{name}: {given} (one of {', '.join(allowed)})")
     if runs < 1 or accesses < 1 or record_accesses < 1:
         raise ValueError("runs, accesses and record accesses must be at least 1")
+    if machine is None:
+        machine, why = hostcpu.preset_for(hostcpu.read_cpu())
+        reason = f"{machine}: {why}"
+    else:
+        reason = f"{machine}: given"
     freq_ghz(machine)  # an unknown machine fails before anything runs
     combos = [(fp, pg, pat) for fp in footprints for pg in pages for pat in patterns]
     check = HostCheck(
@@ -465,6 +497,8 @@ def check_host(
         runs=runs,
         started=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         host=_host_info(),
+        machine_reason=reason,
+        sets=[(k, v) for k, v in sets],
     )
     steps.stage("building the probe", 1)
     steps.step("gcc -O2 probe.c")
@@ -482,26 +516,131 @@ def check_host(
     with tempfile.TemporaryDirectory(prefix="vmmu-validate-") as tmp:
         where = work_dir or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        traces = {}
+        recorded = []
         steps.stage("recording with vmmu record", len(combos))
         for fp, pg, pat in combos:
             steps.step(f"{size_label(fp)} {pg} {pat}")
-            trace = where / f"probe-{size_label(fp)}-{pg}-{pat}.vtrace"
+            trace = trace_path(where, fp, pg, pat)
             summary = record_probe(binary, fp, pg, pat, record_accesses, accesses // 10, trace)
-            traces[fp, pg, pat] = (trace, summary)
-        steps.stage(f"simulating on {machine}", len(combos) * len(HOST_PAGES))
-        for (fp, pg, pat), (trace, summary) in traces.items():
-            for host_pages in HOST_PAGES:
-                steps.step(f"{size_label(fp)} {pg} {pat}, host {host_pages}")
-                sim = simulate(machine, trace, host_pages, record_accesses, steps.events)
-                check.predicted.append(
-                    {
-                        "footprint": fp,
-                        "pages": pg,
-                        "pattern": pat,
-                        "recorded_huge_share": summary["probe"]["huge_share"],
-                        "dependent_refs": summary.get("dependent_refs"),
-                        **sim,
-                    }
-                )
+            recorded.append(
+                {
+                    "footprint": fp,
+                    "pages": pg,
+                    "pattern": pat,
+                    "recorded_huge_share": summary["probe"]["huge_share"],
+                    "dependent_refs": summary.get("dependent_refs"),
+                }
+            )
+        check.predicted = predict(machine, where, recorded, record_accesses, steps, check.sets)
+        for path, values in sensitivity:
+            for value in values:
+                check.sensitivity.append(variant(check, where, recorded, [(path, value)], steps))
+    return check
+
+
+def trace_path(where: Path, footprint: int, pages: str, pattern: str) -> Path:
+    """Where a combination's recording is kept: ``probe-256M-4k-chase.vtrace``."""
+    return where / f"probe-{size_label(footprint)}-{pages}-{pattern}.vtrace"
+
+
+def predict(
+    machine: str,
+    where: Path,
+    recorded: Sequence[dict[str, Any]],
+    accesses: int,
+    steps: Steps,
+    sets: Sequence[tuple[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Each recorded combination (``footprint``, ``pages``, ``pattern`` and what its recording
+    said) simulated from its trace in ``where`` for every host page size."""
+    label = f"simulating on {machine}" + "".join(f", {k}={v}" for k, v in sets)
+    steps.stage(label, len(recorded) * len(HOST_PAGES))
+    out = []
+    for rec in recorded:
+        fp, pg, pat = rec["footprint"], rec["pages"], rec["pattern"]
+        trace = trace_path(where, fp, pg, pat)
+        if not trace.exists():
+            raise ProbeError(f"no recording of {size_label(fp)} {pg} {pat}: {trace} is missing")
+        for host_pages in HOST_PAGES:
+            steps.step(f"{size_label(fp)} {pg} {pat}, host {host_pages}")
+            sim = simulate(machine, trace, host_pages, accesses, steps.events, sets)
+            out.append({**rec, **sim})
+    return out
+
+
+def recorded_of(predicted: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The recorded combinations behind a check's predictions, once each, in order."""
+    keys = ("footprint", "pages", "pattern", "recorded_huge_share", "dependent_refs")
+    seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for p in predicted:
+        seen.setdefault((p["footprint"], p["pages"], p["pattern"]), {k: p.get(k) for k in keys})
+    return list(seen.values())
+
+
+def variant(
+    check: HostCheck,
+    where: Path,
+    recorded: Sequence[dict[str, Any]],
+    sets: Sequence[tuple[str, Any]],
+    steps: Steps,
+) -> dict[str, Any]:
+    """The check predicted again with ``sets`` added to its own: its predictions and
+    ratios (the measured side unchanged)."""
+    pairs = [*check.sets, *sets]
+    predicted = predict(check.machine, where, recorded, check.record_accesses, steps, pairs)
+    again = dataclasses.replace(check, predicted=predicted, sensitivity=[])
+    return {
+        "set": [[k, v] for k, v in sets],
+        "predicted": predicted,
+        "ratios": again.ratios(),
+    }
+
+
+def resimulate(
+    saved: dict[str, Any],
+    traces: Path,
+    machine: str | None = None,
+    steps: Steps | None = None,
+    sets: Sequence[tuple[str, Any]] = (),
+    sensitivity: Sequence[tuple[str, Sequence[Any]]] = (),
+    footprints: Sequence[int] | None = None,
+) -> HostCheck:
+    """A saved check (:meth:`HostCheck.to_dict`) predicted again from its kept ``traces``:
+    its measurements as they were, its recordings (those of ``footprints``, default all)
+    simulated on ``machine`` (default: the saved check's) with ``sets`` and each
+    ``sensitivity`` value. The saved predictions are kept where nothing would change them
+    (the same preset, no ``sets``)."""
+    if saved.get("schema") != SCHEMA:
+        raise ValueError(f"not a saved check: schema `{saved.get('schema')}`, not `{SCHEMA}`")
+    steps = steps or Steps()
+    machine = machine or saved["machine"]
+    freq_ghz(machine)
+    kept = [f for f in saved["footprints"] if footprints is None or f in footprints]
+    if not kept:
+        given = ", ".join(size_label(f) for f in footprints or [])
+        raise ValueError(f"the saved check measured none of the footprints {given}")
+    check = HostCheck(
+        machine=machine,
+        footprints=kept,
+        pages=saved["pages"],
+        patterns=saved["patterns"],
+        accesses=saved["accesses"],
+        record_accesses=saved["record_accesses"],
+        runs=saved["runs"],
+        measured=saved["measured"],
+        loadavg=saved["loadavg"],
+        started=saved["started"],
+        host=saved["host"],
+        machine_reason=f"{machine}: given (measured {saved['started']}, resimulated)",
+        sets=[(k, v) for k, v in sets],
+    )
+    predicted = [p for p in saved["predicted"] if p["footprint"] in kept]
+    recorded = recorded_of(predicted)
+    if machine == saved["machine"] and not sets and not saved.get("set"):
+        check.predicted = predicted
+    else:
+        check.predicted = predict(machine, traces, recorded, check.record_accesses, steps, sets)
+    for path, values in sensitivity:
+        for value in values:
+            check.sensitivity.append(variant(check, traces, recorded, [(path, value)], steps))
     return check

@@ -25,6 +25,10 @@ pub const PRESETS: &[(&str, &str)] = &[
         include_str!("../../presets/machines/nehalem-x5560.toml"),
     ),
     (
+        "cascadelake",
+        include_str!("../../presets/machines/cascadelake.toml"),
+    ),
+    (
         "golden-cove",
         include_str!("../../presets/machines/golden-cove.toml"),
     ),

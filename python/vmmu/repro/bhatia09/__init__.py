@@ -390,7 +390,7 @@ def _recorded(ctx: Context, c: Claims, systems: dict[str, System]) -> str:
 
 
 def _vcpus(c: Claims, ctx: Context) -> None:
-    rows = vcpus.run(quick=ctx.quick)
+    rows = vcpus.run(quick=ctx.quick, runner=ctx.run)
     ratio = {(r["workload"], r["vcpus"]): 1 + r["nested_advantage"] for r in rows}
     share = {(r["workload"], r["vcpus"]): r["shadow_lock_wait_share"] for r in rows}
     why = dict(zip(vcpus.WORKLOADS, vcpus.explain(rows), strict=True))
