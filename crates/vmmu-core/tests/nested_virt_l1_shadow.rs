@@ -27,17 +27,6 @@ fn one_touch() -> Vec<Event> {
     ev
 }
 
-/// `n` populated pages touched, a switch to process 2 and back, and `n` cold walks.
-fn cold_walks(n: u64) -> Vec<Event> {
-    let mut ev = region(n * PAGE, true);
-    ev.extend((0..n).map(|i| load(BASE + i * PAGE)));
-    ev.push(Event::ProcessCreate { pid: 2 });
-    ev.push(Event::Switch { pid: 2 });
-    ev.push(Event::Switch { pid: 1 });
-    ev.extend((0..n).map(|i| load(BASE + i * PAGE)));
-    ev
-}
-
 #[test]
 fn the_shadow_tables_are_walked_in_2d_over_ept01() {
     let r = run(
