@@ -182,3 +182,16 @@ fn pvm_checks_every_translation_and_returns_to_user_after_each_guest_fault() {
         );
     }
 }
+
+#[test]
+fn a_shadow_paging_l1_outside_nested_virt_is_an_error_naming_the_field() {
+    for l1 in ["shadow", "pvm"] {
+        let e = try_run(&[("mode", "shadow"), ("nested_virt.l1", l1)], one_touch())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("nested_virt.l1") && e.contains(l1) && e.contains("nested-virt"),
+            "{e}"
+        );
+    }
+}
