@@ -84,15 +84,25 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             f"| {r['workload']} | {r['kind']} | {r['cycles']:,} | {100 * r['vs_single']:+.1f}% "
             f"| {r['switches_per_k']:.3f} | {r['refs_per_walk']:.1f} | {r['checked']:,} |"
         )
-    out += ["", "Fastest L1 kind per workload:", ""]
+    out += [
+        "",
+        "Fastest L1 kind per workload, of those x86 machines run (`ept`, `shadow`, `pvm`) and "
+        "with the 3D walk no part implements:",
+        "",
+    ]
     for name in dict.fromkeys(r["workload"] for r in rows):
         nested = [r for r in rows if r["workload"] == name and r["kind"] != "single"]
-        best = min(nested, key=lambda r: r["cycles"])
-        second = min((r for r in nested if r is not best), key=lambda r: r["cycles"])
-        gain = 100.0 * (1.0 - best["cycles"] / second["cycles"])
-        out.append(f"- {name}: `{best['kind']}`, {gain:.1f}% fewer cycles than `{second['kind']}`")
+        real = [r for r in nested if r["kind"] != "3d"]
+        out.append(f"- {name}: {_lead(real)}; with `3d`: {_lead(nested)}")
     out.append("")
     return "\n".join(out)
+
+
+def _lead(rows: list[dict[str, Any]]) -> str:
+    """The fastest of ``rows`` and its lead over the next."""
+    best, second = sorted(rows, key=lambda r: r["cycles"])[:2]
+    gain = 100.0 * (1.0 - best["cycles"] / second["cycles"])
+    return f"`{best['kind']}`, {gain:.1f}% fewer cycles than `{second['kind']}`"
 
 
 def main(argv: Sequence[str] = sys.argv[1:]) -> int:

@@ -18,19 +18,6 @@ fn nested_virt(l1: &'static str) -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-/// Process 1 touches `n` pages of a populated region (the warm-up: every fault of every stage
-/// resolved), switches to process 2 and back (CR3 writes without PCIDs: the TLB is flushed),
-/// and touches them again: `n` cold walks.
-fn cold_walks(n: u64) -> Vec<Event> {
-    let mut ev = region(n * PAGE, true);
-    ev.extend((0..n).map(|i| load(BASE + i * PAGE)));
-    ev.push(Event::ProcessCreate { pid: 2 });
-    ev.push(Event::Switch { pid: 2 });
-    ev.push(Event::Switch { pid: 1 });
-    ev.extend((0..n).map(|i| load(BASE + i * PAGE)));
-    ev
-}
-
 fn with<'a>(
     mut base: Vec<(&'a str, &'a str)>,
     more: &[(&'a str, &'a str)],

@@ -27,17 +27,6 @@ fn one_touch() -> Vec<Event> {
     ev
 }
 
-/// `n` populated pages touched, a switch to process 2 and back, and `n` cold walks.
-fn cold_walks(n: u64) -> Vec<Event> {
-    let mut ev = region(n * PAGE, true);
-    ev.extend((0..n).map(|i| load(BASE + i * PAGE)));
-    ev.push(Event::ProcessCreate { pid: 2 });
-    ev.push(Event::Switch { pid: 2 });
-    ev.push(Event::Switch { pid: 1 });
-    ev.extend((0..n).map(|i| load(BASE + i * PAGE)));
-    ev
-}
-
 #[test]
 fn the_shadow_tables_are_walked_in_2d_over_ept01() {
     let r = run(
@@ -190,6 +179,19 @@ fn pvm_checks_every_translation_and_returns_to_user_after_each_guest_fault() {
             exits(&r, "user_return"),
             exits(&r, "guest_fault"),
             "{backing}"
+        );
+    }
+}
+
+#[test]
+fn a_shadow_paging_l1_outside_nested_virt_is_an_error_naming_the_field() {
+    for l1 in ["shadow", "pvm"] {
+        let e = try_run(&[("mode", "shadow"), ("nested_virt.l1", l1)], one_touch())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("nested_virt.l1") && e.contains(l1) && e.contains("nested-virt"),
+            "{e}"
         );
     }
 }

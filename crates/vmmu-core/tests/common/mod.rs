@@ -112,3 +112,16 @@ pub fn busy() -> Vec<Event> {
     ev.extend((0..256).map(|i| load(BASE + i * 4096 + 8)));
     ev
 }
+
+/// Process 1 touches `n` pages of a populated region (the warm-up: every fault of every stage
+/// resolved), switches to process 2 and back (CR3 writes without PCIDs: the TLB is flushed),
+/// and touches them again: `n` cold walks.
+pub fn cold_walks(n: u64) -> Vec<Event> {
+    let mut ev = region(n * 4096, true);
+    ev.extend((0..n).map(|i| load(BASE + i * 4096)));
+    ev.push(Event::ProcessCreate { pid: 2 });
+    ev.push(Event::Switch { pid: 2 });
+    ev.push(Event::Switch { pid: 1 });
+    ev.extend((0..n).map(|i| load(BASE + i * 4096)));
+    ev
+}
