@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vmmu._core import did_you_mean
-from vmmu.repro import bae11, bhargava08, bhatia09, kloster07, levasseur
+from vmmu.repro import agile16, bae11, bhargava08, bhatia09, kloster07, levasseur
 from vmmu.repro._claims import Report
 from vmmu.repro._paper import Paper, Study, execute, parse_requests, study
 from vmmu.repro._run import WORKERS, Bar
@@ -20,6 +20,7 @@ PAPERS: dict[str, Paper] = {
         bae11.PAPER,
         levasseur.PAPER,
         bhargava08.PAPER,
+        agile16.PAPER,
     )
 }
 
