@@ -235,6 +235,32 @@ def _exits(r: Mapping[str, Any]) -> list[Table]:
     return [t]
 
 
+#: Agile paging's policy counters, in display order (docs/model.md, "Agile paging").
+AGILE_ROWS = (
+    ("to_nested", "subtrees to nested"),
+    ("to_shadow", "subtrees to shadow"),
+    ("exits_avoided", "writes without exit"),
+    ("scans", "dirty-bit scans"),
+    ("nested_tables", "tables nested at end"),
+)
+
+
+def _agile(r: Mapping[str, Any]) -> list[Table]:
+    agile = r.get("agile") or {}
+    if not agile:
+        return []
+    policy = agile.get("policy") or {}
+    walks = agile.get("walks_by_shadow_levels") or {}
+    t = _table("agile walks by shadow levels")
+    t.add_column("shadow levels")
+    t.add_column("walks", justify="right")
+    t.add_column("share", justify="right")
+    total = sum(walks.values())
+    for levels in sorted(walks, key=int):
+        t.add_row(levels, number(walks[levels]), pct(walks[levels], total))
+    return [key_values({label: policy.get(k) for k, label in AGILE_ROWS}, "agile policy"), t]
+
+
 def result_tables(r: Mapping[str, Any]) -> RenderableType:
     """Everything ``vmmu run`` prints for one result, in rows of tables that sit side by side
     when the terminal is wide enough."""
@@ -253,7 +279,7 @@ def result_tables(r: Mapping[str, Any]) -> RenderableType:
         + _hit_miss_table("memory hierarchy", r.get("caches"), ("l1", "l2", "l3")),
         ([grid] if grid is not None else [])
         + ([_shares("walk refs served by", "refs", served, SERVED_ORDER)] if served else []),
-        _exits(r),
+        _exits(r) + _agile(r),
         _vcpus(r),
     ]
     parts: list[RenderableType] = [_heading(r), Text("")]

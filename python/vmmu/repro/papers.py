@@ -6,7 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vmmu._core import did_you_mean
-from vmmu.repro import bae11, bhargava08, bhatia09, kloster07, levasseur, pvm23, turtles10
+from vmmu.repro import (
+    agile16,
+    bae11,
+    bhargava08,
+    bhatia09,
+    kloster07,
+    levasseur,
+    pvm23,
+    turtles10,
+)
 from vmmu.repro._claims import Report
 from vmmu.repro._paper import Paper, Study, execute, parse_requests, study
 from vmmu.repro._run import WORKERS, Bar
@@ -22,6 +31,7 @@ PAPERS: dict[str, Paper] = {
         bhargava08.PAPER,
         pvm23.PAPER,
         turtles10.PAPER,
+        agile16.PAPER,
     )
 }
 

@@ -15,14 +15,14 @@ pub struct AgileConfig {
     /// table filled once; a second says the table keeps changing).
     #[serde(default = "default_threshold")]
     pub write_threshold: u32,
-    /// Instructions between the hypervisor's scans of the dirty bits of the guest tables in
-    /// nested mode; a subtree whose table was not written since the last scan moves back to
-    /// shadow mode. Estimate: 10 M instructions (a few milliseconds of guest time at the
+    /// Instructions between the hypervisor's scans of the nested dirty bits of the root
+    /// tables of the subtrees in nested mode; a subtree whose root table was not written since
+    /// the last scan moves back to shadow mode. Estimate: 10 M instructions (a few milliseconds of guest time at the
     /// speeds of the cost profiles, a host timer tick's order).
     #[serde(default = "default_interval")]
     pub scan_interval: u64,
-    /// Handler cycles per guest table of a nested subtree the scan reads the nested dirty
-    /// bit of. Estimate: 100 cycles (one nested-table entry read and cleared, with its
+    /// Handler cycles per subtree in nested mode whose root table's nested dirty bit the scan
+    /// reads. Estimate: 100 cycles (one nested-table entry read and cleared, with its
     /// bookkeeping).
     #[serde(default = "default_scan_cost")]
     pub scan_table: u64,

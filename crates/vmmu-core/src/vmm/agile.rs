@@ -8,11 +8,12 @@
 //! The policy (`[agile]`, [`crate::config::AgileConfig`]): a shadowed guest table written (and
 //! emulated) `write_threshold` times within one scan interval moves, with the tables below it,
 //! to nested mode; every `scan_interval` instructions the hypervisor reads the nested dirty
-//! bit of each guest table in nested mode, and a subtree whose table was not written since the
-//! last scan moves back to shadow mode (its shadow path refills through hidden faults).
-//! The scan walks each subtree's guest tables as they are then and reads the nested dirty bit
-//! of each table page (`scan_table` cycles per table); the guest writes to those pages since
-//! the last scan are the exits agile paging avoided.
+//! bit of the root table of each subtree in nested mode, and a subtree whose root table was not
+//! written since the last scan moves back to shadow mode (its shadow path refills through
+//! hidden faults; tables below it that keep being written move to nested mode again on their
+//! own writes, so the switch settles at the level that is written).
+//! The guest's writes since the last scan to the tables of a subtree (walked as they are at the
+//! scan) are the exits agile paging avoided.
 
 use super::exits::ExitReason;
 use super::nested::nested_fault;
@@ -213,9 +214,10 @@ impl PagingOps for Agile {
         self.next_scan
     }
 
-    /// The dirty-bit scan: each subtree in nested mode none of whose tables was written
-    /// since the last scan moves back to shadow mode; the write counts of the interval
-    /// restart.
+    /// The dirty-bit scan: each subtree in nested mode whose root table was not written
+    /// since the last scan moves back to shadow mode (the tables below that keep being
+    /// written move to nested mode again on their own writes, lower in the walk); the write
+    /// counts of the interval restart.
     fn tick(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, instructions: u64) {
         let interval = hv.agile.scan_interval;
         self.next_scan = (instructions / interval + 1) * interval;
@@ -225,13 +227,12 @@ impl PagingOps for Agile {
             self.written.clear();
             return;
         }
-        let mut scanned = 0;
+        let scanned = roots.len() as u64;
         for root in roots {
             let tables = self.shadow.pager().subtree(&os.mem, root);
-            scanned += tables.len() as u64;
             let n: u64 = tables.iter().filter_map(|t| self.written.get(t)).sum();
             self.stats.exits_avoided += n;
-            if n == 0 {
+            if !self.written.contains_key(&root) {
                 self.shadow.pager_mut().unnest(&mut hv.host, root);
                 self.stats.to_shadow += 1;
             }
