@@ -9,6 +9,13 @@
 //! 64 GiB, each table frame's word on its own host page) missed the host's caches and TLB on
 //! nearly every read (docs/performance.md). Nothing is allocated on the read path; the index
 //! grows (doubling) only when a frame becomes a table frame.
+//!
+//! **Indexing.** The read path indexes without bounds checks (a read is a few instructions,
+//! and the checks were a fifth of them), on two invariants kept by construction: the bucket
+//! count is a power of two and `shift` is 64 minus its log2, so a home bucket (the product's
+//! top bits) and every probe (masked by the count less one) are in bounds; and a slot in the
+//! index is an index of `slots`, which only grows (a released slot is reused, never removed).
+//! Debug builds, which the tests use, check both.
 
 use crate::addr::{Gpa, Hpa, L1pa, Space};
 use std::marker::PhantomData;
@@ -70,7 +77,11 @@ impl FrameIndex {
         let mask = self.buckets.len() - 1;
         let mut b = self.home(key);
         loop {
-            let (k, slot) = self.buckets[b];
+            debug_assert!(b < self.buckets.len());
+            // SAFETY: `b` is a bucket index ("Indexing" in the module documentation): a home
+            // bucket is the top `64 - shift` bits of a product, below `buckets.len()`, and
+            // every later probe is masked by `buckets.len() - 1`.
+            let (k, slot) = unsafe { *self.buckets.get_unchecked(b) };
             if k == key {
                 return Some(slot);
             }
@@ -172,8 +183,11 @@ impl<A: PhysAddr> PhysMem<A> {
 
     #[inline]
     fn slot(&self, addr: u64) -> Option<&[u64; 512]> {
-        let s = self.index.get(addr >> 12)?;
-        Some(&self.slots[s as usize])
+        let s = self.index.get(addr >> 12)? as usize;
+        debug_assert!(s < self.slots.len());
+        // SAFETY: the index holds only slots of `slots`, which never shrinks ("Indexing" in
+        // the module documentation).
+        Some(unsafe { self.slots.get_unchecked(s) })
     }
 
     #[inline]

@@ -116,44 +116,79 @@ pub enum Descent<P, S> {
 
 /// Descends from the table at `table` of level `level` for `va` (the address the tables
 /// translate, of whatever space they translate), reading entries through `levels`.
-#[inline]
+///
+/// The levels are unrolled: each is one copy of [`step`] with its level a constant, so that a
+/// level's entry offset, leaf rule and the per-level indices of whatever `levels` counts are
+/// computed at compile time. Always inlined, so that a walk over a format known where it is
+/// called (`fixed_format!` in walk/mod.rs) is compiled for that format too, and the levels
+/// above its root vanish.
+#[inline(always)]
 pub fn descend<L: Levels, V: Space>(
     geo: &Geometry,
     levels: &mut L,
     mut table: L::Table,
-    mut level: u8,
+    level: u8,
     va: V,
 ) -> Descent<L::Table, L::Stop> {
     let va = va.raw();
     let mut perms = Perms::ALL;
-    loop {
-        let off = geo.entry_offset(va, level);
-        let e = match levels.read(table, off, level) {
-            Ok(e) => e,
-            Err(s) => return Descent::Stopped(s),
+    debug_assert!((1..=geo.levels).contains(&level) && geo.levels <= 5);
+    macro_rules! at {
+        ($l:literal) => {
+            if geo.levels >= $l && level >= $l {
+                if let Some(end) = step(geo, levels, &mut table, $l, va, &mut perms) {
+                    return end;
+                }
+            }
         };
-        if !e.present() {
-            return Descent::NotPresent {
-                level,
-                entry: table.add(off),
-            };
-        }
-        if geo.restricts(level) {
-            perms.narrow(e);
-        }
-        if let Some(size) = geo.leaf_at(level, e) {
-            return Descent::Leaf(Leaf {
-                level,
-                entry: table.add(off),
-                pte: e,
-                size,
-                perms,
-            });
-        }
-        levels.pass(table, off, level, e);
-        table = L::Table::from_raw(e.frame(geo.frame_mask()));
-        level -= 1;
     }
+    at!(5);
+    at!(4);
+    at!(3);
+    at!(2);
+    at!(1);
+    unreachable!("a descent ends at level 1 at the latest (its entries are leaves)")
+}
+
+/// One level of [`descend`]: reads the entry of `va` in the table at `*table` of `level`, and
+/// ends the descent there (not present, a leaf, or stopped by `levels`) or moves `*table` to
+/// the next table.
+#[inline(always)]
+fn step<L: Levels>(
+    geo: &Geometry,
+    levels: &mut L,
+    table: &mut L::Table,
+    level: u8,
+    va: u64,
+    perms: &mut Perms,
+) -> Option<Descent<L::Table, L::Stop>> {
+    let t = *table;
+    let off = geo.entry_offset(va, level);
+    let e = match levels.read(t, off, level) {
+        Ok(e) => e,
+        Err(s) => return Some(Descent::Stopped(s)),
+    };
+    if !e.present() {
+        return Some(Descent::NotPresent {
+            level,
+            entry: t.add(off),
+        });
+    }
+    if geo.restricts(level) {
+        perms.narrow(e);
+    }
+    if let Some(size) = geo.leaf_at(level, e) {
+        return Some(Descent::Leaf(Leaf {
+            level,
+            entry: t.add(off),
+            pte: e,
+            size,
+            perms: *perms,
+        }));
+    }
+    levels.pass(t, off, level, e);
+    *table = L::Table::from_raw(e.frame(geo.frame_mask()));
+    None
 }
 
 /// Reads entries from memory with no side effects: the functional descent of the shadow
@@ -222,6 +257,105 @@ mod tests {
         })
         .unwrap();
         (mem, pt)
+    }
+
+    /// The descent as a plain loop over the levels: what the unrolled [`descend`] must equal.
+    fn descend_loop<L: Levels>(
+        geo: &Geometry,
+        levels: &mut L,
+        mut table: L::Table,
+        mut level: u8,
+        va: u64,
+    ) -> Descent<L::Table, L::Stop> {
+        let mut perms = Perms::ALL;
+        loop {
+            let off = geo.entry_offset(va, level);
+            let e = match levels.read(table, off, level) {
+                Ok(e) => e,
+                Err(s) => return Descent::Stopped(s),
+            };
+            if !e.present() {
+                let entry = table.add(off);
+                return Descent::NotPresent { level, entry };
+            }
+            if geo.restricts(level) {
+                perms.narrow(e);
+            }
+            if let Some(size) = geo.leaf_at(level, e) {
+                let (entry, pte) = (table.add(off), e);
+                return Descent::Leaf(Leaf {
+                    level,
+                    entry,
+                    pte,
+                    size,
+                    perms,
+                });
+            }
+            levels.pass(table, off, level, e);
+            table = L::Table::from_raw(e.frame(geo.frame_mask()));
+            level -= 1;
+        }
+    }
+
+    proptest::proptest! {
+        /// In every format, from every level a walk may start at (the root, or below a
+        /// paging-structure-cache hit: the table the path passes there), the unrolled descent
+        /// ends where the loop ends, with the same entry, size and rights, over tables with
+        /// pages of every size the format has, read-only, supervisor and no-execute ones
+        /// among them.
+        #[test]
+        fn the_unrolled_descent_is_the_loop(
+            fmt in 0usize..4,
+            maps in proptest::collection::vec((0u64..64, 0usize..3, 0u64..8), 1..24),
+            probes in proptest::collection::vec(0u64..64, 1..24),
+        ) {
+            let format = [
+                PagingFormat::X86_32,
+                PagingFormat::Pae,
+                PagingFormat::Long4,
+                PagingFormat::Long5,
+            ][fmt];
+            let (mut mem, pt) = table(format);
+            let geo = pt.geo;
+            let sizes: Vec<PageSize> = PageSize::ALL.into_iter().filter(|&s| geo.supports(s)).collect();
+            let mut next = 0x200_0000u64;
+            let mut log = Vec::new();
+            // Slot `i` of 64: its top three bits pick an eighth of the address space (so the
+            // root has several entries in every format), its low three a 2 MiB and a 4 KiB
+            // step inside it (so paths share upper tables and part below them).
+            let at = |i: u64| {
+                let va = ((i >> 3) << (geo.va_bits - 3)) + (i & 7) * 0x20_1000;
+                Gva::new(geo.canonical(va))
+            };
+            for (i, size, flags) in maps {
+                let size = sizes[size % sizes.len()];
+                let rw_us = Pte::RW | Pte::US;
+                let flags = [0, Pte::RW, Pte::US, Pte::NX, rw_us, rw_us | Pte::NX, Pte::US | Pte::NX, Pte::RW | Pte::NX][flags as usize];
+                let va = Gva::new(at(i).raw() & !size.offset_mask());
+                let new_frame = &mut || {
+                    next += 0x1000;
+                    Some(Gpa::new(next))
+                };
+                let _ = pt.map(&mut mem, new_frame, va, Gpa::new(0x4000_0000), size, flags, &mut log);
+            }
+            for i in probes {
+                let va = at(i).raw() | 0x123;
+                let whole = descend_loop(&geo, &mut Read { mem: &mem, geo }, pt.root, geo.levels, va);
+                proptest::prop_assert_eq!(descend(&geo, &mut Read { mem: &mem, geo }, pt.root, geo.levels, Gva::new(va)), whole);
+                // From each lower level, starting at the table the path passes there.
+                let mut t = Trace::new(&mem, geo);
+                descend(&geo, &mut t, pt.root, geo.levels, Gva::new(va));
+                for start in 1..geo.levels {
+                    let above = t.path[start as usize + 1];
+                    if !above.1.present() || geo.leaf_at(start + 1, above.1).is_some() {
+                        break;
+                    }
+                    let table = Gpa::new(above.1.frame(geo.frame_mask()));
+                    let want = descend_loop(&geo, &mut Read { mem: &mem, geo }, table, start, va);
+                    proptest::prop_assert_eq!(descend(&geo, &mut Read { mem: &mem, geo }, table, start, Gva::new(va)), want);
+                }
+            }
+        }
     }
 
     #[test]

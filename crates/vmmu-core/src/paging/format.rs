@@ -29,6 +29,12 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// The 4-level long-mode geometry, the format of nearly every walk (guest tables, nested
+    /// tables, shadow tables): a walk over tables of this format uses this constant, so that
+    /// the compiler folds its shifts, masks, entry size and leaf rules into the descent
+    /// (`fixed_format!` in walk/mod.rs).
+    pub const LONG4: Geometry = Geometry::of(PagingFormat::Long4);
+
     /// The geometry of `format`.
     pub const fn of(format: PagingFormat) -> Geometry {
         let (levels, entry_bytes, index_bits, root_bits, va_bits) = match format {

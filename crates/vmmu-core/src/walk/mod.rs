@@ -293,6 +293,26 @@ impl NestedDim for IdentityDim {
     }
 }
 
+/// Evaluates `$body` with `$g` bound to the geometry `$geo`: to the constant
+/// [`Geometry::LONG4`] when `$geo` is that format, so that the descent inlined into that copy
+/// of `$body` is compiled for 4-level long mode alone (its entry offsets constant shifts, its
+/// entry size, frame mask and leaf rules folded), else to `$geo` itself. A geometry is
+/// determined by its format, so both copies compute the same; the format is asked once per
+/// walk.
+macro_rules! fixed_format {
+    ($geo:expr, $g:ident => $body:expr) => {{
+        let geo: Geometry = $geo;
+        if matches!(geo.format, crate::config::PagingFormat::Long4) {
+            let $g = Geometry::LONG4;
+            $body
+        } else {
+            let $g = geo;
+            $body
+        }
+    }};
+}
+pub(crate) use fixed_format;
+
 /// One hardware walk of `va` for `access`, built once per TLB miss by the MMU: in the address
 /// space tagged `psc_tag` (VPID and PCID) in the paging-structure caches, of the VM `vpid`
 /// (which tags its NTLB and nested PSC entries).
@@ -324,23 +344,23 @@ impl<'a> Walker<'a> {
     #[inline(always)]
     pub fn walk(mut self, tables: Tables<'_>, cycles: &mut u64) -> Result<Translation, WalkFault> {
         match tables {
-            Tables::Guest { mem, pt } => {
+            Tables::Guest { mem, pt } => fixed_format!(pt.geo, geo => {
                 let mut src = GuestTables {
                     mem,
-                    geo: pt.geo,
+                    geo,
                     nested: IdentityDim,
                 };
-                self.descend(&mut src, pt.geo, pt.root, cycles)
-            }
-            Tables::Nested { mem, pt, hmem, npt } => {
+                self.descend(&mut src, geo, pt.root, cycles)
+            }),
+            Tables::Nested { mem, pt, hmem, npt } => fixed_format!(pt.geo, geo => {
                 let nested = NestedWalker::new(self.hw, hmem, npt, self.vpid);
                 let mut src = GuestTables {
                     mem,
-                    geo: pt.geo,
+                    geo,
                     nested,
                 };
-                self.descend(&mut src, pt.geo, pt.root, cycles)
-            }
+                self.descend(&mut src, geo, pt.root, cycles)
+            }),
             Tables::ThreeD {
                 mem,
                 pt,
@@ -375,13 +395,10 @@ impl<'a> Walker<'a> {
                 };
                 self.descend(&mut src, pt.geo, pt.root, cycles)
             }
-            Tables::Shadow { hmem, pt: Some(pt) } => {
-                let mut src = ShadowTables {
-                    mem: hmem,
-                    geo: pt.geo,
-                };
-                self.descend(&mut src, pt.geo, pt.root, cycles)
-            }
+            Tables::Shadow { hmem, pt: Some(pt) } => fixed_format!(pt.geo, geo => {
+                let mut src = ShadowTables { mem: hmem, geo };
+                self.descend(&mut src, geo, pt.root, cycles)
+            }),
             Tables::Agile(t) => self.walk_agile(t, cycles),
             Tables::Shadow { pt: None, .. } | Tables::L1Shadow { pt: None, .. } => {
                 self.hw.stats.walks += 1;
@@ -535,7 +552,7 @@ impl<S: TableSource> Levels for HwLevels<'_, S> {
     type Table = S::Table;
     type Stop = Gpa;
 
-    #[inline]
+    #[inline(always)]
     fn read(&mut self, table: S::Table, off: u64, level: u8) -> Result<Pte, Gpa> {
         let base = self.src.locate(self.hw, table, level, self.cycles)?;
         self.entry = base.add(off);
@@ -543,7 +560,7 @@ impl<S: TableSource> Levels for HwLevels<'_, S> {
         Ok(self.src.read(table.add(off)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn pass(&mut self, table: S::Table, off: u64, level: u8, e: Pte) {
         if self.geo.restricts(level) && !e.accessed() && self.src.set_bits(table.add(off), Pte::A) {
             *self.cycles += self.hw.ad_update(self.entry);

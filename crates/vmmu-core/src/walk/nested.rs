@@ -8,7 +8,7 @@
 //! walk is the one descent of [`crate::paging::descent`] over the nested tables (long-mode 4- or
 //! 5-level format, leaves at 4 KiB, 2 MiB or 1 GiB).
 
-use super::{NestedDim, WalkHw};
+use super::{fixed_format, NestedDim, WalkHw};
 use crate::addr::{Gpa, Hpa, PageSize};
 use crate::mem::PhysMem;
 use crate::paging::descent::{descend, Descent, Levels};
@@ -59,7 +59,20 @@ impl<'a> NestedWalker<'a> {
         use_ntlb: bool,
         cycles: &mut u64,
     ) -> Option<(Hpa, PageSize)> {
-        let geo = self.npt.geo;
+        fixed_format!(self.npt.geo, geo => self.walk_format(hw, geo, gpa, row, use_ntlb, cycles))
+    }
+
+    /// [`walk_tables`](Self::walk_tables) over nested tables of format `geo`.
+    #[inline(always)]
+    fn walk_format(
+        &mut self,
+        hw: &mut WalkHw,
+        geo: Geometry,
+        gpa: Gpa,
+        row: usize,
+        use_ntlb: bool,
+        cycles: &mut u64,
+    ) -> Option<(Hpa, PageSize)> {
         let (mut table, mut level) = (self.npt.root, geo.levels);
         let use_psc = self.use_psc;
         let tag = self.vpid as u32;
@@ -114,14 +127,14 @@ impl Levels for NestedLevels<'_> {
     type Table = Hpa;
     type Stop = Infallible;
 
-    #[inline]
+    #[inline(always)]
     fn read(&mut self, table: Hpa, off: u64, level: u8) -> Result<Pte, Infallible> {
         let entry = table.add(off);
         self.cycles += self.hw.pe_ref(entry, level as usize, self.row);
         Ok(self.geo.read_entry(self.hmem, entry))
     }
 
-    #[inline]
+    #[inline(always)]
     fn pass(&mut self, _: Hpa, _: u64, level: u8, e: Pte) {
         if self.use_psc && level >= 2 {
             let next = e.frame(self.geo.frame_mask());

@@ -120,7 +120,7 @@ pub struct GuestTables<'a, N: NestedDim> {
 impl<N: NestedDim> TableSource for GuestTables<'_, N> {
     type Table = Gpa;
 
-    #[inline]
+    #[inline(always)]
     fn locate(
         &mut self,
         hw: &mut WalkHw,
@@ -134,19 +134,19 @@ impl<N: NestedDim> TableSource for GuestTables<'_, N> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn read(&self, addr: Gpa) -> Pte {
         self.geo.read_entry(self.mem, addr)
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_bits(&mut self, addr: Gpa, bits: u64) -> bool {
         let e = self.read(addr);
         self.geo.write_entry(self.mem, addr, Pte(e.0 | bits));
         true
     }
 
-    #[inline]
+    #[inline(always)]
     fn data(
         &mut self,
         hw: &mut WalkHw,
@@ -170,22 +170,22 @@ pub struct ShadowTables<'a> {
 impl TableSource for ShadowTables<'_> {
     type Table = Hpa;
 
-    #[inline]
+    #[inline(always)]
     fn locate(&mut self, _: &mut WalkHw, table: Hpa, _: u8, _: &mut u64) -> Result<Hpa, Gpa> {
         Ok(table)
     }
 
-    #[inline]
+    #[inline(always)]
     fn read(&self, addr: Hpa) -> Pte {
         self.geo.read_entry(self.mem, addr)
     }
 
-    #[inline]
+    #[inline(always)]
     fn set_bits(&mut self, _: Hpa, _: u64) -> bool {
         false
     }
 
-    #[inline]
+    #[inline(always)]
     fn data(&mut self, _: &mut WalkHw, addr: Hpa, _: &mut u64) -> Result<(Hpa, PageSize), Gpa> {
         Ok((addr, PageSize::Size1G))
     }
