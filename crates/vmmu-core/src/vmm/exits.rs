@@ -291,7 +291,8 @@ impl Account {
             | ExitReason::Ept02Fill => self.round_trip,
         };
         self.exits.record(reason, round_trip + handler);
-        self.lock.charged(reason, round_trip + handler);
+        self.lock
+            .charged(reason.takes_pager_lock(), round_trip + handler);
         if reason.is_paging() {
             self.paging_exits += 1;
             self.paging_exit_cycles += round_trip + handler;
