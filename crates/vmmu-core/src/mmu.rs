@@ -286,7 +286,8 @@ impl Mmu {
 
     /// A data reference (load or store) to `hpa` through the cache hierarchy, when the data
     /// caches are modelled; returns its latency beyond an L1 hit (0 when they are not).
-    #[inline]
+    /// Always inlined: it is on every reference's path, and a call costs more than its test.
+    #[inline(always)]
     pub fn data(&mut self, hpa: Hpa) -> u64 {
         if self.data_on {
             let (_, lat) = self.hw.caches.access(hpa, 0);

@@ -321,7 +321,8 @@ impl Account {
         vmx: bool,
     ) {
         self.exits.record(reason, round_trip + handler);
-        self.lock.charged(reason, round_trip + handler);
+        self.lock
+            .charged(reason.takes_pager_lock(), round_trip + handler);
         if reason.is_paging() {
             self.paging_exits += 1;
             self.paging_exit_cycles += round_trip + handler;

@@ -1,11 +1,10 @@
 //! The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): the handlers that change or
-//! read the shared shadow tables ([`ExitReason::takes_pager_lock`]) hold it for their handler
+//! read the shared shadow tables (`ExitReason::takes_pager_lock`) hold it for their handler
 //! time, the exit's round trip being outside it; a vCPU that arrives while another holds it
 //! waits. KVM serialises its shadow MMU under `kvm->mmu_lock` the same way. The hypervisor
 //! counts the holds as its handlers run; the multi-vCPU scheduler, which knows each vCPU's
 //! clock, says when the event that ran them began ([`super::Vmm::pager_lock_wait`]).
 
-use super::exits::ExitReason;
 use serde::{Deserialize, Serialize};
 
 /// The shadow pager's lock across vCPUs (docs/model.md, "vCPUs"): handlers that change or
@@ -45,10 +44,11 @@ pub(super) struct PagerLock {
 }
 
 impl PagerLock {
-    /// A handler of `reason` ran for `cycles` (its round trip included).
+    /// A handler ran for `cycles` (its round trip included); `takes_lock`: its reason takes
+    /// the lock.
     #[inline]
-    pub(super) fn charged(&mut self, reason: ExitReason, cycles: u64) {
-        if reason.takes_pager_lock() {
+    pub(super) fn charged(&mut self, takes_lock: bool, cycles: u64) {
+        if takes_lock {
             self.pending.holds += 1;
             self.pending.cycles += cycles;
         }
