@@ -86,7 +86,7 @@ pub struct Simulator {
     next_exits: u64,
     /// The paging-mode policy of an adaptive run, its windows and timeline.
     adaptive: Option<Box<Adaptive>>,
-    /// The windows at whose ends [`Simulator::run_observed`] calls its observer.
+    /// The windows at whose ends the run loop calls its observer ([`Simulator::observe_windows`]).
     observed: Option<Observed>,
 }
 
