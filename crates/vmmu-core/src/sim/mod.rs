@@ -22,6 +22,7 @@ mod smp;
 pub use outcome::Outcome;
 pub(crate) use smp::Vcpus;
 
+use crate::addr::{Gpa, Hpa};
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::event::{Event, MemRef};
@@ -35,7 +36,7 @@ use crate::result::{
     WindowRecord,
 };
 use crate::timing::{Core, RefCost};
-use crate::vmm::{Fault, Resolution, Vmm};
+use crate::vmm::{Fault, LockHolds, Resolution, Vmm};
 use crate::walk::{Access, WalkFault};
 use adaptive::Adaptive;
 
@@ -469,6 +470,126 @@ impl Simulator {
     /// What the guest kernel's last action asks the MMUs to invalidate.
     pub fn effects(&self) -> &OsEffects {
         &self.fx
+    }
+
+    // The multi-vCPU layer's interface (`smp`): it parks the vCPUs that do not run and
+    // loads the next into the simulator, so the single-vCPU loop runs unchanged.
+
+    /// A new vCPU's hardware: an MMU for the machine and a core timed like the running one
+    /// (same L1 latency, same knowledge of dependences).
+    pub(crate) fn new_vcpu_hardware(&self) -> (Mmu, Core) {
+        let mmu = Mmu::new(&self.cfg.machine, Vmm::vpid(&self.cfg));
+        let mut core = Core::new(&self.cfg.machine.core, self.mmu.l1_latency());
+        core.set_dependences(self.dependences);
+        (mmu, core)
+    }
+
+    /// The running vCPU's MMU and core are parked in `parked` (whose spare comes in), then
+    /// swapped with `next`'s (which keeps the spare); the shared cache levels move from the
+    /// parked MMU to the running one.
+    #[inline]
+    pub(crate) fn switch_vcpu(
+        &mut self,
+        parked: (&mut Mmu, &mut Core),
+        next: (&mut Mmu, &mut Core),
+    ) {
+        std::mem::swap(&mut self.mmu, parked.0);
+        std::mem::swap(&mut self.mmu, next.0);
+        std::mem::swap(&mut self.core, parked.1);
+        std::mem::swap(&mut self.core, next.1);
+        self.mmu.swap_shared(parked.0);
+    }
+
+    /// The running vCPU's guest context runs thread `running` (process, thread), or none.
+    #[inline]
+    pub(crate) fn resume_guest(&mut self, running: Option<(u32, u32)>) {
+        self.os.resume(running);
+    }
+
+    /// The vCPU just loaded resumes `running` (process, thread) or nothing: the guest
+    /// context, the hypervisor's `root` (shadow paging) and the TLB tag follow. Returns the
+    /// root the hypervisor loaded.
+    #[inline]
+    pub(crate) fn resume_vcpu(
+        &mut self,
+        running: Option<(u32, u32)>,
+        root: Option<(Gpa, Hpa)>,
+    ) -> Result<Option<(Gpa, Hpa)>> {
+        self.resume_guest(running);
+        let pid = running.map(|r| r.0);
+        let root = self.vmm.resume(&mut self.mmu, &self.os, pid, root)?;
+        self.tag = self.mmu.tag(self.os.pcid(pid.unwrap_or(0)));
+        Ok(root)
+    }
+
+    /// Drains the running vCPU's core window; returns the cycles that took.
+    #[inline]
+    pub(crate) fn drain_core(&mut self) -> u64 {
+        self.core.drain()
+    }
+
+    /// Takes the guest kernel's last effects out (to send them to other vCPUs); give them
+    /// back with [`put_effects`](Self::put_effects).
+    #[inline]
+    pub(crate) fn take_effects(&mut self) -> OsEffects {
+        std::mem::take(&mut self.fx)
+    }
+
+    /// Puts back the effects taken by [`take_effects`](Self::take_effects).
+    #[inline]
+    pub(crate) fn put_effects(&mut self, fx: OsEffects) {
+        self.fx = fx;
+    }
+
+    /// Charges `cycles` of guest kernel work (an IPI sent or handled).
+    #[inline]
+    pub(crate) fn charge_kernel(&mut self, cycles: u64) {
+        self.os.charge(cycles);
+    }
+
+    /// The hypervisor's part of a shootdown of `part` on the parked MMU `remote`; returns
+    /// its cycles.
+    #[inline]
+    pub(crate) fn shootdown_remote(&mut self, remote: &mut Mmu, part: &OsEffects) -> u64 {
+        self.vmm.shootdown(&mut self.mmu, remote, &self.os, part)
+    }
+
+    /// The parked MMU `remote` is forced out and flushed after shadow tables were removed;
+    /// returns the cycles.
+    #[inline]
+    pub(crate) fn flush_remote(&mut self, remote: &mut Mmu) -> u64 {
+        self.vmm.remote_flush(remote)
+    }
+
+    /// The shadow pager's lock was held as `held` by a step that started at `at` on its
+    /// vCPU's clock.
+    #[inline]
+    pub(crate) fn wait_pager_lock(&mut self, held: LockHolds, at: u64) {
+        self.vmm.pager_lock_wait(held, at);
+    }
+
+    /// The TLB shootdown counters, to count a shootdown.
+    #[inline]
+    pub(crate) fn shootdowns_mut(&mut self) -> &mut ShootdownCounts {
+        &mut self.shootdowns
+    }
+
+    /// The warm-up ended: the counters shared by the vCPUs (shootdowns, the pager's lock)
+    /// restart.
+    pub(crate) fn restart_shared_counts(&mut self) {
+        self.shootdowns = ShootdownCounts::default();
+        self.vmm.restart_pager_lock();
+    }
+
+    /// Adds a parked vCPU's MMU and core counters to the running one's (the result's totals).
+    pub(crate) fn absorb_vcpu(&mut self, mmu: &Mmu, core: &Core) {
+        self.mmu.absorb_stats(mmu);
+        self.core.absorb(core);
+    }
+
+    /// The per-vCPU counters of the result.
+    pub(crate) fn set_vcpu_counts(&mut self, counts: Vec<VcpuCounts>) {
+        self.vcpus = counts;
     }
 
     /// Simulates one event, the `idx`-th of its stream (for error messages).

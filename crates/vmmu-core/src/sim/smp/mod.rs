@@ -34,9 +34,8 @@ use crate::addr::{Gpa, Hpa};
 use crate::error::Result;
 use crate::event::{Event, EventSource};
 use crate::mmu::Mmu;
-use crate::result::{ShootdownCounts, VcpuCounts};
+use crate::result::VcpuCounts;
 use crate::timing::Core;
-use crate::vmm::Vmm;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use stream::{is_os, os_pids, FILL};
 
@@ -106,27 +105,26 @@ pub(crate) struct Vcpus {
 impl Vcpus {
     /// The vCPUs of `sim`'s guest (`guest.vcpus`), none of them running a thread yet.
     pub(crate) fn new(sim: &Simulator) -> Vcpus {
-        let n = sim.cfg.guest.vcpus as usize;
-        let vpid = Vmm::vpid(&sim.cfg);
+        let cfg = sim.config();
+        let n = cfg.guest.vcpus as usize;
         let vcpus = (0..n)
-            .map(|i| Vcpu {
-                mmu: Mmu::new(&sim.cfg.machine, vpid),
-                core: {
-                    let mut core = Core::new(&sim.cfg.machine.core, sim.mmu.l1_latency());
-                    core.set_dependences(sim.dependences);
-                    core
-                },
-                clock: 0,
-                queue: VecDeque::new(),
-                current: None,
-                root: None,
-                slice: 0,
-                lazy: BTreeSet::new(),
-                idle: false,
-                counts: VcpuCounts {
-                    vcpu: i as u32,
-                    ..VcpuCounts::default()
-                },
+            .map(|i| {
+                let (mmu, core) = sim.new_vcpu_hardware();
+                Vcpu {
+                    mmu,
+                    core,
+                    clock: 0,
+                    queue: VecDeque::new(),
+                    current: None,
+                    root: None,
+                    slice: 0,
+                    lazy: BTreeSet::new(),
+                    idle: false,
+                    counts: VcpuCounts {
+                        vcpu: i as u32,
+                        ..VcpuCounts::default()
+                    },
+                }
             })
             .collect();
         Vcpus {
@@ -141,14 +139,13 @@ impl Vcpus {
             buf: Vec::with_capacity(FILL),
             unsent: false,
             moved: 0,
-            pinned: sim
-                .cfg
+            pinned: cfg
                 .guest
                 .affinity
                 .iter()
                 .filter_map(|(t, &v)| Some((t.parse().ok()?, v as usize)))
                 .collect(),
-            pcid: sim.mmu.pcid(),
+            pcid: sim.mmu().pcid(),
         }
     }
 
@@ -165,7 +162,7 @@ impl Vcpus {
     /// The run ended: the running vCPU's window drains at the end of its last turn, the
     /// simulation ends, and the per-vCPU counters are gathered ([`collect`](Self::collect)).
     pub(crate) fn finish(&mut self, sim: &mut Simulator) -> Result<()> {
-        let drained = sim.core.drain();
+        let drained = sim.drain_core();
         self.vcpus[self.running].clock += drained;
         sim.finish()?;
         self.collect(sim);
@@ -178,23 +175,25 @@ impl Vcpus {
         if cur == v {
             return Ok(());
         }
-        self.vcpus[cur].root = sim.vmm.current_root();
-        std::mem::swap(&mut sim.mmu, &mut self.vcpus[cur].mmu);
-        std::mem::swap(&mut sim.mmu, &mut self.vcpus[v].mmu);
-        std::mem::swap(&mut sim.core, &mut self.vcpus[cur].core);
-        std::mem::swap(&mut sim.core, &mut self.vcpus[v].core);
-        sim.mmu.swap_shared(&mut self.vcpus[cur].mmu);
+        self.vcpus[cur].root = sim.vmm().current_root();
+        let (parked, next) = if cur < v {
+            let (l, r) = self.vcpus.split_at_mut(v);
+            (&mut l[cur], &mut r[0])
+        } else {
+            let (l, r) = self.vcpus.split_at_mut(cur);
+            (&mut r[0], &mut l[v])
+        };
+        sim.switch_vcpu(
+            (&mut parked.mmu, &mut parked.core),
+            (&mut next.mmu, &mut next.core),
+        );
         self.running = v;
         let running = self.vcpus[v]
             .current
             .and_then(|t| self.threads.get(&t).map(|th| (th.pid, t)))
-            .filter(|&(pid, _)| sim.os.process(pid).is_some());
-        sim.os.resume(running);
+            .filter(|&(pid, _)| sim.os().process(pid).is_some());
         let root = self.vcpus[v].root;
-        self.vcpus[v].root = sim
-            .vmm
-            .resume(&mut sim.mmu, &sim.os, running.map(|r| r.0), root)?;
-        sim.tag = sim.mmu.tag(sim.os.pcid(running.map_or(0, |r| r.0)));
+        self.vcpus[v].root = sim.resume_vcpu(running, root)?;
         Ok(())
     }
 
@@ -215,12 +214,12 @@ impl Vcpus {
     ) -> Result<()> {
         self.load(sim, v)?;
         let start = Self::local_now(sim);
-        let before = sim.counters;
+        let before = *sim.counters();
         self.moved = 0;
         if self.vcpus[v].current != Some(tid) {
             self.context_switch(sim, v, tid)?;
         }
-        let slice = sim.cfg.guest.time_slice;
+        let slice = sim.config().guest.time_slice;
         while let Some(&(seq, _)) = self.threads[&tid].queue.front() {
             if !self.runnable(tid) {
                 break;
@@ -243,7 +242,7 @@ impl Vcpus {
                 self.shootdown(sim, v)?;
             }
             let after = sim.step_event(&e, seq)?;
-            sim.vmm.pager_lock_wait(after.pager_lock, at);
+            sim.wait_pager_lock(after.pager_lock, at);
             if is_os(&e) {
                 let pid = self.threads[&tid].pid;
                 for p in os_pids(&e, pid).into_iter().flatten() {
@@ -292,7 +291,7 @@ impl Vcpus {
         let vc = &mut self.vcpus[v];
         vc.clock += ran;
         vc.slice += ran;
-        let c = &sim.counters;
+        let c = sim.counters();
         vc.counts.instructions += c.instructions.saturating_sub(before.instructions);
         vc.counts.refs +=
             (c.memory_refs + c.fetches).saturating_sub(before.memory_refs + before.fetches);
@@ -309,8 +308,7 @@ impl Vcpus {
                 ..VcpuCounts::default()
             };
         }
-        sim.shootdowns = ShootdownCounts::default();
-        sim.vmm.restart_pager_lock();
+        sim.restart_shared_counts();
     }
 
     /// The run ended: every parked vCPU's window drains, the per-vCPU counters go to the
@@ -324,16 +322,15 @@ impl Vcpus {
             }
         }
         for (w, vc) in self.vcpus.iter_mut().enumerate() {
-            let mmu = if w == running { &sim.mmu } else { &vc.mmu };
+            let mmu = if w == running { sim.mmu() } else { &vc.mmu };
             vc.counts.walks = mmu.hw.stats.walks;
             vc.counts.cycles = vc.clock;
         }
         for (w, vc) in self.vcpus.iter().enumerate() {
             if w != running {
-                sim.mmu.absorb_stats(&vc.mmu);
-                sim.core.absorb(&vc.core);
+                sim.absorb_vcpu(&vc.mmu, &vc.core);
             }
         }
-        sim.vcpus = self.vcpus.iter().map(|vc| vc.counts.clone()).collect();
+        sim.set_vcpu_counts(self.vcpus.iter().map(|vc| vc.counts.clone()).collect());
     }
 }

@@ -85,7 +85,7 @@ impl Vcpus {
         sim: &mut Simulator,
         source: &mut dyn EventSource,
     ) -> Result<bool> {
-        let slice = sim.cfg.guest.time_slice;
+        let slice = sim.config().guest.time_slice;
         let mut order: Vec<usize> = (0..self.vcpus.len()).collect();
         order.sort_by_key(|&v| (self.vcpus[v].clock, v));
         for (k, &v) in order.iter().enumerate() {
@@ -133,7 +133,7 @@ impl Vcpus {
         self.vcpus[v].slice = 0;
         if !self.threads[&tid].born {
             // Not created yet: its first event creates it.
-            sim.os.resume(None);
+            sim.resume_guest(None);
             return Ok(());
         }
         self.vcpus[v].counts.context_switches += 1;

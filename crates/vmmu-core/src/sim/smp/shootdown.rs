@@ -12,13 +12,13 @@ impl Vcpus {
     /// The OS action just simulated on vCPU `v` invalidated translations: every other vCPU
     /// that may cache them gets an IPI and runs the flush handler; `v` waits for the slowest.
     pub(super) fn shootdown(&mut self, sim: &mut Simulator, v: usize) -> Result<()> {
-        let fx = &sim.fx;
+        let fx = sim.effects();
         if fx.invalidate.is_empty() && fx.flush_pids.is_empty() {
             return Ok(());
         }
         let mut pids: BTreeSet<u32> = fx.invalidate.iter().map(|i| i.0).collect();
         pids.extend(fx.flush_pids.iter().copied());
-        let fx = std::mem::take(&mut sim.fx);
+        let fx = sim.take_effects();
         let mut wait = 0;
         let mut sent = 0;
         for w in 0..self.vcpus.len() {
@@ -45,13 +45,11 @@ impl Vcpus {
                 .extend(fx.invalidate.iter().filter(|i| live.contains(&i.0)));
             part.flush_pids
                 .extend(fx.flush_pids.iter().filter(|p| live.contains(p)));
-            let k = *sim.os.costs();
-            sim.os.charge(k.ipi_send);
+            let k = *sim.os().costs();
+            sim.charge_kernel(k.ipi_send);
             let kernel = k.ipi_receive + k.per_page * part.invalidate.len() as u64;
-            sim.os.charge(kernel);
-            let hyp = sim
-                .vmm
-                .shootdown(&mut sim.mmu, &mut self.vcpus[w].mmu, &sim.os, &part);
+            sim.charge_kernel(kernel);
+            let hyp = sim.shootdown_remote(&mut self.vcpus[w].mmu, &part);
             for p in &part.flush_pids {
                 if Some(*p) != cur_pid {
                     self.vcpus[w].lazy.remove(p);
@@ -63,7 +61,7 @@ impl Vcpus {
             vc.clock += handler;
             vc.counts.ipis_received += 1;
             vc.counts.shootdown_handler_cycles += handler;
-            let s = &mut sim.shootdowns;
+            let s = sim.shootdowns_mut();
             s.ipis += 1;
             s.remote_invlpgs += part.invalidate.len() as u64;
             s.remote_context_flushes += part.flush_pids.len() as u64;
@@ -71,10 +69,11 @@ impl Vcpus {
             wait = wait.max(handler);
             sent += 1;
         }
-        sim.fx = fx;
+        sim.put_effects(fx);
         if sent > 0 {
-            sim.shootdowns.shootdowns += 1;
-            sim.shootdowns.wait_cycles += wait;
+            let s = sim.shootdowns_mut();
+            s.shootdowns += 1;
+            s.wait_cycles += wait;
             let c = &mut self.vcpus[v].counts;
             c.shootdowns += 1;
             c.ipis_sent += sent;
@@ -90,14 +89,15 @@ impl Vcpus {
             if w == v {
                 continue;
             }
-            let cyc = sim.vmm.remote_flush(&mut self.vcpus[w].mmu);
+            let cyc = sim.flush_remote(&mut self.vcpus[w].mmu);
             self.moved += cyc;
             let vc = &mut self.vcpus[w];
             vc.clock += vc.core.drain() + cyc;
             vc.counts.remote_flushes += 1;
             vc.lazy.clear();
-            sim.shootdowns.remote_flushes += 1;
-            sim.shootdowns.remote_flush_cycles += cyc;
+            let s = sim.shootdowns_mut();
+            s.remote_flushes += 1;
+            s.remote_flush_cycles += cyc;
         }
     }
 }

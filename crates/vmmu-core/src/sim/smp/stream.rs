@@ -157,7 +157,7 @@ impl Vcpus {
         };
         for t in [Some(tid), new].into_iter().flatten() {
             if let Some(th) = self.threads.get_mut(&t) {
-                th.born |= sim.os.process(th.pid).is_some();
+                th.born |= sim.os().process(th.pid).is_some();
             }
         }
     }
@@ -170,8 +170,8 @@ impl Vcpus {
             .iter()
             .filter(|(&tid, t)| {
                 t.born
-                    && (sim.os.process(t.pid).is_none()
-                        || tid != t.pid && sim.os.thread_pid(tid) != Some(t.pid))
+                    && (sim.os().process(t.pid).is_none()
+                        || tid != t.pid && sim.os().thread_pid(tid) != Some(t.pid))
             })
             .map(|(&tid, _)| tid)
             .collect();
