@@ -628,6 +628,17 @@ pub struct CostProfile {
     pub sources: BTreeMap<String, String>,
 }
 
+impl CostProfile {
+    /// The cycles a shadow pager's work adds to its handler: `built` shadow tables made
+    /// (`make_shadow` each) and `resynced` out-of-sync pages resynced (`resync_page` each).
+    /// Every handler that runs a shadow pager (shadow paging, agile paging, an L1 that
+    /// shadow-pages its guest, L0 building EPT02) prices its pager's work here.
+    #[inline]
+    pub fn shadow_work(&self, built: u64, resynced: u64) -> u64 {
+        built * self.make_shadow + resynced * self.resync_page
+    }
+}
+
 /// Changing the paging mode of a running VM between shadow and nested paging (seed 001 §5).
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -117,8 +117,9 @@ impl PagingOps for Shadow {
         let c = &hv.costs;
         Ok(match kind {
             FaultKind::Filled { built, backed } => {
-                let h =
-                    c.hidden_fault + built as u64 * c.make_shadow + backed as u64 * c.nested_fault;
+                let h = c.hidden_fault
+                    + c.shadow_work(built as u64, 0)
+                    + backed as u64 * c.nested_fault;
                 hv.acct.charge(mmu, ExitReason::HiddenFault, h);
                 Resolution::Retry
             }
@@ -146,7 +147,7 @@ impl PagingOps for Shadow {
     fn invlpg(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, pid: u32, va: Gva) {
         if let Some(gpt) = os.tables(pid) {
             let resynced = self.sp.invlpg(&os.mem, &gpt, &mut hv.host, va);
-            let h = hv.costs.invlpg + resynced as u64 * hv.costs.resync_page;
+            let h = hv.costs.invlpg + hv.costs.shadow_work(0, resynced as u64);
             hv.acct.charge(mmu, ExitReason::Invlpg, h);
         }
     }
@@ -156,7 +157,7 @@ impl PagingOps for Shadow {
     fn flush(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, pid: u32) {
         if os.process(pid).is_some() {
             let resynced = self.sp.resync_all(&os.mem, &mut hv.host);
-            let h = hv.costs.cr3_write + resynced as u64 * hv.costs.resync_page;
+            let h = hv.costs.cr3_write + hv.costs.shadow_work(0, resynced as u64);
             hv.acct.charge(mmu, ExitReason::Cr3Write, h);
         }
     }
@@ -169,7 +170,7 @@ impl PagingOps for Shadow {
         })?;
         let (built, resynced) = self.sp.switch_root(&os.mem, &mut hv.host, root.root)?;
         let c = &hv.costs;
-        let h = c.cr3_write + built as u64 * c.make_shadow + resynced as u64 * c.resync_page;
+        let h = c.cr3_write + c.shadow_work(built as u64, resynced as u64);
         hv.acct.charge(mmu, ExitReason::Cr3Write, h);
         Ok(())
     }
@@ -183,12 +184,14 @@ impl PagingOps for Shadow {
     fn switch_in(&mut self, hv: &mut Shared, os: &GuestOs) -> Result<u64> {
         let mut handler = 0;
         if let Some(mut sp) = hv.shadow.parked.take() {
-            handler += sp.revalidate_all(&os.mem, &mut hv.host) * hv.costs.resync_page;
+            handler += hv
+                .costs
+                .shadow_work(0, sp.revalidate_all(&os.mem, &mut hv.host));
             self.sp = sp;
         }
         if let Some(pt) = os.current_pid().and_then(|p| os.tables(p)) {
             let (built, resynced) = self.sp.switch_root(&os.mem, &mut hv.host, pt.root)?;
-            handler += built as u64 * hv.costs.make_shadow + resynced as u64 * hv.costs.resync_page;
+            handler += hv.costs.shadow_work(built as u64, resynced as u64);
         }
         Ok(handler)
     }

@@ -77,7 +77,7 @@ impl EptOnEpt {
             .host
             .map_table(&self.ept02, gpa.page_base(page), h.page_base(page), page)?;
         let c = &hv.costs;
-        let handler = c.hidden_fault + built * c.make_shadow;
+        let handler = c.hidden_fault + c.shadow_work(built, 0);
         hv.acct.charge(mmu, ExitReason::Ept02Fill, handler);
         Ok(())
     }

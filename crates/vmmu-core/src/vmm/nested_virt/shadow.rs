@@ -165,7 +165,7 @@ impl PagingOps for ShadowL1 {
         let (reason, handler, resolution) = match kind {
             FaultKind::Filled { built, backed } => (
                 ExitReason::HiddenFault,
-                c.hidden_fault + built as u64 * c.make_shadow + backed as u64 * self.l1_fault,
+                c.hidden_fault + c.shadow_work(built as u64, 0) + backed as u64 * self.l1_fault,
                 Resolution::Retry,
             ),
             FaultKind::Guest => (ExitReason::GuestFault, c.reflect_fault, Resolution::Guest),
@@ -209,7 +209,7 @@ impl PagingOps for ShadowL1 {
             for sp in std::iter::once(&mut self.sp).chain(self.kernel.as_mut()) {
                 resynced += sp.invlpg(&os.mem, &gpt, &mut self.l1, va) as u64;
             }
-            let h = hv.costs.invlpg + resynced * hv.costs.resync_page;
+            let h = hv.costs.invlpg + hv.costs.shadow_work(0, resynced);
             self.charge(hv, mmu, ExitReason::Invlpg, h);
         }
     }
@@ -221,7 +221,7 @@ impl PagingOps for ShadowL1 {
             for sp in std::iter::once(&mut self.sp).chain(self.kernel.as_mut()) {
                 resynced += sp.resync_all(&os.mem, &mut self.l1) as u64;
             }
-            let h = hv.costs.cr3_write + resynced * hv.costs.resync_page;
+            let h = hv.costs.cr3_write + hv.costs.shadow_work(0, resynced);
             self.charge(hv, mmu, ExitReason::Cr3Write, h);
         }
     }
@@ -237,7 +237,7 @@ impl PagingOps for ShadowL1 {
             resynced += r as u64;
         }
         let c = &hv.costs;
-        let h = c.cr3_write + built * c.make_shadow + resynced * c.resync_page;
+        let h = c.cr3_write + c.shadow_work(built, resynced);
         self.l1_exit(hv, mmu, ExitReason::Cr3Write, h)
     }
 
