@@ -183,7 +183,7 @@ impl PagingOps for ShadowL1 {
     fn writes(&mut self, hv: &mut Shared, mmu: &mut Mmu, fx: &OsEffects) {
         for w in &fx.writes {
             let (mut emulated, mut unshadowed) = (false, false);
-            for sp in std::iter::once(&mut self.sp).chain(self.kernel.as_mut()) {
+            for sp in sides(&mut self.sp, &mut self.kernel) {
                 if let WriteKind::Emulated { unshadowed: u } = sp.guest_write(&mut self.l1, w) {
                     emulated = true;
                     unshadowed |= u;
@@ -196,7 +196,7 @@ impl PagingOps for ShadowL1 {
             }
         }
         for &t in &fx.freed_tables {
-            for sp in std::iter::once(&mut self.sp).chain(self.kernel.as_mut()) {
+            for sp in sides(&mut self.sp, &mut self.kernel) {
                 sp.table_freed(&mut self.l1, t);
             }
         }
@@ -206,7 +206,7 @@ impl PagingOps for ShadowL1 {
     fn invlpg(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, pid: u32, va: Gva) {
         if let Some(gpt) = os.tables(pid) {
             let mut resynced = 0;
-            for sp in std::iter::once(&mut self.sp).chain(self.kernel.as_mut()) {
+            for sp in sides(&mut self.sp, &mut self.kernel) {
                 resynced += sp.invlpg(&os.mem, &gpt, &mut self.l1, va) as u64;
             }
             let h = hv.costs.invlpg + hv.costs.shadow_work(0, resynced);
@@ -218,7 +218,7 @@ impl PagingOps for ShadowL1 {
     fn flush(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, pid: u32) {
         if os.process(pid).is_some() {
             let mut resynced = 0;
-            for sp in std::iter::once(&mut self.sp).chain(self.kernel.as_mut()) {
+            for sp in sides(&mut self.sp, &mut self.kernel) {
                 resynced += sp.resync_all(&os.mem, &mut self.l1) as u64;
             }
             let h = hv.costs.cr3_write + hv.costs.shadow_work(0, resynced);
@@ -231,7 +231,7 @@ impl PagingOps for ShadowL1 {
     fn cr3_write(&mut self, hv: &mut Shared, mmu: &mut Mmu, os: &GuestOs, pid: u32) -> Result<()> {
         let root = os.tables(pid).ok_or_else(|| gone("CR3 write", pid))?;
         let (mut built, mut resynced) = (0, 0);
-        for sp in std::iter::once(&mut self.sp).chain(self.kernel.as_mut()) {
+        for sp in sides(&mut self.sp, &mut self.kernel) {
             let (b, r) = sp.switch_root(&os.mem, &mut self.l1, root.root)?;
             built += b as u64;
             resynced += r as u64;
@@ -271,4 +271,12 @@ impl PagingOps for ShadowL1 {
         let (a, _) = self.l1.translate(gpa)?;
         hv.host.translate(a.as_l0_gpa()).map(|(h, _)| h)
     }
+}
+
+/// Every pager a guest-table operation reaches: the walked side's, then PVM's kernel side.
+fn sides<'a>(
+    sp: &'a mut ShadowPager<L1pa>,
+    kernel: &'a mut Option<Box<ShadowPager<L1pa>>>,
+) -> impl Iterator<Item = &'a mut ShadowPager<L1pa>> {
+    std::iter::once(sp).chain(kernel.as_deref_mut())
 }
