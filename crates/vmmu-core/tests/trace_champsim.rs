@@ -6,7 +6,7 @@ use vmmu_core::event::{AccessKind, Event};
 use vmmu_core::trace::{self, Format, TraceMeta, TraceWriter, VtraceReader};
 
 fn dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("vmmu-champsim-{name}-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("champsim-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

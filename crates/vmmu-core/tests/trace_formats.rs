@@ -5,8 +5,10 @@
 use vmmu_core::trace::{self, Format};
 use vmmu_core::Error;
 
+/// A scratch file in Cargo's temporary directory for integration tests (under `target/`), by a
+/// fixed name: each run overwrites the last run's files instead of leaving more in `/tmp`.
 fn tmp(name: &str) -> String {
-    let d = std::env::temp_dir().join(format!("vmmu-trace-formats-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-formats");
     std::fs::create_dir_all(&d).unwrap();
     d.join(name).to_str().unwrap().to_string()
 }

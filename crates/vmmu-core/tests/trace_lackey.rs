@@ -6,8 +6,10 @@ use vmmu_core::event::{AccessKind, Event, MapFlags, MemRef, Prot};
 use vmmu_core::trace::{self, Compression, LackeyReader};
 use vmmu_core::{Error, Gva};
 
+/// A scratch file in Cargo's temporary directory for integration tests (under `target/`), by a
+/// fixed name: each run overwrites the last run's files instead of leaving more in `/tmp`.
 fn tmp(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("vmmu-trace-lk-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace-lackey");
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name).to_str().unwrap().to_string()
 }

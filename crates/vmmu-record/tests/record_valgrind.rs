@@ -76,9 +76,10 @@ fn available(test: &str) -> bool {
     }
 }
 
-/// A scratch directory for one test.
+/// A scratch directory for one test, emptied first, in Cargo's temporary directory for
+/// integration tests (under `target/`): each run reuses it instead of leaving more in `/tmp`.
 fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("vmmu-test-record-{name}-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("record-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

@@ -624,10 +624,14 @@ mod tests {
     use crate::addr::Gva;
     use crate::event::{AccessKind, MemRef};
 
+    /// A scratch file in the system's temporary directory; each test removes its own.
     fn tmp(name: &str) -> String {
-        let dir = std::env::temp_dir().join(format!("vmmu-reader-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join(name).to_str().unwrap().to_string()
+        let file = format!("vmmu-reader-{}-{name}", std::process::id());
+        std::env::temp_dir()
+            .join(file)
+            .to_str()
+            .unwrap()
+            .to_string()
     }
 
     fn drain(r: &mut VtraceReader) -> Result<Vec<Event>> {
@@ -670,6 +674,7 @@ mod tests {
         assert_eq!(r.version(), 1);
         assert!(!r.tracks_dependences());
         assert_eq!(drain(&mut r).unwrap(), events);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
@@ -678,6 +683,7 @@ mod tests {
         let mut r = VtraceReader::open(&path).unwrap();
         let err = drain(&mut r).unwrap_err().to_string();
         assert!(err.contains("version 1"), "{err}");
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
@@ -696,6 +702,7 @@ mod tests {
             assert_eq!(r.flags() & FLAG_DEPENDENCES != 0, declared);
             assert_eq!(r.tracks_dependences(), declared);
             assert_eq!(drain(&mut r).unwrap(), [load(0x1000, 1)]);
+            std::fs::remove_file(&path).unwrap();
         }
     }
 }
