@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::{exits, load, mmap, store, try_run, u, BASE};
+use common::{concurrent_faults, exits, mmap, munmap_while_shared, store, try_run, u, BASE};
 use serde_json::Value;
-use vmmu_core::addr::Gva;
 use vmmu_core::event::Event;
 
 const PAGE: u64 = 4096;
@@ -24,27 +23,6 @@ const KINDS: [(&str, &[(&str, &str)]); 5] = [
     ("3d", &[("mode", "nested-virt"), ("nested_virt.l1", "3d")]),
     ("agile", &[("mode", "agile")]),
 ];
-
-/// Two threads of one process touch a populated region; thread 2 then maps another region and
-/// thread 1 unmaps four pages thread 2 has in its TLB: exactly one shootdown, of four pages,
-/// to vCPU 1 (as `tests/vcpus.rs`).
-fn munmap_while_shared() -> Vec<Event> {
-    let mut ev = vec![
-        Event::ProcessCreate { pid: 1 },
-        mmap(BASE, 64 * PAGE, true),
-        Event::ThreadCreate { pid: 1, tid: 2 },
-    ];
-    ev.extend((0..8).map(|p| load(BASE + p * PAGE)));
-    ev.push(Event::Thread { pid: 1, tid: 2 });
-    ev.extend((0..8).map(|p| load(BASE + p * PAGE + 64)));
-    ev.push(mmap(BASE + (1 << 30), 16 * PAGE, false));
-    ev.push(Event::Thread { pid: 1, tid: 1 });
-    ev.push(Event::munmap(Gva::new(BASE), 4 * PAGE));
-    ev.extend((8..16).map(|p| store(BASE + p * PAGE)));
-    ev.push(Event::Thread { pid: 1, tid: 2 });
-    ev.extend((16..24).map(|p| load(BASE + p * PAGE)));
-    ev
-}
 
 fn with<'a>(base: &[(&'a str, &'a str)], more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
     let mut v = base.to_vec();
@@ -162,20 +140,7 @@ fn posted_interrupts_spare_the_eoi_only_under_vmx() {
 /// for the other; a 3D walk has no software pager and takes none.
 #[test]
 fn software_pagers_serialise_on_the_pager_lock() {
-    let mut ev = vec![
-        Event::ProcessCreate { pid: 1 },
-        mmap(BASE, 256 * PAGE, false),
-        Event::Fork {
-            parent: 1,
-            child: 2,
-        },
-    ];
-    for k in 0..8u64 {
-        ev.push(Event::Switch {
-            pid: 1 + (k % 2) as u32,
-        });
-        ev.extend((0..32).map(|p| store(BASE + (k / 2 * 32 + p) * PAGE)));
-    }
+    let ev = concurrent_faults();
     for (name, ov) in KINDS {
         let v = try_run(&with(ov, &[("guest.vcpus", "2")]), ev.clone()).unwrap();
         let l = &v["pager_lock"];
