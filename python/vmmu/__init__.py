@@ -9,6 +9,7 @@ size a translation structure in one pass (:func:`sizing`), list :func:`presets` 
 from vmmu import exceptions
 from vmmu._core import __version__
 from vmmu.api import (
+    COMPARE_MODES,
     MODES,
     POLICIES,
     STATIC_MODES,
@@ -28,6 +29,7 @@ from vmmu.sizing_study import SizingStudy
 from vmmu.sizing_study import study as sizing
 
 __all__ = [
+    "COMPARE_MODES",
     "MODES",
     "POLICIES",
     "STATIC_MODES",

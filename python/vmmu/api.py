@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 import vmmu._core as _core
 from vmmu._progress import ProgressBars
 from vmmu.options import BACKINGS as BACKINGS
-from vmmu.options import BY_NAME, OPTIONS, check_modes
+from vmmu.options import BY_NAME, OPTIONS, check_modes, split_mode
 from vmmu.options import CORE_MODELS as CORE_MODELS
 from vmmu.options import GUEST_PAGE_SIZES as GUEST_PAGE_SIZES
 from vmmu.options import L1_KINDS as L1_KINDS
 from vmmu.options import LEVELS as LEVELS
 from vmmu.options import MODES as MODES
 from vmmu.options import NESTED_PAGE_SIZES as NESTED_PAGE_SIZES
+from vmmu.options import NESTED_VIRT_MODES as NESTED_VIRT_MODES
 from vmmu.options import POLICIES as POLICIES
 from vmmu.options import PWC_DESIGNS as PWC_DESIGNS
 from vmmu.options import TECHNIQUES as TECHNIQUES
@@ -44,8 +45,13 @@ else:  # pragma: no cover - Python 3.10
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The modes :func:`compare` runs by default.
+#: The static modes of the seeds: native, nested and shadow paging.
 STATIC_MODES: tuple[str, ...] = ("native", "nested", "shadow")
+
+#: The modes :func:`compare` runs by default: the static modes and agile paging, which mixes
+#: them within a walk (a nested-virt run is another guest, an L2 one: ask for it by kind,
+#: ``nested-virt:ept``, ...).
+COMPARE_MODES: tuple[str, ...] = (*STATIC_MODES, "agile")
 
 #: The adaptive columns ``vmmu compare --adaptive`` adds: seed 001's DAV²M, the oracle bound
 #: and vmmu's cost model.
@@ -240,13 +246,14 @@ def run_modes(
     progress: bool | ProgressBars = False,
     **options: Any,
 ) -> dict[str, Result]:
-    """Runs the same simulation in each mode (in parallel threads; the engine releases the
-    GIL) and returns ``{mode: Result}`` in the order given. A mode may also be a policy of
-    :data:`POLICIES` (an adaptive run with that policy, keyed by the policy's name). A
-    ``switch_at`` applies to the static virtualized modes only (a native run has no hypervisor
-    to switch, an adaptive run's policy switches); ``policy`` and ``time_scale`` apply to the
-    adaptive runs only."""
-    modes = check_modes(modes or STATIC_MODES)
+    """Runs the same simulation in each mode (default :data:`COMPARE_MODES`; in parallel
+    threads, the engine releases the GIL) and returns ``{mode: Result}`` in the order given. A
+    mode may also be a policy of :data:`POLICIES` (an adaptive run with that policy, keyed by
+    the policy's name) or a nested-virt run of one L1 kind (``nested-virt:pvm``, keyed so). A
+    ``switch_at`` applies to nested and shadow paging only (a native run has no hypervisor to
+    switch, an adaptive run's policy switches, agile and nested-virt runs keep their mode);
+    ``policy`` and ``time_scale`` apply to the adaptive runs only."""
+    modes = check_modes(modes or COMPARE_MODES)
     own_bars = progress is True
     bars: ProgressBars | None = ProgressBars() if own_bars else progress or None
     stop = threading.Event()
@@ -263,10 +270,13 @@ def run_modes(
         if mode in POLICIES:
             opts["policy"] = mode
             mode = "adaptive"
+        mode, kind = split_mode(mode)
+        if kind is not None:
+            opts["l1"] = kind
         if mode != "adaptive":
             opts.pop("policy", None)
             opts.pop("time_scale", None)
-        if mode in ("native", "adaptive"):
+        if mode not in ("nested", "shadow"):
             opts.pop("switch_at", None)
         return run(mode=mode, progress=cb, **opts)
 
@@ -340,7 +350,7 @@ def compare(
     progress: bool = False,
     **options: Any,
 ) -> pd.DataFrame:
-    """Runs each mode (default: :data:`STATIC_MODES`; policies of :data:`POLICIES` too, see
+    """Runs each mode (default: :data:`COMPARE_MODES`; policies of :data:`POLICIES` too, see
     :func:`run_modes`) on the same inputs and returns a
     DataFrame indexed by mode, one column per dotted result key, plus ``overhead`` (fraction
     of native cycles, ``cycles / native cycles - 1``). Takes :func:`run`'s keywords."""

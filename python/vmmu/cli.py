@@ -247,7 +247,7 @@ def run(as_json: bool, mode: str, **kw: Any) -> None:
 
 def _parse_modes(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str]:
     if value is None:
-        return list(api.STATIC_MODES)
+        return list(api.COMPARE_MODES)
     try:
         return options.check_modes(m.strip() for m in value.split(",") if m.strip())
     except ValueError as e:
@@ -274,8 +274,9 @@ def _parse_sensitivity(
     "--modes",
     callback=_parse_modes,
     metavar="MODE,...",
-    help=f"Modes to compare (default: {','.join(api.STATIC_MODES)}); a policy name "
-    f"({','.join(api.POLICIES)}) is an adaptive run with that policy.",
+    help=f"Modes to compare (default: {','.join(api.COMPARE_MODES)}); a policy name "
+    f"({','.join(api.POLICIES)}) is an adaptive run with that policy, and nested-virt:KIND "
+    f"({','.join(api.L1_KINDS)}) a nested-virt run of that L1 kind.",
 )
 @click.option(
     "--adaptive",

@@ -73,7 +73,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "shadow, 3d) and `pvm`; every run with `--check` (each translation compared with the "
         "L2 guest's mapping composed with L1's and L0's). `single` is single-level nested "
         'paging on the same machine. docs/model.md, "Nested virtualization", describes each '
-        "kind; the numbers are predictions of the model, no parameter fitted.",
+        "kind; the numbers are predictions of the model, no parameter fitted. "
+        "`tests/python/test_nested_table.py` regenerates the page and fails if it differs.",
         "",
         "| workload | L1 kind | cycles | vs single level | world switches / 1k instr "
         "| refs / walk | checked translations |",

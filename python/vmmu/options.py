@@ -62,15 +62,30 @@ THP_MODES: tuple[str, ...] = ("never", "madvise", "always")
 LEVELS: dict[int, str] = {4: "long4", 5: "long5"}
 
 
+#: The names of nested-virt runs by L1 kind, as ``vmmu compare --modes`` takes them:
+#: ``nested-virt:ept``, ... (``nested-virt`` alone is the default kind, ``ept``).
+NESTED_VIRT_MODES: tuple[str, ...] = tuple(f"nested-virt:{k}" for k in L1_KINDS)
+
+
+def split_mode(mode: str) -> tuple[str, str | None]:
+    """A mode name as :func:`check_modes` takes it → (the paging mode, the L1 kind of a
+    ``nested-virt:KIND`` name, else None)."""
+    base, sep, kind = mode.partition(":")
+    return (base, kind) if sep else (mode, None)
+
+
 def check_modes(modes: Iterable[str]) -> list[str]:
-    """``modes`` (each a mode of :data:`MODES` or a policy of :data:`POLICIES`, an adaptive
-    run with it), checked; raises ``ValueError`` naming an unknown one and the nearest known."""
+    """``modes`` (each a mode of :data:`MODES`, a nested-virt run of one L1 kind of
+    :data:`NESTED_VIRT_MODES`, or a policy of :data:`POLICIES`, an adaptive run with it),
+    checked; raises ``ValueError`` naming an unknown one and the nearest known."""
     modes = list(modes)
-    unknown = [m for m in modes if m not in MODES and m not in POLICIES]
+    known = [*MODES, *NESTED_VIRT_MODES, *POLICIES]
+    unknown = [m for m in modes if m not in known]
     if unknown:
-        hint = did_you_mean(unknown[0], [*MODES, *POLICIES])
+        hint = did_you_mean(unknown[0], known)
         raise ValueError(
             f"unknown mode `{', '.join(unknown)}` ({hint}modes: {', '.join(MODES)}; "
+            f"nested-virt kinds: {', '.join(NESTED_VIRT_MODES)}; "
             f"policies, each an adaptive run: {', '.join(POLICIES)})"
         )
     if not modes:

@@ -134,6 +134,6 @@ def test_progress_callback_exception_propagates():
 def test_compare_gives_one_row_per_mode_with_overhead():
     df = vmmu.compare(workload=TINY)
     assert isinstance(df, pd.DataFrame)
-    assert list(df.index) == list(vmmu.STATIC_MODES)
+    assert list(df.index) == list(vmmu.COMPARE_MODES) == [*vmmu.STATIC_MODES, "agile"]
     assert df.loc["native", "overhead"] == 0.0
     assert df.loc["nested", "cycles"] >= df.loc["native", "cycles"]

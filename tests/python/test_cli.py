@@ -205,7 +205,7 @@ def test_compare_prints_every_mode_and_the_overhead(invoke):
     r = invoke("compare", "--workload", TINY)
     assert r.exit_code == 0, r.stderr
     header = next(line for line in r.stdout.splitlines() if "native" in line)
-    assert "nested" in header
+    assert header.split() == ["native", "nested", "shadow", "agile"]
     assert "overhead vs native" in r.stdout
     assert "+0.0%" in r.stdout  # native against itself
 
@@ -217,9 +217,32 @@ def test_compare_adaptive_on_gcc_phases_shows_the_six_columns_whole(invoke):
     r = invoke("compare", "--workload", spec, "--adaptive", "--time-scale", "1e-5")
     assert r.exit_code == 0, r.stderr
     header = next(line for line in r.stdout.splitlines() if "native" in line)
-    assert header.split() == ["native", "nested", "shadow", "dav2m", "oracle", "costmodel"]
+    assert header.split() == [
+        "native",
+        "nested",
+        "shadow",
+        "agile",
+        "dav2m",
+        "oracle",
+        "costmodel",
+    ]
     cycles = next(line for line in r.stdout.splitlines() if line.startswith("cycles"))
-    assert "…" not in cycles and len(cycles.split()) == 7
+    assert "…" not in cycles and len(cycles.split()) == 8
+
+
+def test_compare_names_nested_virt_runs_by_l1_kind(invoke):
+    modes = "nested,nested-virt:ept,nested-virt:pvm"
+    r = invoke("compare", "--json", "--workload", TINY, "--modes", modes)
+    assert r.exit_code == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert list(got) == modes.split(",")
+    assert [res["mode"] for res in got.values()] == ["nested", "nested-virt", "nested-virt"]
+    kinds = [res["config"].get("nested_virt", {}).get("l1") for res in got.values()]
+    assert kinds == [None, "ept", "pvm"]
+    # The two kinds are different runs: PVM's L1 shadow-pages its guest.
+    assert got["nested-virt:ept"]["cycles"] != got["nested-virt:pvm"]["cycles"]
+    bad = invoke("compare", "--workload", TINY, "--modes", "nested-virt:4d")
+    assert bad.exit_code == 2 and "nested-virt:4d" in bad.stderr
 
 
 def test_compare_json_has_one_result_per_mode(invoke):

@@ -353,6 +353,39 @@ def test_a_study_reruns_the_paper_at_both_ends_and_counts_survivors() -> None:
     assert high.report.value("page_test/previrt_vs_pv") > st.base.value("page_test/previrt_vs_pv")
 
 
+def _config_tables() -> set[str]:
+    """The tables of a resolved configuration (those of nested-virt and agile runs too)."""
+    import tomllib
+
+    from vmmu import api
+
+    tables: set[str] = set()
+    for mode, extra in (("nested-virt", []), ("agile", [("agile.write_threshold", "2")])):
+        cfg = tomllib.loads(api.config("golden-cove", mode, set=extra))
+        tables |= {k for k, v in cfg.items() if isinstance(v, dict)}
+    return tables
+
+
+def test_a_parameter_naming_a_configuration_field_is_set_on_every_run() -> None:
+    # Otherwise it would be taken for a workload knob and never reach the engine, and its
+    # sensitivity study would rerun the defaults.
+    from vmmu.repro._run import Context
+    from vmmu.repro.papers import PAPERS
+
+    tables = _config_tables()
+    assert {"agile", "nested_virt", "machine", "hypervisor"} <= tables
+    owner = {"agile": "agile", "nested_virt": "nested-virt"}
+    for p in PAPERS.values():
+        for q in p.parameters:
+            head = q.name.split(".")[0]
+            ctx = Context(quick=True, values={q.name: q.lo})
+            applied = dict(ctx.config_pairs(owner.get(head, "nested")))
+            assert (q.name in applied) == (head in tables), (p.name, q.name)
+            # A table of one mode is left out of the other modes' runs (the engine rejects it).
+            if head in owner:
+                assert q.name not in dict(ctx.config_pairs("native")), q.name
+
+
 def test_an_unknown_parameter_is_an_error_naming_the_papers_parameters() -> None:
     with pytest.raises(ValueError, match=r"`machine\.kernel\.nope` is not an estimated parameter"):
         repro.sensitivity("kloster07", ["machine.kernel.nope"], quick=True)

@@ -580,3 +580,64 @@ def test_load_spec_reads_the_example(tmp_path):
 def test_spec_errors_are_value_errors():
     with pytest.raises(SpecError, match="empty grid"):
         parse_spec({})
+
+
+NESTED_VIRT_AND_AGILE = """
+[sweep]
+name = "l1-kinds"
+[base]
+workload = "memorymotion:processes=2,size=1M"
+check = true
+[[points]]
+mode = "native"
+[[points]]
+mode = "agile"
+[[points]]
+mode = "nested-virt"
+l1 = "ept"
+[[points]]
+mode = "nested-virt"
+l1 = "shadow"
+[[points]]
+mode = "nested-virt"
+l1 = "pvm"
+[[points]]
+mode = "nested-virt"
+l1 = "3d"
+[grid]
+vcpus = [1, 2]
+"""
+
+
+def test_a_sweep_over_l1_kinds_and_agile_paging_stores_and_reports_every_point(tmp_path):
+    db = tmp_path / "r.duckdb"
+    r = sweep_cli(str(write(tmp_path, NESTED_VIRT_AND_AGILE)), "-o", str(db), "-j", "2")
+    assert r.returncode == 0, r.stderr
+    assert "12 points, 12 ok, 0 failed" in r.stderr
+    with ResultsDB(db) as store:
+        df = store.frame()
+    got = {
+        (m, None if missing(k) else k, int(v))
+        for m, k, v in zip(df["mode"], df["l1"], df["vcpus"], strict=True)
+    }
+    kinds = [("native", None), ("agile", None)] + [
+        ("nested-virt", k) for k in ("ept", "shadow", "pvm", "3d")
+    ]
+    assert got == {(m, k, v) for m, k in kinds for v in (1, 2)}
+    assert (df["checked_translations"] > 0).all()
+    # Two vCPUs: the processes' shootdowns and the L1 kinds' exits are stored per point.
+    two = df[df["vcpus"] == 2]
+    assert two["elapsed_cycles"].notna().all()
+    nv = df[df["mode"] == "nested-virt"]
+    assert (
+        nv["exits.l1_exit.count"].fillna(0) + nv["exits.hidden_fault.count"].fillna(0) > 0
+    ).all()
+    out = tmp_path / "r.html"
+    rep = subprocess.run(
+        [VMMU, "report", str(db), "-o", str(out)], capture_output=True, text=True, timeout=300
+    )
+    assert rep.returncode == 0, rep.stderr
+    page = out.read_text()
+    assert "<h2>Comparison</h2>" in page
+    for label in ("agile", "nested-virt", "ept", "shadow", "pvm", "3d"):
+        assert label in page, label

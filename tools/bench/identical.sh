@@ -59,6 +59,10 @@ interval-random      --machine zen3 --mode nested --core-model interval -w rando
 interval-chase       --machine zen3 --mode nested --core-model interval -w pointer-chase:footprint=1G,refs=200K,chains=4
 interval-shadow-fork --machine zen3 --mode shadow --core-model interval -w aim9-fork_test
 interval-vcpus       --machine zen3 --mode nested --core-model interval --vcpus 2 -w memorymotion
+agile-mm             --mode agile -w memorymotion
+nv-ept-fork          --mode nested-virt --l1 ept -w aim9-fork_test
+nv-pvm-fork          --mode nested-virt --l1 pvm -w aim9-fork_test
+nv-shadow-mm         --mode nested-virt --l1 shadow -w memorymotion
 thp-always-nested    --mode nested --thp always -w random:footprint=256M,refs=200K
 trace-native         --mode native -t @TRACE@
 trace-nested-2dnt    --mode nested --pwc 2d+nt -t @TRACE@

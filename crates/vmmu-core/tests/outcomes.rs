@@ -81,16 +81,17 @@ fn the_lock_holds_of_the_steps_are_the_lock_taking_exits_of_the_run() {
     let (sim, out) = outcomes(&[("mode", "\"shadow\"")]);
     let exits = sim.vmm().exits();
     let taking = ExitReason::ALL.iter().filter(|r| r.takes_pager_lock());
-    let want = taking.fold(LockHolds::default(), |h, &r| LockHolds {
-        holds: h.holds + exits.count(r),
-        cycles: h.cycles + exits.cycles(r),
+    let want = taking.fold((0, 0), |(n, c), &r| {
+        (n + exits.count(r), c + exits.cycles(r))
     });
-    let got = out.iter().fold(LockHolds::default(), |h, o| LockHolds {
-        holds: h.holds + o.pager_lock.holds,
-        cycles: h.cycles + o.pager_lock.cycles,
-    });
-    assert!(want.holds > 0, "shadow paging takes the lock: {want:?}");
-    assert_eq!(got, want);
+    let got = out
+        .iter()
+        .fold(LockHolds::default(), |h, o| h.then(o.pager_lock));
+    assert!(want.0 > 0, "shadow paging takes the lock: {want:?}");
+    assert_eq!((got.holds, got.cycles), want);
+    // Every hold's world switch is the exit round trip, outside the lock.
+    let trip = sim.vmm().costs().exit_round_trip;
+    assert_eq!((got.trips, got.first_trip), (want.0 * trip, trip));
     // A populated page's first load under shadow paging is a hidden fault, one hold.
     assert_eq!(out[2].pager_lock.holds, 1, "{:?}", out[2]);
     assert!(!out[2].invalidations, "a hidden fault is not the guest's");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{exits, load, mmap, store, try_run, u, BASE};
+use common::{concurrent_faults, exits, load, mmap, munmap_while_shared, store, try_run, u, BASE};
 use proptest::prelude::*;
 use serde_json::Value;
 use vmmu_core::addr::Gva;
@@ -29,27 +29,6 @@ const MODES: [(&str, &str); 3] = [
     ("mode", "\"nested\""),
     ("mode", "\"shadow\""),
 ];
-
-/// Two threads of one process touch a populated region; thread 2 then maps another region
-/// (an OS event, so it has run its loads by then) and thread 1 unmaps four pages thread 2 has
-/// in its TLB: exactly one shootdown, of four pages, to vCPU 1.
-fn munmap_while_shared() -> Vec<Event> {
-    let mut ev = vec![
-        Event::ProcessCreate { pid: 1 },
-        mmap(BASE, 64 * PAGE, true),
-        Event::ThreadCreate { pid: 1, tid: 2 },
-    ];
-    ev.extend((0..8).map(|p| load(BASE + p * PAGE)));
-    ev.push(thread(1, 2));
-    ev.extend((0..8).map(|p| load(BASE + p * PAGE + 64)));
-    ev.push(mmap(BASE + (1 << 30), 16 * PAGE, false));
-    ev.push(thread(1, 1));
-    ev.push(Event::munmap(Gva::new(BASE), 4 * PAGE));
-    ev.extend((8..16).map(|p| store(BASE + p * PAGE)));
-    ev.push(thread(1, 2));
-    ev.extend((16..24).map(|p| load(BASE + p * PAGE)));
-    ev
-}
 
 #[test]
 fn one_vcpu_is_the_single_processor_model() {
@@ -320,20 +299,7 @@ fn the_multi_vcpu_workloads_run_checked_on_every_vcpu_in_every_mode() {
 /// no lock.
 #[test]
 fn concurrent_shadow_faults_wait_for_the_pager_lock() {
-    let mut ev = vec![
-        Event::ProcessCreate { pid: 1 },
-        mmap(BASE, 256 * PAGE, false),
-        Event::Fork {
-            parent: 1,
-            child: 2,
-        },
-    ];
-    for k in 0..8u64 {
-        ev.push(Event::Switch {
-            pid: 1 + (k % 2) as u32,
-        });
-        ev.extend((0..32).map(|p| store(BASE + (k / 2 * 32 + p) * PAGE)));
-    }
+    let ev = concurrent_faults();
     let shadow = try_run(&[MODES[2], ("guest.vcpus", "2")], ev.clone()).unwrap();
     let l = &shadow["pager_lock"];
     assert!(u(l, "holds") > 0 && u(l, "contended") > 0, "{l}");

@@ -34,8 +34,14 @@ from vmmu._format import signed_pct
 #: Simulations run at once: one per core (the engine releases the GIL while it simulates).
 WORKERS = os.cpu_count() or 1
 
-#: Configuration roots: an estimated parameter named ``machine.kernel.fork`` is a ``--set``.
-CONFIG_ROOTS = ("machine.", "hypervisor.", "host.", "guest.")
+#: Configuration roots: an estimated parameter named ``machine.kernel.fork`` is a ``--set``
+#: (every table of the configuration a reproduction's parameter may name; any other head is a
+#: workload generator's, ``memorymotion.size``).
+CONFIG_ROOTS = ("machine.", "hypervisor.", "host.", "guest.", "warmup.", "nested_virt.", "agile.")
+
+#: Configuration tables that belong to one mode, which the engine rejects in any other run: a
+#: parameter in one is set on that mode's runs only.
+MODE_TABLES = {"nested_virt.": "nested-virt", "agile.": "agile"}
 
 
 @dataclass(frozen=True)
@@ -291,9 +297,15 @@ class Context:
         pairs.update({k: str(v) for k, v in knobs.items()})
         return f"{name}:" + ",".join(f"{k}={v}" for k, v in pairs.items())
 
-    def config_pairs(self) -> list[tuple[str, Any]]:
-        """Configuration values under study, applied last to every run."""
-        return [(k, v) for k, v in self.values.items() if k.startswith(CONFIG_ROOTS)]
+    def config_pairs(self, mode: str | None) -> list[tuple[str, Any]]:
+        """Configuration values under study, applied last to every run of ``mode`` (a value in
+        a table of another mode, :data:`MODE_TABLES`, left out)."""
+        return [
+            (k, v)
+            for k, v in self.values.items()
+            if k.startswith(CONFIG_ROOTS)
+            and all(mode == m for t, m in MODE_TABLES.items() if k.startswith(t))
+        ]
 
     def _keep(self, r: api.Result) -> None:
         if self.results is not None:
@@ -302,7 +314,7 @@ class Context:
     def run(self, machine: str, **opts: Any) -> api.Result:
         """One engine run a reproduction makes itself (not a :class:`Job`), the configuration
         values under study applied last, as :meth:`measure` applies them."""
-        opts["set"] = [*api._set_pairs(opts.get("set")), *self.config_pairs()]
+        opts["set"] = [*api._set_pairs(opts.get("set")), *self.config_pairs(opts.get("mode"))]
         r = api.run(machine, **opts)
         self._keep(r)
         return r
@@ -312,12 +324,11 @@ class Context:
         jobs = list(jobs)
         units = [(j, n) for j in jobs for n in j.runs()]
         slot = self.bar.runs(self.label, len(units))
-        extra = self.config_pairs()
 
         def one(i: int, job: Job, n: int) -> api.Result:
             cb = slot(i)
             opts = job.system.options()
-            opts["set"] = [*opts["set"], *extra]
+            opts["set"] = [*opts["set"], *self.config_pairs(job.system.mode)]
             if job.warmup:
                 opts["warmup"] = job.warmup
             if job.trace is not None:

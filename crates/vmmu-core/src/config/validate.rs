@@ -669,7 +669,7 @@ fn window_meaning(name: &str) -> &'static str {
 
 impl SimConfig {
     /// Nested virtualization: its section belongs to its mode, whose L1 hypervisor runs the
-    /// guest with hardware virtualization (technique `hvm`) in one paging mode, on one vCPU.
+    /// guest with hardware virtualization (technique `hvm`) in one paging mode.
     fn validate_nested_virt(&self) -> Result<()> {
         let is_mode = self.mode == Mode::NestedVirt;
         let Some(nv) = &self.nested_virt else {
@@ -701,13 +701,6 @@ impl SimConfig {
                 "hypervisor.switch.at",
                 "a nested-virt run keeps its L1 kind for the whole run; it cannot switch \
                  paging modes",
-            ));
-        }
-        if self.guest.vcpus > 1 {
-            return Err(Error::config(
-                "guest.vcpus",
-                "a nested-virt run models one vCPU of the L2 guest (several vCPUs are not \
-                 modelled under nested virtualization)",
             ));
         }
         let l1 = nv.l1_bytes(self.guest.memory.0);

@@ -178,6 +178,11 @@ impl<A: PhysAddr> ShadowPager<A> {
         self.current
     }
 
+    /// The cached shadow root of the guest root `guest`, if the cache holds one.
+    pub fn cached_root(&self, guest: Gpa) -> Option<(Gpa, A)> {
+        self.roots.iter().copied().find(|&(g, _)| g == guest)
+    }
+
     /// Loads `root`, a vCPU's root from its last turn, if the shadow cache still holds it;
     /// returns whether it did (otherwise nothing is loaded and the vCPU must switch roots).
     pub fn resume(&mut self, root: Option<(Gpa, A)>) -> bool {

@@ -22,7 +22,6 @@ mod smp;
 pub use outcome::Outcome;
 pub(crate) use smp::Vcpus;
 
-use crate::addr::{Gpa, Hpa};
 use crate::config::SimConfig;
 use crate::error::{Error, Result};
 use crate::event::{Event, MemRef};
@@ -36,7 +35,7 @@ use crate::result::{
     WindowRecord,
 };
 use crate::timing::{Core, RefCost};
-use crate::vmm::{Fault, LockHolds, Resolution, Vmm};
+use crate::vmm::{Fault, LockHolds, Resolution, VcpuRoot, Vmm};
 use crate::walk::{Access, WalkFault};
 use adaptive::Adaptive;
 
@@ -513,8 +512,8 @@ impl Simulator {
     pub(crate) fn resume_vcpu(
         &mut self,
         running: Option<(u32, u32)>,
-        root: Option<(Gpa, Hpa)>,
-    ) -> Result<Option<(Gpa, Hpa)>> {
+        root: Option<VcpuRoot>,
+    ) -> Result<Option<VcpuRoot>> {
         self.resume_guest(running);
         let pid = running.map(|r| r.0);
         let root = self.vmm.resume(&mut self.mmu, &self.os, pid, root)?;

@@ -35,10 +35,7 @@ impl Outcome {
             mode_switched: self.mode_switched || later.mode_switched,
             invalidations: self.invalidations || later.invalidations,
             remote_flush: self.remote_flush || later.remote_flush,
-            pager_lock: LockHolds {
-                holds: self.pager_lock.holds + later.pager_lock.holds,
-                cycles: self.pager_lock.cycles + later.pager_lock.cycles,
-            },
+            pager_lock: self.pager_lock.then(later.pager_lock),
         }
     }
 }

@@ -10,7 +10,7 @@ use super::nested_virt::ept::EptOnEpt;
 use super::nested_virt::l1::L1Setup;
 use super::nested_virt::shadow::ShadowL1;
 use super::nested_virt::three_d::ThreeD;
-use super::ops::{AgileStats, Fault, Paging, PagingOps, Resolution, Resume, Role};
+use super::ops::{AgileStats, Fault, Paging, PagingOps, Resolution, Resume, Role, VcpuRoot};
 use super::shadow::Shadow;
 use super::shared::Shared;
 use crate::addr::{Gpa, Gva, Hpa};
@@ -172,12 +172,12 @@ impl Active {
     }
 
     /// [`PagingOps::resume`].
-    pub(super) fn resume(&mut self, root: Option<(Gpa, Hpa)>) -> Resume {
+    pub(super) fn resume(&mut self, root: Option<VcpuRoot>) -> Resume {
         each!(self, m => m.resume(root))
     }
 
     /// [`PagingOps::current_root`].
-    pub(super) fn current_root(&self) -> Option<(Gpa, Hpa)> {
+    pub(super) fn current_root(&self) -> Option<VcpuRoot> {
         each!(self, m => m.current_root())
     }
 

@@ -17,10 +17,10 @@
 
 use super::exits::ExitReason;
 use super::nested::nested_fault;
-use super::ops::{AgileStats, Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role};
+use super::ops::{AgileStats, Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role, VcpuRoot};
 use super::shadow::Shadow;
 use super::shared::Shared;
-use crate::addr::{Gpa, Gva, Hpa};
+use crate::addr::{Gpa, Gva};
 use crate::error::Result;
 use crate::guest::{GuestOs, OsEffects};
 use crate::mem::PhysMem;
@@ -193,11 +193,11 @@ impl PagingOps for Agile {
         self.shadow.unlinked()
     }
 
-    fn resume(&mut self, root: Option<(Gpa, Hpa)>) -> Resume {
+    fn resume(&mut self, root: Option<VcpuRoot>) -> Resume {
         self.shadow.resume(root)
     }
 
-    fn current_root(&self) -> Option<(Gpa, Hpa)> {
+    fn current_root(&self) -> Option<VcpuRoot> {
         self.shadow.current_root()
     }
 

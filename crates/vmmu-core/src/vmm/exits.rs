@@ -148,7 +148,11 @@ impl ExitReason {
 
     /// Whether the handler runs under the VM's shadow-pager lock (KVM's `mmu_lock` in its
     /// page-fault, PTE-write, INVLPG and root-load paths; Xen's per-domain paging lock), which
-    /// serializes it against the same handlers on other vCPUs.
+    /// serializes it against the same handlers on other vCPUs. Under nested virtualization the
+    /// lock is the software pager's that handles the exit: L1's shadow MMU (shadow on EPT,
+    /// PVM), or L0's shadow EPT MMU building EPT02 and emulating writes to the EPT12 tables it
+    /// shadows (`ept02_fill`, `ept12_write`). L1's own EPT-violation handler (`l1_exit`) is
+    /// KVM's TDP MMU, which faults under the lock held for read and does not serialise.
     pub const fn takes_pager_lock(self) -> bool {
         matches!(
             self,
@@ -157,6 +161,8 @@ impl ExitReason {
                 | ExitReason::PtWrite
                 | ExitReason::Cr3Write
                 | ExitReason::Invlpg
+                | ExitReason::Ept02Fill
+                | ExitReason::Ept12Write
         )
     }
 
@@ -322,7 +328,7 @@ impl Account {
     ) {
         self.exits.record(reason, round_trip + handler);
         self.lock
-            .charged(reason.takes_pager_lock(), round_trip + handler);
+            .charged(reason.takes_pager_lock(), round_trip, handler);
         if reason.is_paging() {
             self.paging_exits += 1;
             self.paging_exit_cycles += round_trip + handler;

@@ -67,7 +67,7 @@ mod pager_lock;
 mod shadow;
 mod shared;
 
-pub use ops::{AgileStats, DirectTechnique, Fault, Ipis, Paging, Resolution, Role};
+pub use ops::{AgileStats, DirectTechnique, Fault, Ipis, Paging, Resolution, Role, VcpuRoot};
 pub use pager_lock::{LockHolds, PagerLockCounts};
 
 use crate::addr::{Gpa, Gva, Hpa};
@@ -287,8 +287,7 @@ impl Vmm {
     /// An event that began at time `at` on its vCPU's clock made the lock holds `held`: it
     /// waits for the lock where another vCPU held it then (multi-vCPU runs).
     pub fn pager_lock_wait(&mut self, held: LockHolds, at: u64) {
-        let round_trip = self.hv.costs.exit_round_trip;
-        self.hv.acct.lock.hold(held, at, round_trip);
+        self.hv.acct.lock.hold(held, at);
     }
 
     /// The shadow pager's lock's counts.
@@ -308,20 +307,37 @@ impl Vmm {
     }
 
     /// Another vCPU, `remote`, is forced out and flushes its TLBs and paging-structure caches
-    /// after shadow tables were removed (a host IPI, priced as `ipi_deliver`). Returns the
+    /// after shadow tables were removed (a host IPI, priced as `ipi_deliver`; under nested
+    /// virtualization L1's IPI interrupts the L2 vCPU, an L2 exit L1 handles). Returns the
     /// cycles charged.
     pub fn remote_flush(&mut self, remote: &mut Mmu) -> u64 {
+        let deliver = self.hv.costs.ipi_deliver;
+        let ipis = self.describe().ipis;
         let acct = &mut self.hv.acct;
         let before = acct.exits.total_cycles();
-        acct.charge(remote, ExitReason::RemoteFlush, self.hv.costs.ipi_deliver);
+        match ipis {
+            Ipis::L1 { round_trip, vmx } => {
+                acct.charge_trip(remote, ExitReason::RemoteFlush, round_trip, deliver, vmx)
+            }
+            Ipis::Native | Ipis::Exits | Ipis::Hypercall => {
+                acct.charge(remote, ExitReason::RemoteFlush, deliver)
+            }
+        }
         remote.flush_vm();
         acct.exits.total_cycles() - before
     }
 
     /// A TLB-shootdown IPI from the running vCPU (`local`) to `remote`, and the handler on
     /// `remote` that executes `fx`'s invalidations (docs/model.md, "TLB shootdowns"), priced
-    /// as the guest's IPIs travel ([`Ipis`]); under shadow paging the handler's INVLPGs exit
-    /// too. Returns the hypervisor cycles charged on `remote`.
+    /// as the guest's IPIs travel ([`Ipis`]); under shadow paging (L0's or L1's) the
+    /// handler's INVLPGs exit too. Returns the hypervisor cycles charged on `remote`.
+    ///
+    /// An L2 guest's IPI ([`Ipis::L1`]): its ICR write is an L2 exit L1 handles, whose
+    /// handler sends L1's own IPI to the target's L1 vCPU (an exit to L0, priced as a
+    /// single-level `ipi_send`); at the target the L2 vCPU is interrupted and L1 injects the
+    /// interrupt (an L2 exit, always: L1 must run to inject), and the guest's EOI is an L2
+    /// exit unless the virtual APIC takes it (posted interrupts, and L1 running L2 under VMX:
+    /// PVM's L2 has no virtual APIC).
     pub fn shootdown(
         &mut self,
         local: &mut Mmu,
@@ -331,23 +347,36 @@ impl Vmm {
     ) -> u64 {
         let c = &self.hv.costs;
         let (send, deliver, eoi) = (c.ipi_send, c.ipi_deliver, c.eoi);
-        let hypercall = c.hypercall;
+        let (hypercall, posted) = (c.hypercall, c.posted_interrupts);
         let ipis = self.describe().ipis;
+        let acct = &mut self.hv.acct;
         match ipis {
             Ipis::Native => {}
-            Ipis::Exits => self.hv.acct.charge(local, ExitReason::IpiSend, send),
-            Ipis::Hypercall => self.hv.acct.charge(local, ExitReason::Hypercall, hypercall),
+            Ipis::Exits => acct.charge(local, ExitReason::IpiSend, send),
+            Ipis::Hypercall => acct.charge(local, ExitReason::Hypercall, hypercall),
+            Ipis::L1 { round_trip, vmx } => {
+                acct.charge_trip(local, ExitReason::IpiSend, round_trip, send, vmx);
+                acct.charge(local, ExitReason::IpiSend, send);
+            }
         }
-        let exits = ipis == Ipis::Exits && !c.posted_interrupts;
-        let before = self.hv.acct.exits.total_cycles();
-        if exits {
-            self.hv.acct.charge(remote, ExitReason::IpiDeliver, deliver);
+        let before = acct.exits.total_cycles();
+        match ipis {
+            Ipis::Exits if !posted => acct.charge(remote, ExitReason::IpiDeliver, deliver),
+            Ipis::L1 { round_trip, vmx } => {
+                acct.charge_trip(remote, ExitReason::IpiDeliver, round_trip, deliver, vmx)
+            }
+            Ipis::Native | Ipis::Exits | Ipis::Hypercall => {}
         }
         self.invalidate(remote, os, fx);
-        if exits {
-            self.hv.acct.charge(remote, ExitReason::Eoi, eoi);
+        let acct = &mut self.hv.acct;
+        match ipis {
+            Ipis::Exits if !posted => acct.charge(remote, ExitReason::Eoi, eoi),
+            Ipis::L1 { round_trip, vmx } if !posted || !vmx => {
+                acct.charge_trip(remote, ExitReason::Eoi, round_trip, eoi, vmx)
+            }
+            Ipis::Native | Ipis::Exits | Ipis::Hypercall | Ipis::L1 { .. } => {}
         }
-        self.hv.acct.exits.total_cycles() - before
+        acct.exits.total_cycles() - before
     }
 
     /// The running vCPU changes: `mmu` is the MMU of the vCPU that resumes, running `pid`
@@ -361,8 +390,8 @@ impl Vmm {
         mmu: &mut Mmu,
         os: &GuestOs,
         pid: Option<u32>,
-        root: Option<(Gpa, Hpa)>,
-    ) -> Result<Option<(Gpa, Hpa)>> {
+        root: Option<VcpuRoot>,
+    ) -> Result<Option<VcpuRoot>> {
         match self.mode.resume(root) {
             Resume::Rootless => Ok(None),
             Resume::Kept => Ok(root),
@@ -377,7 +406,7 @@ impl Vmm {
     }
 
     /// The root the running vCPU has loaded, where the mode keeps per-vCPU roots.
-    pub fn current_root(&self) -> Option<(Gpa, Hpa)> {
+    pub fn current_root(&self) -> Option<VcpuRoot> {
         self.mode.current_root()
     }
 

@@ -7,7 +7,7 @@
 //! nothing, as KVM's non-paging and two-dimensional modes leave the shadow pager's hooks empty.
 
 use super::shared::Shared;
-use crate::addr::{Gpa, Gva, Hpa};
+use crate::addr::{Gpa, Gva, Hpa, Space};
 use crate::config::{L1Kind, VirtMode};
 use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
@@ -89,6 +89,43 @@ pub enum Ipis {
     Exits,
     /// A para-virtual guest sends them by hypercall.
     Hypercall,
+    /// An L2 guest's: each of its APIC accesses is an L2 exit that its L1 hypervisor handles,
+    /// at `round_trip` per world switch (L2 → L0 → L1 → L0 → L2, or PVM's switcher), and L1
+    /// reaches the target's L1 vCPU with an IPI of its own, an exit to L0. `vmx`: L1 runs its
+    /// guest with hardware virtualization (a VM exit flushes the TLBs without VPIDs, and the
+    /// virtual APIC can take the guest's EOIs).
+    L1 {
+        /// Cycles of one world switch L2 → L1 → L2.
+        round_trip: u64,
+        /// L1 runs L2 under VMX (not PVM's switcher).
+        vmx: bool,
+    },
+}
+
+/// A vCPU's shadow root, kept across its turns: the guest root it shadows, and the shadow
+/// root's address in the memory that holds the shadow tables (host memory, or L1's under
+/// nested virtualization).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct VcpuRoot {
+    /// The guest root (guest-physical).
+    pub guest: Gpa,
+    /// The shadow root, raw: a host-physical or an L1-physical address.
+    pub shadow: u64,
+}
+
+impl VcpuRoot {
+    /// The root a pager reports as loaded.
+    pub fn of<A: Space>((guest, shadow): (Gpa, A)) -> VcpuRoot {
+        VcpuRoot {
+            guest,
+            shadow: shadow.raw(),
+        }
+    }
+
+    /// The root as a pager whose tables live in the memory of `A` keeps it.
+    pub fn at<A: Space>(self) -> (Gpa, A) {
+        (self.guest, A::from_raw(self.shadow))
+    }
 }
 
 /// What the hypervisor is now: everything those above it may know of its mode (the event loop,
@@ -259,12 +296,12 @@ pub(super) trait PagingOps {
     }
 
     /// A vCPU whose root was `root` at its last turn resumes (`kvm_mmu_reload`).
-    fn resume(&mut self, _root: Option<(Gpa, Hpa)>) -> Resume {
+    fn resume(&mut self, _root: Option<VcpuRoot>) -> Resume {
         Resume::Rootless
     }
 
     /// The root the running vCPU has loaded: (guest root, shadow root).
-    fn current_root(&self) -> Option<(Gpa, Hpa)> {
+    fn current_root(&self) -> Option<VcpuRoot> {
         None
     }
 

@@ -22,14 +22,34 @@ pub struct PagerLockCounts {
     pub held_cycles: u64,
 }
 
-/// The lock-taking handlers one event ran: how many, and their cycles (round trips
+/// The lock-taking handlers one event ran: how many, and their cycles (world switches
 /// included).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockHolds {
     /// Handlers that took the lock.
     pub holds: u64,
-    /// Their cycles, exit round trips included.
+    /// Their cycles, world switches included.
     pub cycles: u64,
+    /// Of them, the world switches' (outside the lock).
+    pub trips: u64,
+    /// The world switch of the first: how long after the event began it reaches the lock.
+    pub first_trip: u64,
+}
+
+impl LockHolds {
+    /// These holds, then `later`'s.
+    pub fn then(self, later: LockHolds) -> LockHolds {
+        LockHolds {
+            holds: self.holds + later.holds,
+            cycles: self.cycles + later.cycles,
+            trips: self.trips + later.trips,
+            first_trip: if self.holds > 0 {
+                self.first_trip
+            } else {
+                later.first_trip
+            },
+        }
+    }
 }
 
 /// The lock's state on the vCPU clocks and its counts.
@@ -44,13 +64,18 @@ pub(super) struct PagerLock {
 }
 
 impl PagerLock {
-    /// A handler ran for `cycles` (its round trip included); `takes_lock`: its reason takes
-    /// the lock.
+    /// A handler of `handler` cycles ran after a world switch of `round_trip`; `takes_lock`:
+    /// its reason takes the lock.
     #[inline]
-    pub(super) fn charged(&mut self, takes_lock: bool, cycles: u64) {
+    pub(super) fn charged(&mut self, takes_lock: bool, round_trip: u64, handler: u64) {
         if takes_lock {
-            self.pending.holds += 1;
-            self.pending.cycles += cycles;
+            let p = &mut self.pending;
+            if p.holds == 0 {
+                p.first_trip = round_trip;
+            }
+            p.holds += 1;
+            p.cycles += round_trip + handler;
+            p.trips += round_trip;
         }
     }
 
@@ -66,13 +91,13 @@ impl PagerLock {
 
     /// The event that began at time `at` (on the clock of the vCPU that ran it) made `held`:
     /// it held the lock for their handler time, after waiting for it if another vCPU held it
-    /// when its first exit arrived (`round_trip` after `at`).
-    pub(super) fn hold(&mut self, held: LockHolds, at: u64, round_trip: u64) {
+    /// when its first exit arrived (its world switch after `at`).
+    pub(super) fn hold(&mut self, held: LockHolds, at: u64) {
         if held.holds == 0 {
             return;
         }
-        let time = held.cycles.saturating_sub(held.holds * round_trip);
-        let arrive = at + round_trip;
+        let time = held.cycles - held.trips;
+        let arrive = at + held.first_trip;
         let wait = self.free_at.saturating_sub(arrive);
         self.free_at = arrive + wait + time;
         let l = &mut self.counts;

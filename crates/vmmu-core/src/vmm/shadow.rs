@@ -8,9 +8,9 @@
 //! (`hypervisor.switch.keep_shadow`).
 
 use super::exits::ExitReason;
-use super::ops::{no_nested, Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role};
+use super::ops::{no_nested, Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role, VcpuRoot};
 use super::shared::Shared;
-use crate::addr::{Gpa, Gva, Hpa};
+use crate::addr::{Gpa, Gva};
 use crate::config::VirtMode;
 use crate::error::{Error, Result};
 use crate::guest::{GuestOs, OsEffects};
@@ -208,16 +208,16 @@ impl PagingOps for Shadow {
         handler
     }
 
-    fn resume(&mut self, root: Option<(Gpa, Hpa)>) -> Resume {
-        if self.sp.resume(root) {
+    fn resume(&mut self, root: Option<VcpuRoot>) -> Resume {
+        if self.sp.resume(root.map(VcpuRoot::at)) {
             Resume::Kept
         } else {
             Resume::Reload
         }
     }
 
-    fn current_root(&self) -> Option<(Gpa, Hpa)> {
-        self.sp.current()
+    fn current_root(&self) -> Option<VcpuRoot> {
+        self.sp.current().map(VcpuRoot::of)
     }
 
     fn pager_stats(&self) -> Option<ShadowStats> {

@@ -125,3 +125,46 @@ pub fn cold_walks(n: u64) -> Vec<Event> {
     ev.extend((0..n).map(|i| load(BASE + i * 4096)));
     ev
 }
+
+/// Two threads of one process touch a populated region; thread 2 then maps another region
+/// (an OS event, so it has run its loads by then) and thread 1 unmaps four pages thread 2 has
+/// in its TLB: on two vCPUs, exactly one shootdown, of four pages, to vCPU 1.
+pub fn munmap_while_shared() -> Vec<Event> {
+    let page = 4096;
+    let mut ev = vec![
+        Event::ProcessCreate { pid: 1 },
+        mmap(BASE, 64 * page, true),
+        Event::ThreadCreate { pid: 1, tid: 2 },
+    ];
+    ev.extend((0..8).map(|p| load(BASE + p * page)));
+    ev.push(Event::Thread { pid: 1, tid: 2 });
+    ev.extend((0..8).map(|p| load(BASE + p * page + 64)));
+    ev.push(mmap(BASE + (1 << 30), 16 * page, false));
+    ev.push(Event::Thread { pid: 1, tid: 1 });
+    ev.push(Event::munmap(Gva::new(BASE), 4 * page));
+    ev.extend((8..16).map(|p| store(BASE + p * page)));
+    ev.push(Event::Thread { pid: 1, tid: 2 });
+    ev.extend((16..24).map(|p| load(BASE + p * page)));
+    ev
+}
+
+/// Two processes (a fork) demand-fault their own halves of a region in turns: on two vCPUs
+/// their faults run at once.
+pub fn concurrent_faults() -> Vec<Event> {
+    let page = 4096;
+    let mut ev = vec![
+        Event::ProcessCreate { pid: 1 },
+        mmap(BASE, 256 * page, false),
+        Event::Fork {
+            parent: 1,
+            child: 2,
+        },
+    ];
+    for k in 0..8u64 {
+        ev.push(Event::Switch {
+            pid: 1 + (k % 2) as u32,
+        });
+        ev.extend((0..32).map(|p| store(BASE + (k / 2 * 32 + p) * page)));
+    }
+    ev
+}

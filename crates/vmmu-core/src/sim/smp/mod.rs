@@ -30,12 +30,12 @@ mod shootdown;
 mod stream;
 
 use super::Simulator;
-use crate::addr::{Gpa, Hpa};
 use crate::error::Result;
 use crate::event::{Event, EventSource};
 use crate::mmu::Mmu;
 use crate::result::VcpuCounts;
 use crate::timing::Core;
+use crate::vmm::VcpuRoot;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use stream::{is_os, os_pids, FILL};
 
@@ -66,7 +66,7 @@ struct Vcpu {
     /// The thread it runs (its guest context: process, CR3).
     current: Option<u32>,
     /// Its shadow root (shadow paging).
-    root: Option<(Gpa, Hpa)>,
+    root: Option<VcpuRoot>,
     /// Cycles the current thread has run in its slice.
     slice: u64,
     /// Processes whose PCID-tagged entries it may hold (it ran them since its last flush).

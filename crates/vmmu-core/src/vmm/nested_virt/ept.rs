@@ -105,7 +105,10 @@ impl PagingOps for EptOnEpt {
             paging: Paging::NestedVirt(L1Kind::Ept),
             nested_tables: true,
             virt: None,
-            ipis: Ipis::Exits,
+            ipis: Ipis::L1 {
+                round_trip: self.l1.costs.nested_round_trip,
+                vmx: true,
+            },
         }
     }
 

@@ -23,7 +23,7 @@
 //! first touch.
 
 use super::super::exits::ExitReason;
-use super::super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Role};
+use super::super::ops::{Fault, Ipis, Paging, PagingOps, Resolution, Resume, Role, VcpuRoot};
 use super::super::shared::Shared;
 use super::l1::{l0_touches, unexplained, L1Setup};
 use crate::addr::{Gpa, Gva, Hpa, L1pa};
@@ -80,9 +80,13 @@ impl ShadowL1 {
 
     /// Charges an L2 exit of `reason` that L1 handles with `handler` cycles.
     fn charge(&self, hv: &mut Shared, mmu: &mut Mmu, reason: ExitReason, handler: u64) {
-        let vmx = self.kind != L1Kind::Pvm;
         hv.acct
-            .charge_trip(mmu, reason, self.round_trip, handler, vmx);
+            .charge_trip(mmu, reason, self.round_trip, handler, self.vmx());
+    }
+
+    /// L1 runs its guest under VMX (shadow on EPT), not through PVM's switcher.
+    fn vmx(&self) -> bool {
+        self.kind != L1Kind::Pvm
     }
 
     /// Charges an L2 exit of `reason` that L1 handles with `handler` cycles, then L0's side of
@@ -114,7 +118,10 @@ impl PagingOps for ShadowL1 {
             paging: Paging::NestedVirt(self.kind),
             nested_tables: true,
             virt: None,
-            ipis: Ipis::Exits,
+            ipis: Ipis::L1 {
+                round_trip: self.round_trip,
+                vmx: self.vmx(),
+            },
         }
     }
 
@@ -245,6 +252,26 @@ impl PagingOps for ShadowL1 {
         // Both sides' flags are taken; only the walked side's tables are cached by hardware.
         let kernel = self.kernel.as_mut().is_some_and(|k| k.take_unlinked());
         self.sp.take_unlinked() || kernel
+    }
+
+    /// Each side's root for the vCPU's guest root is loaded again if L1's cache still holds
+    /// it; otherwise both are rebuilt, as a CR3 write.
+    fn resume(&mut self, root: Option<VcpuRoot>) -> Resume {
+        let user = self.sp.resume(root.map(VcpuRoot::at));
+        let kernel = self.kernel.as_mut().is_none_or(|k| {
+            let cached = root.and_then(|r| k.cached_root(r.guest));
+            k.resume(cached)
+        });
+        if user && kernel {
+            Resume::Kept
+        } else {
+            Resume::Reload
+        }
+    }
+
+    /// The walked side's root (PVM's kernel side follows the same guest root).
+    fn current_root(&self) -> Option<VcpuRoot> {
+        self.sp.current().map(VcpuRoot::of)
     }
 
     fn pager_stats(&self) -> Option<ShadowStats> {

@@ -42,7 +42,10 @@ impl PagingOps for ThreeD {
             paging: Paging::NestedVirt(L1Kind::ThreeD),
             nested_tables: true,
             virt: None,
-            ipis: Ipis::Exits,
+            ipis: Ipis::L1 {
+                round_trip: self.l1.costs.nested_round_trip,
+                vmx: true,
+            },
         }
     }
 
