@@ -225,3 +225,68 @@ fn several_vcpus_check_every_translation_in_every_kind() {
         assert!(u(&four["shootdowns"], "shootdowns") > 0, "{name}");
     }
 }
+
+/// Four threads of one process each cache pages of a region; thread 1 then execs, and the
+/// old address space's tables are freed: one shootdown (the context flush), an IPI to each of
+/// the three others; where a shadow pager shadows the freed tables (L1's, agile's) it removes
+/// their shadows and every other vCPU is forced to flush, once each.
+fn exec_under_four_threads() -> Vec<Event> {
+    let mut ev = vec![
+        Event::ProcessCreate { pid: 1 },
+        mmap(BASE, 512 * PAGE, true),
+    ];
+    ev.extend((2..=4).map(|tid| Event::ThreadCreate { pid: 1, tid }));
+    for tid in 1..=4 {
+        ev.push(Event::Thread { pid: 1, tid });
+        ev.extend((0..8).map(|p| store(BASE + (tid as u64 * 64 + p) * PAGE)));
+    }
+    ev.push(Event::Thread { pid: 1, tid: 1 });
+    ev.push(Event::Exec { pid: 1 });
+    ev
+}
+
+#[test]
+fn freeing_shadowed_tables_flushes_every_other_vcpu_once() {
+    let profile = ("hypervisor.profile", "esx-nehalem");
+    for (name, ov) in KINDS {
+        let v = try_run(
+            &with(ov, &[profile, ("guest.vcpus", "4")]),
+            exec_under_four_threads(),
+        )
+        .unwrap();
+        let s = &v["shootdowns"];
+        assert_eq!(
+            (
+                u(s, "shootdowns"),
+                u(s, "ipis"),
+                u(s, "remote_context_flushes")
+            ),
+            (1, 3, 3),
+            "{name}: {s}"
+        );
+        let l2 = if name == "agile" { 1 } else { 2 };
+        assert_eq!(
+            (
+                exits(&v, "ipi_send"),
+                exits(&v, "ipi_deliver"),
+                exits(&v, "eoi")
+            ),
+            (3 * l2, 3, 3),
+            "{name}"
+        );
+        // Each forced flush is an exit of the kind's world switch, priced as a delivery.
+        let (flushes, trip) = match name {
+            "shadow" => (3, 3250),
+            "pvm" => (3, 448),
+            "agile" => (3, 2000),
+            _ => (0, 0),
+        };
+        assert_eq!(exits(&v, "remote_flush"), flushes, "{name}: {}", v["exits"]);
+        assert_eq!(
+            exit_cycles(&v, "remote_flush"),
+            flushes * (trip + 1500),
+            "{name}"
+        );
+        assert_eq!(u(s, "remote_flushes"), flushes, "{name}: {s}");
+    }
+}
