@@ -4,7 +4,8 @@
 # (sim.seconds, sim.events_per_second), and compares everything else with a saved reference.
 #
 #   tools/bench/identical.sh save DIR          results of the current build (.venv) into DIR
-#   tools/bench/identical.sh check DIR         the current build's results against DIR
+#   tools/bench/identical.sh check DIR         the current build's results against DIR (a case
+#                                              DIR has no result for is listed as new, not failed)
 #   tools/bench/identical.sh base REV [DIR]    builds REV in a temporary worktree (its own venv),
 #                                              saves its results into DIR (default
 #                                              results/identical-REV), then checks the current
@@ -59,6 +60,10 @@ interval-random      --machine zen3 --mode nested --core-model interval -w rando
 interval-chase       --machine zen3 --mode nested --core-model interval -w pointer-chase:footprint=1G,refs=200K,chains=4
 interval-shadow-fork --machine zen3 --mode shadow --core-model interval -w aim9-fork_test
 interval-vcpus       --machine zen3 --mode nested --core-model interval --vcpus 2 -w memorymotion
+interval-stream      --machine zen3 --mode native --core-model interval -w stream:footprint=64M,refs=2M
+interval-stream-nest --machine zen3 --mode nested --pwc 2d+nt --core-model interval -w stream:footprint=64M,refs=2M,arrays=3
+interval-trace       --machine zen3 --mode nested --core-model interval -t @TRACE@
+interval-recorded    --machine zen3 --mode nested --core-model interval -t @RECORDED@
 agile-mm             --mode agile -w memorymotion
 nv-ept-fork          --mode nested-virt --l1 ept -w aim9-fork_test
 nv-pvm-fork          --mode nested-virt --l1 pvm -w aim9-fork_test
@@ -102,23 +107,45 @@ PYEOF
     "$VMMU" trace convert "$dir/trace.txt" "$dir/trace.vtrace" >/dev/null
 }
 
-# run_all VMMU OUTDIR: every case's normalised result JSON into OUTDIR/NAME.json
+# record_trace VMMU DIR: DIR/recorded.vtrace, `vmmu record` of gzip compressing the first 16 KiB
+# of DIR/trace.txt: a real program's references with their dependences. A recording depends on
+# the host (its loader, libraries, environment), so the one made at `save` is kept beside the
+# results and `check` replays it, the same bytes on both sides.
+record_trace() {
+    local vmmu=$1 dir=$2
+    head -c 16384 "$dir/trace.txt" >"$dir/gzip-input.txt"
+    if ! "$vmmu" record -o "$dir/recorded.vtrace" -- gzip -c "$dir/gzip-input.txt" \
+        >/dev/null 2>"$dir/record.err"; then
+        cat "$dir/record.err" >&2
+        return 1
+    fi
+    rm -f "$dir/gzip-input.txt"
+}
+
+# run_all VMMU OUTDIR [RECORDED]: every case's normalised result JSON into OUTDIR/NAME.json;
+# the recorded trace is RECORDED when it exists, else recorded into OUTDIR/recorded.vtrace
 run_all() {
-    local vmmu=$1 out=$2 tmp
+    local vmmu=$1 out=$2 recorded=${3:-} tmp
     mkdir -p "$out"
     tmp=$(mktemp -d)
     VMMU=$vmmu make_traces "$tmp"
+    if [ -z "$recorded" ] || [ ! -f "$recorded" ]; then
+        record_trace "$vmmu" "$tmp"
+        mv "$tmp/recorded.vtrace" "$out/recorded.vtrace"
+        recorded=$out/recorded.vtrace
+    fi
     while read -r name args; do
         [ -z "$name" ] && continue
         args=${args//@TRACE@/$tmp/trace.vtrace}
         args=${args//@TEXT@/$tmp/trace.txt}
+        args=${args//@RECORDED@/$recorded}
         # shellcheck disable=SC2086
         if ! "$vmmu" run --json $args >"$out/$name.raw" 2>"$out/$name.err"; then
             echo "error" >"$out/$name.raw"
         fi
-        "$PY" - "$out/$name.raw" "$out/$name.json" "$tmp" <<'PYEOF'
+        "$PY" - "$out/$name.raw" "$out/$name.json" "$tmp" "$recorded" <<'PYEOF'
 import json, sys
-raw, dst, tmp = sys.argv[1:4]
+raw, dst, tmp, recorded = sys.argv[1:5]
 text = open(raw).read()
 try:
     doc = json.loads(text)
@@ -130,7 +157,7 @@ def strip(d):
     if isinstance(d, list):
         return [strip(v) for v in d]
     if isinstance(d, str):
-        return d.replace(tmp, "TMP")
+        return d.replace(tmp, "TMP").replace(recorded, "RECORDED")
     return d
 json.dump(strip(doc), open(dst, "w"), indent=1, sort_keys=True)
 PYEOF
@@ -142,11 +169,16 @@ PYEOF
     rm -rf "$tmp"
 }
 
-# compare REF NEW: 0 when every case is identical
+# compare REF NEW: 0 when every case REF has a result for is identical (and there is one)
 compare() {
-    local ref=$1 new=$2 bad=0 n=0
+    local ref=$1 new=$2 bad=0 n=0 fresh=0
     while read -r name _; do
         [ -z "$name" ] && continue
+        if [ ! -f "$ref/$name.json" ]; then
+            fresh=$((fresh + 1))
+            echo "NEW: $name (no result in $ref)"
+            continue
+        fi
         n=$((n + 1))
         if ! cmp -s "$ref/$name.json" "$new/$name.json"; then
             bad=$((bad + 1))
@@ -154,8 +186,12 @@ compare() {
             diff "$ref/$name.json" "$new/$name.json" | head -20 || true
         fi
     done <<<"$CASES"
-    if [ "$bad" -eq 0 ]; then
+    if [ "$n" -eq 0 ]; then
+        echo "no case of $ref has a result"
+        return 1
+    elif [ "$bad" -eq 0 ]; then
         echo "identical: all $n cases"
+        [ "$fresh" -eq 0 ] || echo "$fresh new cases not compared"
     else
         echo "$bad of $n cases differ"
         return 1
@@ -170,7 +206,7 @@ case "${1:-}" in
     check)
         [ $# -eq 2 ] || { echo "usage: $0 check DIR" >&2; exit 2; }
         new=$(mktemp -d)
-        run_all "$VMMU" "$new"
+        run_all "$VMMU" "$new" "$2/recorded.vtrace"
         status=0
         compare "$2" "$new" || status=1
         rm -rf "$new"

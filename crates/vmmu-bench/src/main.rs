@@ -203,6 +203,11 @@ fn bench(args: &Args) -> ExitCode {
                 .find(|f| f.row.name == name)
                 .and_then(|f| f.value)
                 .map(|v| v * factor),
+            Target::Interval(name) => figs
+                .iter()
+                .find(|f| f.row.name == name)
+                .and_then(|f| f.value)
+                .map(|v| v * rows::INTERVAL_RATE),
             Target::None => None,
         };
         let f = Figure {
@@ -215,6 +220,9 @@ fn bench(args: &Args) -> ExitCode {
         report::print_line(&f);
         if let Kind::Floor { of, .. } = row.kind {
             report::print_floor(&f, figs.iter().find(|g| g.row.name == of));
+        }
+        if let Target::Interval(of) = row.target {
+            report::print_interval(&f, figs.iter().find(|g| g.row.name == of));
         }
         figs.push(f);
     }

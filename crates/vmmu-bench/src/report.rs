@@ -1,7 +1,7 @@
 //! Printing figures beside their targets, `results/bench.json`, and the figure-by-figure
 //! comparison of two such files.
 
-use crate::rows::{Kind, Row, Unit, ROWS};
+use crate::rows::{Kind, Row, Target, Unit, ROWS};
 use serde_json::{json, Value};
 
 /// The result of one figure over its runs.
@@ -128,6 +128,36 @@ pub fn print_floor(floor: &Figure, row: Option<&Figure>) {
     );
 }
 
+/// The line under an interval row's figure (`interval`), when the row of the same workload
+/// under the additive model (`additive`) was measured in the same bench run: the interval
+/// model's rate over the additive one's, per second of wall clock and per CPU second.
+pub fn print_interval(interval: &Figure, additive: Option<&Figure>) {
+    let Some(r) = additive.and_then(|a| interval_ratios(interval, a)) else {
+        return;
+    };
+    let cpu = r
+        .per_cpu_s
+        .map_or(String::new(), |c| format!(", {c:.2} per CPU s"));
+    println!("  └ interval / additive: {:.2}{cpu}", r.wall);
+}
+
+/// An interval row's rates over those of its additive row.
+struct IntervalRatios {
+    /// Over wall clock.
+    wall: f64,
+    /// Over CPU seconds, where both rows have the figure.
+    per_cpu_s: Option<f64>,
+}
+
+fn interval_ratios(interval: &Figure, additive: &Figure) -> Option<IntervalRatios> {
+    let (iv, av) = (interval.value?, additive.value?);
+    let cpu = |f: &Figure| f.detail["extra"]["per_cpu_s"].as_f64().filter(|c| *c > 0.0);
+    (av > 0.0).then(|| IntervalRatios {
+        wall: iv / av,
+        per_cpu_s: cpu(interval).zip(cpu(additive)).map(|(i, a)| i / a),
+    })
+}
+
 /// A floor's figure set against the row it floors.
 struct FloorRatios {
     /// The row's target over the floor's value.
@@ -146,7 +176,8 @@ fn floor_ratios(floor: &Figure, row: &Figure) -> Option<FloorRatios> {
 
 /// `results/bench.json`: schema `vmmu.bench/1`; a floor's figure also carries the row it
 /// floors (`floor_of`) and, where that row was measured, `target_over_floor` and
-/// `vmmu_over_floor`.
+/// `vmmu_over_floor`; an interval row's, its additive row (`interval_of`) and, where that row
+/// was measured, `interval_over_additive` and `interval_over_additive_per_cpu_s`.
 pub fn to_json(figs: &[Figure], context: Value) -> Value {
     let figures: Vec<Value> = figs
         .iter()
@@ -171,6 +202,14 @@ pub fn to_json(figs: &[Figure], context: Value) -> Value {
                 if let Some(r) = row.and_then(|r| floor_ratios(f, r)) {
                     v["target_over_floor"] = json!(r.target_over_floor);
                     v["vmmu_over_floor"] = json!(r.vmmu_over_floor);
+                }
+            }
+            if let Target::Interval(of) = f.row.target {
+                v["interval_of"] = json!(of);
+                let row = figs.iter().find(|g| g.row.name == of);
+                if let Some(r) = row.and_then(|a| interval_ratios(f, a)) {
+                    v["interval_over_additive"] = json!(r.wall);
+                    v["interval_over_additive_per_cpu_s"] = json!(r.per_cpu_s);
                 }
             }
             v

@@ -59,6 +59,10 @@ pub enum Target {
     Measured,
     /// `factor` times another figure of the same bench run.
     Figure(&'static str, f64),
+    /// The interval core model's rate on the workload of the named row, which runs it under
+    /// the additive model: at least [`INTERVAL_RATE`] of that row's value in the same bench
+    /// run (the report prints the ratio beside it).
+    Interval(&'static str),
 }
 
 /// How a figure is measured.
@@ -96,8 +100,10 @@ pub enum Kind {
     DecodeRecorded,
     /// Records `gzip` of 512 KiB with Valgrind, end to end.
     Record,
-    /// Replays the recorded `gzip` trace in `mode`.
-    Replay { mode: &'static str },
+    /// Replays the recorded `gzip` trace under `overrides`.
+    Replay {
+        overrides: &'static [(&'static str, &'static str)],
+    },
     /// Replays a `stride:footprint=16M` trace of `refs` references natively; the figure is the
     /// process's peak memory.
     ReplayMemory { refs: u64 },
@@ -140,9 +146,12 @@ pub struct Row {
 }
 
 const NESTED_2D_NT: &[(&str, &str)] = &[("mode", "nested"), ("machine.pwc.design", "2d+nt")];
-/// The interval core model (docs/model.md, "Timing"); its rows are held to 0.7 of the additive
-/// model's rate on the same workload.
+/// The interval core model (docs/model.md, "Timing"); its rows are held to [`INTERVAL_RATE`]
+/// of the additive model's rate on the same workload.
 const INTERVAL: (&str, &str) = ("machine.core.model", "interval");
+
+/// The share of the additive model's rate the interval model is held to on every row.
+pub const INTERVAL_RATE: f64 = 0.7;
 /// Nested 2d+nt with guest memory for a 4 GiB footprint.
 const NESTED_4G: &[(&str, &str)] = &[
     ("mode", "nested"),
@@ -188,10 +197,34 @@ pub const ROWS: &[Row] = &[
         name: "stream-16m-native-interval",
         label: "TLB-hit stream 16 MiB, 20 M refs, native, interval core",
         unit: Unit::MRefsPerSec,
-        target: Target::Figure("stream-16m-native", 0.7),
+        target: Target::Interval("stream-16m-native"),
         kind: Kind::Refs {
             spec: "stream:footprint=16M,refs=20M,prefault=1",
             overrides: &[("mode", "native"), INTERVAL],
+        },
+    },
+    Row {
+        name: "stream-16m-nested-interval",
+        label: "TLB-hit stream 16 MiB, 20 M refs, nested 2d+nt, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("stream-16m-nested"),
+        kind: Kind::Refs {
+            spec: "stream:footprint=16M,refs=20M,prefault=1",
+            overrides: &[
+                ("mode", "nested"),
+                ("machine.pwc.design", "2d+nt"),
+                INTERVAL,
+            ],
+        },
+    },
+    Row {
+        name: "stream-16m-shadow-interval",
+        label: "TLB-hit stream 16 MiB, 20 M refs, shadow, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("stream-16m-shadow"),
+        kind: Kind::Refs {
+            spec: "stream:footprint=16M,refs=20M,prefault=1",
+            overrides: &[("mode", "shadow"), INTERVAL],
         },
     },
     Row {
@@ -218,7 +251,7 @@ pub const ROWS: &[Row] = &[
         name: "random-64m-native-interval",
         label: "random 64 MiB prefaulted, 10 M refs, native, interval core",
         unit: Unit::MRefsPerSec,
-        target: Target::Figure("random-64m-native", 0.7),
+        target: Target::Interval("random-64m-native"),
         kind: Kind::Refs {
             spec: "random:footprint=64M,refs=10M,prefault=1",
             overrides: &[("mode", "native"), INTERVAL],
@@ -228,7 +261,7 @@ pub const ROWS: &[Row] = &[
         name: "random-64m-nested-interval",
         label: "random 64 MiB prefaulted, 10 M refs, nested 2d+nt, interval core",
         unit: Unit::MRefsPerSec,
-        target: Target::Figure("random-64m-nested", 0.7),
+        target: Target::Interval("random-64m-nested"),
         kind: Kind::Refs {
             spec: "random:footprint=64M,refs=10M,prefault=1",
             overrides: &[
@@ -246,6 +279,21 @@ pub const ROWS: &[Row] = &[
         kind: Kind::Refs {
             spec: "random:footprint=4G,refs=2M,prefault=1",
             overrides: NESTED_4G,
+        },
+    },
+    Row {
+        name: "random-4g-nested-interval",
+        label: "random 4 GiB prefaulted, 2 M refs, nested 2d+nt, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("random-4g-nested"),
+        kind: Kind::Refs {
+            spec: "random:footprint=4G,refs=2M,prefault=1",
+            overrides: &[
+                ("mode", "nested"),
+                ("machine.pwc.design", "2d+nt"),
+                ("guest.memory", "\"8G\""),
+                INTERVAL,
+            ],
         },
     },
     Row {
@@ -342,14 +390,40 @@ pub const ROWS: &[Row] = &[
         label: "vtrace replay of recorded gzip, native",
         unit: Unit::MRefsPerSec,
         target: Target::Measured,
-        kind: Kind::Replay { mode: "native" },
+        kind: Kind::Replay {
+            overrides: &[("mode", "native")],
+        },
     },
     Row {
         name: "replay-nested",
         label: "vtrace replay of recorded gzip, nested 2d+nt",
         unit: Unit::MRefsPerSec,
         target: Target::Measured,
-        kind: Kind::Replay { mode: "nested" },
+        kind: Kind::Replay {
+            overrides: NESTED_2D_NT,
+        },
+    },
+    Row {
+        name: "replay-native-interval",
+        label: "vtrace replay of recorded gzip, native, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("replay-native"),
+        kind: Kind::Replay {
+            overrides: &[("mode", "native"), INTERVAL],
+        },
+    },
+    Row {
+        name: "replay-nested-interval",
+        label: "vtrace replay of recorded gzip, nested 2d+nt, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("replay-nested"),
+        kind: Kind::Replay {
+            overrides: &[
+                ("mode", "nested"),
+                ("machine.pwc.design", "2d+nt"),
+                INTERVAL,
+            ],
+        },
     },
     Row {
         name: "stream-16m-native-nodata",
@@ -359,6 +433,20 @@ pub const ROWS: &[Row] = &[
         kind: Kind::Refs {
             spec: "stream:footprint=16M,refs=20M,prefault=1",
             overrides: &[("mode", "native"), ("machine.caches.data", "false")],
+        },
+    },
+    Row {
+        name: "stream-16m-native-nodata-interval",
+        label: "TLB-hit stream 16 MiB, native, data caches off, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("stream-16m-native-nodata"),
+        kind: Kind::Refs {
+            spec: "stream:footprint=16M,refs=20M,prefault=1",
+            overrides: &[
+                ("mode", "native"),
+                ("machine.caches.data", "false"),
+                INTERVAL,
+            ],
         },
     },
     Row {
@@ -392,6 +480,40 @@ pub const ROWS: &[Row] = &[
         },
     },
     Row {
+        name: "swim-native-interval",
+        label: "swim, native, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("swim-native"),
+        kind: Kind::Refs {
+            spec: "swim",
+            overrides: &[("mode", "native"), INTERVAL],
+        },
+    },
+    Row {
+        name: "swim-nested-interval",
+        label: "swim, nested 2d+nt, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("swim-nested"),
+        kind: Kind::Refs {
+            spec: "swim",
+            overrides: &[
+                ("mode", "nested"),
+                ("machine.pwc.design", "2d+nt"),
+                INTERVAL,
+            ],
+        },
+    },
+    Row {
+        name: "swim-shadow-interval",
+        label: "swim, shadow, interval core",
+        unit: Unit::MRefsPerSec,
+        target: Target::Interval("swim-shadow"),
+        kind: Kind::Refs {
+            spec: "swim",
+            overrides: &[("mode", "shadow"), INTERVAL],
+        },
+    },
+    Row {
         name: "aim9-fork_test-shadow",
         label: "aim9-fork_test, shadow (events)",
         unit: Unit::MEventsPerSec,
@@ -409,6 +531,26 @@ pub const ROWS: &[Row] = &[
         kind: Kind::Events {
             spec: "memorymotion",
             overrides: &[("mode", "shadow")],
+        },
+    },
+    Row {
+        name: "aim9-fork_test-shadow-interval",
+        label: "aim9-fork_test, shadow (events), interval core",
+        unit: Unit::MEventsPerSec,
+        target: Target::Interval("aim9-fork_test-shadow"),
+        kind: Kind::Events {
+            spec: "aim9-fork_test",
+            overrides: &[("mode", "shadow"), INTERVAL],
+        },
+    },
+    Row {
+        name: "memorymotion-shadow-interval",
+        label: "memorymotion, shadow (events), interval core",
+        unit: Unit::MEventsPerSec,
+        target: Target::Interval("memorymotion-shadow"),
+        kind: Kind::Events {
+            spec: "memorymotion",
+            overrides: &[("mode", "shadow"), INTERVAL],
         },
     },
     Row {
@@ -580,7 +722,7 @@ pub fn measure(row: &Row, env: &Env) -> Result<Measured> {
         Kind::Generate { spec } => generate(&env.spec(spec)),
         Kind::DecodeRecorded => decode_recorded(env),
         Kind::Record => record(env).map(|(m, _)| m),
-        Kind::Replay { mode } => replay(env, mode),
+        Kind::Replay { overrides } => replay(env, overrides),
         Kind::ReplayMemory { refs } => replay_memory(env, refs),
         Kind::ReproAll => repro_all(env),
         Kind::Adaptive { policy, workload } => adaptive(policy, workload),
@@ -943,14 +1085,9 @@ impl EventSource for Timed<'_> {
 /// Replays the recorded `gzip` trace (recording it first, untimed, if this bench run has not).
 /// The target is the simulator's own rate in the same run: references over the time not spent
 /// waiting for the reader.
-fn replay(env: &Env, mode: &str) -> Result<Measured> {
+fn replay(env: &Env, overrides: &[(&str, &str)]) -> Result<Measured> {
     let path = recorded(env)?;
-    let ov: &[(&str, &str)] = if mode == "nested" {
-        NESTED_2D_NT
-    } else {
-        &[("mode", "native")]
-    };
-    let mut sim = simulator(ov)?;
+    let mut sim = simulator(overrides)?;
     let mut src = trace::open(path.to_str().expect("utf-8 path"))?;
     let mut timed = Timed {
         inner: src.as_mut(),
@@ -1119,11 +1256,50 @@ mod tests {
         assert!(ignored.is_empty(), "ignored tests in {ignored:?}");
     }
 
+    /// A simulating row's workload and overrides, and whether it runs the interval model.
+    fn simulates(r: &Row) -> Option<(&'static str, Vec<(&'static str, &'static str)>)> {
+        let (spec, ov) = match r.kind {
+            Kind::Refs { spec, overrides } | Kind::Events { spec, overrides } => (spec, overrides),
+            Kind::Replay { overrides } => ("replay", overrides),
+            _ => return None,
+        };
+        Some((spec, ov.to_vec()))
+    }
+
+    #[test]
+    fn every_simulating_row_has_its_interval_row() {
+        // Each row that simulates under the additive model has one row beside it running the
+        // same workload and overrides under the interval model, held to its rate.
+        let mut pairs = 0;
+        for r in ROWS {
+            let Some((spec, ov)) = simulates(r) else {
+                continue;
+            };
+            if ov.contains(&INTERVAL) {
+                let Target::Interval(of) = r.target else {
+                    panic!("{} runs the interval model without an additive row", r.name);
+                };
+                let o = ROWS.iter().find(|o| o.name == of).expect("additive row");
+                let (ospec, mut oov) = simulates(o).expect("a simulating row");
+                oov.push(INTERVAL);
+                assert_eq!((spec, ov), (ospec, oov), "{} and {of}", r.name);
+                pairs += 1;
+            } else {
+                let interval: Vec<_> = ROWS
+                    .iter()
+                    .filter(|i| matches!(i.target, Target::Interval(of) if of == r.name))
+                    .collect();
+                assert_eq!(interval.len(), 1, "interval rows of {}", r.name);
+            }
+        }
+        assert_eq!(pairs, 14);
+    }
+
     #[test]
     fn row_names_are_unique() {
         for (i, r) in ROWS.iter().enumerate() {
             assert!(ROWS[i + 1..].iter().all(|o| o.name != r.name), "{}", r.name);
-            if let Target::Figure(name, _) = r.target {
+            if let Target::Figure(name, _) | Target::Interval(name) = r.target {
                 // The target is read from the figures measured before this one.
                 let j = ROWS.iter().position(|o| o.name == name);
                 assert!(

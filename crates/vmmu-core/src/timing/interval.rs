@@ -63,7 +63,6 @@
 use super::{fixed, CoreStalls, RefCost, Stall};
 use crate::config::CoreConfig;
 use crate::event::AccessKind;
-use std::collections::VecDeque;
 
 /// Data references a dependence may count back (`MemRef::dep` is a byte).
 const DEP_SPAN: usize = 256;
@@ -77,6 +76,93 @@ struct InFlight {
     retire: u64,
     /// When its translation ended: a stall on it is translation before, data after.
     translated: u64,
+}
+
+/// The window's front index when it is empty: beyond every instruction, and small enough that
+/// adding a reorder-buffer size cannot overflow.
+const EMPTY: u64 = u64::MAX >> 1;
+
+/// The memory operations in flight, oldest first: a ring of a power-of-two capacity that holds
+/// the reorder buffer (an entry is a distinct instruction among the last `rob` dispatched, so
+/// it never grows once made), with its front's instruction index kept beside it, so that the
+/// common test — does the oldest operation block anything — reads one field.
+struct Window {
+    slots: Box<[InFlight]>,
+    /// The slot of the oldest entry.
+    head: usize,
+    /// Entries held.
+    len: usize,
+    /// The oldest entry's instruction index ([`EMPTY`] when there is none).
+    front_idx: u64,
+}
+
+impl Window {
+    fn new(rob: usize) -> Self {
+        let idle = InFlight {
+            idx: EMPTY,
+            retire: 0,
+            translated: 0,
+        };
+        Window {
+            slots: vec![idle; rob.next_power_of_two()].into_boxed_slice(),
+            head: 0,
+            len: 0,
+            front_idx: EMPTY,
+        }
+    }
+
+    #[inline(always)]
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    #[inline(always)]
+    fn front(&self) -> Option<InFlight> {
+        (self.len > 0).then(|| self.slots[self.head])
+    }
+
+    #[inline(always)]
+    fn pop_front(&mut self) -> Option<InFlight> {
+        let h = self.front()?;
+        self.head = (self.head + 1) & self.mask();
+        self.len -= 1;
+        self.front_idx = if self.len > 0 {
+            self.slots[self.head].idx
+        } else {
+            EMPTY
+        };
+        Some(h)
+    }
+
+    #[inline(always)]
+    fn back_mut(&mut self) -> Option<&mut InFlight> {
+        let m = self.mask();
+        (self.len > 0).then(|| &mut self.slots[(self.head + self.len - 1) & m])
+    }
+
+    fn push_back(&mut self, e: InFlight) {
+        if self.len == self.slots.len() {
+            self.grow();
+        }
+        let at = (self.head + self.len) & self.mask();
+        self.slots[at] = e;
+        if self.len == 0 {
+            self.front_idx = e.idx;
+        }
+        self.len += 1;
+    }
+
+    /// Doubles the ring (the window holds at most the reorder buffer, so this is never
+    /// reached; it keeps the ring correct whatever the sizes).
+    #[cold]
+    fn grow(&mut self) {
+        let mut slots = vec![self.slots[0]; self.slots.len() * 2].into_boxed_slice();
+        for (i, s) in slots.iter_mut().take(self.len).enumerate() {
+            *s = self.slots[(self.head + i) & self.mask()];
+        }
+        self.slots = slots;
+        self.head = 0;
+    }
 }
 
 /// The last `len` entries of a queue that frees in order (the load or store queue): what a
@@ -132,7 +218,7 @@ pub struct Interval {
     n: u64,
     /// Memory operations in flight, oldest first: at most one per instruction, all within
     /// `rob` instructions of the last dispatched one.
-    window: VecDeque<InFlight>,
+    window: Window,
     /// When the youngest memory operation retires.
     last_retire: u64,
     /// When the youngest store's entry frees.
@@ -181,7 +267,7 @@ impl Interval {
             deps: false,
             now: 0,
             n: 0,
-            window: VecDeque::with_capacity(size(core.rob)),
+            window: Window::new(size(core.rob)),
             last_retire: 0,
             last_release: 0,
             lq: Queue::new(size(core.load_queue)),
@@ -221,28 +307,40 @@ impl Interval {
     }
 
     /// `instrs` instructions without a memory reference dispatch.
-    #[inline]
+    #[inline(always)]
     pub fn compute(&mut self, instrs: u64) {
         self.advance(instrs);
     }
 
     /// A reference of `kind` after `instrs` instructions (its own included), its address
     /// depending on the `dep`-th data reference before it, completed at `cost`.
+    ///
+    /// Inlined where it is called: what a short operation (a TLB hit, an L1 hit, nothing in
+    /// the window that blocks it) does is a few additions and two ring writes, and every step
+    /// that waits, queues or scans a pool is a call of its own, taken only when its test says
+    /// it is needed.
+    #[inline(always)]
     pub fn reference(&mut self, instrs: u32, kind: AccessKind, dep: u8, cost: RefCost) {
         self.advance(instrs as u64);
         if kind == AccessKind::Fetch {
-            let t = self.translate(self.now, cost);
-            self.front_end(t);
+            self.fetch(cost);
             return;
         }
         let load = kind != AccessKind::Store;
         let store = kind.is_write();
-        if let Some(held) = self.lq.oldest().filter(|_| load) {
-            self.retire_through(held, Stall::LoadQueue);
+        if load && self.lq.full {
+            let held = self.lq.slots[self.lq.next];
+            if held >= self.window.front_idx {
+                self.retire_through(held, Stall::LoadQueue);
+            }
         }
-        if let Some((held, free)) = self.sq.oldest().filter(|_| store) {
-            self.retire_through(held, Stall::StoreQueue);
-            self.wait_data(free, Stall::StoreQueue);
+        if store {
+            if let Some((held, free)) = self.sq.oldest() {
+                if held >= self.window.front_idx {
+                    self.retire_through(held, Stall::StoreQueue);
+                }
+                self.wait_data(free, Stall::StoreQueue);
+            }
         }
         let before = self.last_retire;
         let translated = self.translate(self.issue(dep), cost);
@@ -275,10 +373,18 @@ impl Interval {
         self.data_refs += 1;
         // An operation that retires with its predecessor never blocks dispatch on its own:
         // the instructions it would block are behind those its predecessor blocks, which
-        // wait for the same moment. It needs no place in the window.
-        if retire > before {
+        // wait for the same moment. It needs no place in the window, nor does one that has
+        // retired already.
+        if retire > before && retire > self.now {
             self.enter(retire, translated);
         }
+    }
+
+    /// An instruction fetch translated at `cost`: the front end waits for its translation.
+    #[inline(never)]
+    fn fetch(&mut self, cost: RefCost) {
+        let t = self.translate(self.now, cost);
+        self.front_end(t);
     }
 
     /// A reference's translation attempt faulted: its instruction dispatches after `instrs`
@@ -301,11 +407,23 @@ impl Interval {
     }
 
     /// Dispatches the next `k` instructions, each blocked until the instruction `rob` before
-    /// it has retired.
-    #[inline]
+    /// it has retired. When the oldest operation in flight blocks none of them (the common
+    /// case), that is one addition.
+    #[inline(always)]
     fn advance(&mut self, k: u64) {
         let target = self.n + k;
-        while let Some(&h) = self.window.front() {
+        if self.window.front_idx + self.rob > target {
+            self.now += k * self.cpi;
+            self.n = target;
+        } else {
+            self.advance_blocked(target);
+        }
+    }
+
+    /// [`advance`](Self::advance) to instruction `target` past operations that block it.
+    #[inline(never)]
+    fn advance_blocked(&mut self, target: u64) {
+        while let Some(h) = self.window.front() {
             // The first instruction `h` blocks; past the last dispatched one, since every
             // operation that blocked an instruction already dispatched has left the window.
             let blocked = h.idx + self.rob;
@@ -323,7 +441,7 @@ impl Interval {
 
     /// When a reference's address is known: its dispatch, or the completion of the load it
     /// depends on, whichever is later.
-    #[inline]
+    #[inline(always)]
     fn issue(&self, dep: u8) -> u64 {
         let d = dep as u64;
         if self.deps && d > 0 && d <= self.data_refs {
@@ -334,24 +452,32 @@ impl Interval {
         }
     }
 
-    /// When a translation that starts at `t` ends, a walk waiting for a walker.
-    #[inline]
+    /// When a translation that starts at `t` ends: after the L2-TLB lookup, and a walk
+    /// waiting for a walker.
+    #[inline(always)]
     fn translate(&mut self, t: u64, cost: RefCost) -> u64 {
         let t = t + fixed(cost.lookup);
-        if !cost.walked {
-            return t;
+        if cost.walked {
+            self.walk(t, cost.walk)
+        } else {
+            t
         }
+    }
+
+    /// When a walk of `latency` cycles that is ready at `t` ends, waiting for a page walker.
+    #[inline(never)]
+    fn walk(&mut self, t: u64, latency: u64) -> u64 {
         let w = earliest(&self.walkers);
         let start = t.max(self.walkers[w]);
         self.stalls.walker_wait += start - t;
-        let end = start + fixed(cost.walk);
+        let end = start + fixed(latency);
         self.walkers[w] = end;
         end
     }
 
     /// When a miss of `latency` cycles beyond L1 that starts at `t` returns, waiting for a
     /// miss-status register.
-    #[inline]
+    #[inline(never)]
     fn miss(&mut self, t: u64, latency: u64) -> u64 {
         let m = earliest(&self.mshr);
         let start = t.max(self.mshr[m]);
@@ -361,14 +487,11 @@ impl Interval {
         end
     }
 
-    /// The operation of the last dispatched instruction, retiring at `retire`, joins the
-    /// window — merged with an earlier reference of the same instruction — unless it has
-    /// retired already.
-    #[inline]
+    /// The operation of the last dispatched instruction, retiring at `retire` (after the
+    /// current time), joins the window — merged with an earlier reference of the same
+    /// instruction.
+    #[inline(never)]
     fn enter(&mut self, retire: u64, translated: u64) {
-        if retire <= self.now {
-            return;
-        }
         if let Some(last) = self.window.back_mut() {
             if last.idx == self.n {
                 last.retire = retire;
@@ -384,8 +507,9 @@ impl Interval {
     }
 
     /// Dispatch waits for the operations up to instruction `idx` to retire.
+    #[inline(never)]
     fn retire_through(&mut self, idx: u64, why: Stall) {
-        while let Some(&h) = self.window.front() {
+        while let Some(h) = self.window.front() {
             if h.idx > idx {
                 break;
             }
@@ -407,12 +531,18 @@ impl Interval {
     }
 
     /// Dispatch waits until `t` for a store's data.
+    #[inline(always)]
     fn wait_data(&mut self, t: u64, why: Stall) {
         if t > self.now {
-            self.stalls.data += t - self.now;
-            self.stalls.by_reason[why as usize] += t - self.now;
-            self.now = t;
+            self.stall_data(t, why);
         }
+    }
+
+    #[inline(never)]
+    fn stall_data(&mut self, t: u64, why: Stall) {
+        self.stalls.data += t - self.now;
+        self.stalls.by_reason[why as usize] += t - self.now;
+        self.now = t;
     }
 
     /// The front end waits until `t` for an instruction's translation.
@@ -443,6 +573,7 @@ mod tests {
     use super::*;
     use crate::config::CoreModel;
     use crate::timing::whole;
+    use proptest::prelude::*;
 
     fn core(rob: u32, lq: u32, sq: u32, mshrs: u32, walkers: u32) -> Interval {
         let c = CoreConfig {
@@ -652,5 +783,44 @@ mod tests {
         refs(&mut i, k, AccessKind::Load, 1, miss(l));
         let (t, _) = end(i);
         assert_eq!(t, k + l);
+    }
+
+    proptest! {
+        /// The window's ring is a double-ended queue of its entries: whatever the sequence
+        /// of pushes, front pops and changes to the back entry (growing past its capacity
+        /// included), its front, back and front index are a `VecDeque`'s.
+        #[test]
+        fn the_window_ring_is_a_deque(
+            rob in 1usize..10,
+            ops in proptest::collection::vec((0u8..3, 0u64..1000), 0..200),
+        ) {
+            let mut ring = Window::new(rob);
+            let mut model = std::collections::VecDeque::new();
+            for (k, (op, v)) in ops.into_iter().enumerate() {
+                let e = InFlight { idx: k as u64, retire: v, translated: v / 2 };
+                match op {
+                    0 => {
+                        ring.push_back(e);
+                        model.push_back(e);
+                    }
+                    1 => {
+                        let (a, b) = (ring.pop_front(), model.pop_front());
+                        prop_assert_eq!(a.map(|e| (e.idx, e.retire)), b.map(|e| (e.idx, e.retire)));
+                    }
+                    _ => {
+                        if let (Some(a), Some(b)) = (ring.back_mut(), model.back_mut()) {
+                            a.retire = v;
+                            b.retire = v;
+                        }
+                    }
+                }
+                prop_assert_eq!(ring.len, model.len());
+                let front = model.front().map(|e| (e.idx, e.retire, e.translated));
+                prop_assert_eq!(ring.front().map(|e| (e.idx, e.retire, e.translated)), front);
+                prop_assert_eq!(ring.front_idx, model.front().map_or(EMPTY, |e| e.idx));
+                let back = model.back().map(|e| (e.idx, e.retire));
+                prop_assert_eq!(ring.back_mut().map(|e| (e.idx, e.retire)), back);
+            }
+        }
     }
 }
