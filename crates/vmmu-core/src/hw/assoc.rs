@@ -21,6 +21,12 @@ pub trait LruStore<V: Copy> {
     fn set_len(&self, set: usize) -> usize;
     /// The set that the hash `h` selects (`h` modulo the set count).
     fn set_of(&self, h: u64) -> usize;
+    /// Whether this representation can hold `key` (a key it cannot hold is never found).
+    /// Only [`Narrow`](super::narrow::Narrow) refuses keys: those of 32 bits or more.
+    #[inline(always)]
+    fn takes(&self, _key: u64) -> bool {
+        true
+    }
     /// The way of `set` holding `key` with a value satisfying `pred`, if any.
     fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize>;
     /// The key and value at `way` of `set` (which must hold an entry).
@@ -31,7 +37,8 @@ pub trait LruStore<V: Copy> {
     fn touch(&mut self, set: usize, way: usize) -> &mut V;
     /// Inserts a new entry as the most recently used of `set`, evicting (and returning) the
     /// least recently used one when the set is full. The caller ensures no entry of the set
-    /// answers the same lookups.
+    /// answers the same lookups, and that the representation [`takes`](Self::takes) `key`
+    /// ([`Store`](super::store::Store)'s own `insert` changes representation where it does not).
     fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)>;
     /// Removes the entry at `way` of `set` (the others keep their order); returns it. Its way
     /// becomes the oldest, so the next insertion into the set takes it.

@@ -184,6 +184,24 @@ impl<V: Copy, const L: usize> Lanes<V, L> {
     fn slot(&self, set: usize, way: usize) -> usize {
         self.index.ix(set) * self.ways + way
     }
+
+    /// Puts `key` and `val` into the empty `way` of `set` without changing the recency order
+    /// (to rebuild another representation's sets: [`Narrow::widen`](super::narrow::Narrow::widen)).
+    pub(crate) fn put(&mut self, set: usize, way: usize, key: u64, val: V) {
+        assert!(way < self.ways, "way {way} of set {set}");
+        let i = self.slot(set, way);
+        let s = self.set_mut(set);
+        debug_assert_eq!(s.fps[way], 0);
+        s.fps[way] = fingerprint(key);
+        self.keys[i] = key;
+        self.vals[i] = val;
+        self.total += 1;
+    }
+
+    /// Sets the recency order of `set` (of ways linked as this storage links them).
+    pub(crate) fn set_links(&mut self, set: usize, links: Links<L>) {
+        self.set_mut(set).links = links;
+    }
 }
 
 impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
