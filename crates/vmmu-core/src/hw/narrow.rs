@@ -20,7 +20,7 @@
 //! hold [`NO_TAG`], never a key sought) or from the recency links (only ways below `ways` are
 //! linked), or a way a public method asserts below `ways`.
 
-use super::assoc::{LruStore, SetMask};
+use super::assoc::{LruStore, PerSet};
 use super::lanes::Lanes;
 use super::recency::Links;
 
@@ -98,11 +98,10 @@ struct TagSet<const L: usize> {
 /// Sets of 5 to `L` ways of 32-bit keys, compared directly, LRU within each set.
 #[derive(Clone, Debug)]
 pub struct Narrow<V, const L: usize> {
-    sets: Box<[TagSet<L>]>,
+    sets: PerSet<TagSet<L>>,
     /// `ways` per set.
     vals: Box<[V]>,
     ways: usize,
-    index: SetMask,
     total: usize,
 }
 
@@ -115,10 +114,9 @@ impl<V: Copy, const L: usize> Narrow<V, L> {
             "Narrow<{L}>: {sets} sets of {ways} ways"
         );
         Narrow {
-            sets: vec![Self::empty_set(ways); sets].into_boxed_slice(),
+            sets: PerSet::new(sets, Self::empty_set(ways)),
             vals: vec![filler; sets * ways].into_boxed_slice(),
             ways,
-            index: SetMask::new(sets),
             total: 0,
         }
     }
@@ -145,30 +143,11 @@ impl<V: Copy, const L: usize> Narrow<V, L> {
         wide
     }
 
-    /// Set `set`'s tags and links, without a bounds check: [`SetMask::ix`] keeps the index
-    /// below the (power-of-two) set count.
-    #[inline(always)]
-    fn set(&self, set: usize) -> &TagSet<L> {
-        let i = self.index.ix(set);
-        debug_assert!(i < self.sets.len());
-        // SAFETY: `i` is masked by `sets.len() - 1` (a power of two minus one).
-        unsafe { self.sets.get_unchecked(i) }
-    }
-
-    /// [`set`](Self::set), for writing.
-    #[inline(always)]
-    fn set_mut(&mut self, set: usize) -> &mut TagSet<L> {
-        let i = self.index.ix(set);
-        debug_assert!(i < self.sets.len());
-        // SAFETY: as in `set`.
-        unsafe { self.sets.get_unchecked_mut(i) }
-    }
-
     /// The index of `way` of `set` in `vals`: in bounds for every `way < ways` (module doc,
     /// "Indexing").
     #[inline(always)]
     fn slot(&self, set: usize, way: usize) -> usize {
-        self.index.ix(set) * self.ways + way
+        self.sets.ix(set) * self.ways + way
     }
 }
 
@@ -189,12 +168,17 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
     }
 
     fn set_len(&self, set: usize) -> usize {
-        self.set(set).tags.iter().filter(|&&t| t != NO_TAG).count()
+        self.sets
+            .at(set)
+            .tags
+            .iter()
+            .filter(|&&t| t != NO_TAG)
+            .count()
     }
 
     #[inline(always)]
     fn set_of(&self, h: u64) -> usize {
-        self.index.of(h)
+        self.sets.of(h)
     }
 
     #[inline(always)]
@@ -206,7 +190,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
     fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
         let t = tag_of(key)?;
         let base = self.slot(set, 0);
-        let mut m = match_tags(&self.set(set).tags, t);
+        let mut m = match_tags(&self.sets.at(set).tags, t);
         while m != 0 {
             let w = m.trailing_zeros() as usize;
             if pred(&at!(self.vals, base + w)) {
@@ -219,7 +203,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
 
     #[inline(always)]
     fn get(&self, set: usize, way: usize) -> (u64, &V) {
-        let t = self.set(set).tags[way];
+        let t = self.sets.at(set).tags[way];
         debug_assert_ne!(t, NO_TAG);
         (t as u64, &self.vals[self.slot(set, way)])
     }
@@ -233,7 +217,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) -> &mut V {
         assert!(way < self.ways, "way {way} of set {set}");
-        self.set_mut(set).links.touch(way);
+        self.sets.at_mut(set).links.touch(way);
         let i = self.slot(set, way);
         at_mut!(self.vals, i)
     }
@@ -242,7 +226,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
     fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
         let t = tag_of(key).expect("Narrow::insert of a key that does not fit 32 bits");
         let i0 = self.slot(set, 0);
-        let s = self.set_mut(set);
+        let s = self.sets.at_mut(set);
         let way = s.links.oldest();
         let old = s.tags[way];
         s.tags[way] = t;
@@ -260,7 +244,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
 
     fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
         assert!(way < self.ways, "way {way} of set {set}");
-        let s = self.set_mut(set);
+        let s = self.sets.at_mut(set);
         let t = s.tags[way];
         debug_assert_ne!(t, NO_TAG);
         s.tags[way] = NO_TAG;
@@ -276,7 +260,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
         let mut removed = 0;
         for set in 0..self.sets.len() {
             for w in 0..self.ways {
-                let t = self.set(set).tags[w];
+                let t = self.sets.at(set).tags[w];
                 if t != NO_TAG && !keep(t as u64, &self.vals[set * self.ways + w]) {
                     self.remove(set, w);
                     removed += 1;
@@ -295,7 +279,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
     where
         V: 'a,
     {
-        let s = self.set(set);
+        let s = self.sets.at(set);
         let base = self.slot(set, 0);
         let mut w = s.links.head();
         // The set's entries are its newest ways; the empty ones follow.
