@@ -322,10 +322,16 @@ impl TlbOp {
     }
 }
 
-/// Addresses from a small universe (2 GiB regions × 4 2 MiB regions × 8 4 KiB pages) so
-/// that entries of all sizes collide, hit and evict each other.
+/// Addresses from a small universe (3 1 GiB regions × 4 2 MiB regions × 8 4 KiB pages) so
+/// that entries of all sizes collide, hit and evict each other; the third region lies at
+/// 32 TiB, where a page's key no longer fits the 32-bit tags of `Narrow` storage.
 fn va() -> impl Strategy<Value = u64> {
-    (0u64..2, 0u64..4, 0u64..8, 0u64..4096)
+    (
+        prop_oneof![4 => 0u64..2, 1 => Just(1 << 15)],
+        0u64..4,
+        0u64..8,
+        0u64..4096,
+    )
         .prop_map(|(g, m, p, o)| (g << 30) | (m << 21) | (p << 12) | o)
 }
 
@@ -512,6 +518,9 @@ proptest! {
                 slow.levels.iter_mut().for_each(|l| l.3.clear());
                 continue;
             }
+            // Lines from 90 on lie beyond 64 TiB, where a line number no longer fits the 32-bit
+            // tags of `Narrow` storage (the 8-way L3 here).
+            let line = if line >= 90 { line | 1 << 40 } else { line };
             let addr = line * 64 + (flush as u64 % 8) * 8;
             prop_assert_eq!(fast.access(Hpa::new(addr), from), slow.access(addr, from));
         }
@@ -599,7 +608,9 @@ proptest! {
         let mut slow = RefLru::new(entries, ways);
         let mut stats = HitMiss::default();
         for (k, op, flush) in ops {
-            let addr = 0x7000 + k * 8;
+            // Entries from 40 on lie beyond 16 GiB, where an entry's key no longer fits the
+            // 32-bit tags of `Narrow` storage.
+            let addr = 0x7000 + k * 8 + if k >= 40 { 1 << 40 } else { 0 };
             if flush == 0 {
                 fast.flush();
                 slow.e.clear();
@@ -630,7 +641,10 @@ proptest! {
         let mut now = 0;
         let mut stats = HitMiss::default();
         for (g, m, p, vpid, op, x) in ops {
-            let gpa = (g << 30) | (m << 21) | (p << 12) | (x as u64 * 8);
+            // Region 3 lies at 8 TiB, where a page's key no longer fits the 32-bit tags of
+            // `Narrow` storage.
+            let region = if g == 3 { 1 << 43 } else { g << 30 };
+            let gpa = region | (m << 21) | (p << 12) | (x as u64 * 8);
             now += 1;
             if x == 0 {
                 fast.flush_vpid(vpid);
@@ -839,8 +853,19 @@ fn lru_op() -> impl Strategy<Value = LruOp> {
 }
 
 /// Every representation a `Store` of `ways` ways may take, the general one included.
-fn reprs() -> [Repr; 3] {
-    [Repr::Small, Repr::Lanes, Repr::General]
+fn reprs() -> [Repr; 4] {
+    [Repr::Small, Repr::Narrow, Repr::Lanes, Repr::General]
+}
+
+/// The key of operation `i` drawn as `k`: `k` itself, except that with `wide` the keys from
+/// 150 on in the second half of the operations do not fit 32 bits, so a `Narrow` store
+/// changes representation halfway with entries in it.
+fn key_at(k: u64, i: usize, n: usize, wide: bool) -> u64 {
+    if wide && i >= n / 2 && k >= 150 {
+        k | 1 << 40
+    } else {
+        k
+    }
 }
 
 proptest! {
@@ -853,14 +878,16 @@ proptest! {
     fn lru_array_matches_reference_model(
         (entries, ways) in lru_shape(),
         ops in prop::collection::vec(lru_op(), 1..400),
+        wide in any::<bool>(),
     ) {
         for repr in reprs() {
             let mut fast = Store::<u64>::with_repr(entries, ways, 0, repr);
             let sets = entries / ways;
             let mut slow: Vec<Vec<u64>> = vec![vec![]; sets];
-            for op in &ops {
+            for (i, op) in ops.iter().enumerate() {
                 match *op {
                     LruOp::Access(k) => {
+                        let k = key_at(k, i, ops.len(), wide);
                         let set = fast.set_of(k.wrapping_mul(7));
                         let s = &mut slow[set];
                         match fast.find(set, k, |&v| v == k * 10) {
@@ -879,6 +906,7 @@ proptest! {
                         s.insert(0, k);
                     }
                     LruOp::Remove(k) => {
+                        let k = key_at(k, i, ops.len(), wide);
                         let set = fast.set_of(k.wrapping_mul(7));
                         if let Some(w) = fast.find(set, k, |_| true) {
                             prop_assert_eq!(fast.remove(set, w), (k, k * 10));
@@ -918,15 +946,18 @@ proptest! {
     fn every_representation_behaves_as_the_general_array(
         (entries, ways) in lru_shape(),
         ops in prop::collection::vec((lru_op(), 0u64..3), 1..400),
+        wide in any::<bool>(),
     ) {
         let mut general = SetAssoc::<u64>::new(entries, ways, 0);
         let mut stores: Vec<Store<u64>> = reprs()
             .into_iter()
             .map(|r| Store::with_repr(entries, ways, 0, r))
             .collect();
-        for (op, v) in ops {
+        let n = ops.len();
+        for (i, (op, v)) in ops.into_iter().enumerate() {
             match op {
                 LruOp::Access(k) => {
+                    let k = key_at(k, i, n, wide);
                     // Key k with value tag v: several entries of one key may live in a set.
                     let set = general.set_of(k);
                     let want = general.find(set, k, |&x| x == v);
@@ -951,6 +982,7 @@ proptest! {
                     }
                 }
                 LruOp::Remove(k) => {
+                    let k = key_at(k, i, n, wide);
                     let set = general.set_of(k);
                     let want = general.find(set, k, |&x| x == v);
                     for st in &mut stores {

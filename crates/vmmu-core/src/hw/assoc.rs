@@ -21,6 +21,12 @@ pub trait LruStore<V: Copy> {
     fn set_len(&self, set: usize) -> usize;
     /// The set that the hash `h` selects (`h` modulo the set count).
     fn set_of(&self, h: u64) -> usize;
+    /// Whether this representation can hold `key` (a key it cannot hold is never found).
+    /// Only [`Narrow`](super::narrow::Narrow) refuses keys: those of 32 bits or more.
+    #[inline(always)]
+    fn takes(&self, _key: u64) -> bool {
+        true
+    }
     /// The way of `set` holding `key` with a value satisfying `pred`, if any.
     fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize>;
     /// The key and value at `way` of `set` (which must hold an entry).
@@ -31,7 +37,8 @@ pub trait LruStore<V: Copy> {
     fn touch(&mut self, set: usize, way: usize) -> &mut V;
     /// Inserts a new entry as the most recently used of `set`, evicting (and returning) the
     /// least recently used one when the set is full. The caller ensures no entry of the set
-    /// answers the same lookups.
+    /// answers the same lookups, and that the representation [`takes`](Self::takes) `key`
+    /// ([`Store`](super::store::Store)'s own `insert` changes representation where it does not).
     fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)>;
     /// Removes the entry at `way` of `set` (the others keep their order); returns it. Its way
     /// becomes the oldest, so the next insertion into the set takes it.
@@ -69,29 +76,70 @@ pub trait LruStore<V: Copy> {
     }
 }
 
-/// The set a hash selects in the specialised representations, whose set count is a power of
-/// two: the hash's low bits.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct SetMask(usize);
+/// The per-set storage of the specialised representations ([`Small`](super::small::Small),
+/// [`Narrow`](super::narrow::Narrow), [`Lanes`](super::lanes::Lanes)): one `S` per set, a
+/// power-of-two number of sets, so the set a hash selects is the hash's low bits and a set is
+/// read without a bounds check ([`at`](Self::at): the index is masked below the set count).
+/// Derefs to the slice of sets.
+#[derive(Clone, Debug)]
+pub(crate) struct PerSet<S> {
+    sets: Box<[S]>,
+    /// The set count minus one.
+    mask: usize,
+}
 
-impl SetMask {
-    /// The mask of `sets` sets (a power of two).
-    pub(crate) fn new(sets: usize) -> Self {
+impl<S: Clone> PerSet<S> {
+    /// `sets` sets (a power of two), each `empty`.
+    pub(crate) fn new(sets: usize, empty: S) -> Self {
         assert!(sets.is_power_of_two(), "{sets} sets");
-        SetMask(sets - 1)
+        PerSet {
+            sets: vec![empty; sets].into_boxed_slice(),
+            mask: sets - 1,
+        }
     }
+}
 
+impl<S> PerSet<S> {
     /// The set of hash `h`.
     #[inline(always)]
     pub(crate) fn of(&self, h: u64) -> usize {
-        (h as usize) & self.0
+        (h as usize) & self.mask
     }
 
     /// `set` as an index into per-set storage: `set` itself for every set the caller may name
     /// (below the set count), and in bounds whatever `set` is.
     #[inline(always)]
     pub(crate) fn ix(&self, set: usize) -> usize {
-        debug_assert!(set <= self.0, "set {set} of {}", self.0 + 1);
-        set & self.0
+        debug_assert!(set <= self.mask, "set {set} of {}", self.mask + 1);
+        set & self.mask
+    }
+
+    /// Set `set`, without a bounds check.
+    #[inline(always)]
+    pub(crate) fn at(&self, set: usize) -> &S {
+        let i = self.ix(set);
+        // SAFETY: `i` is masked by the set count minus one, and `sets` holds the set count.
+        unsafe { self.sets.get_unchecked(i) }
+    }
+
+    /// [`at`](Self::at), for writing.
+    #[inline(always)]
+    pub(crate) fn at_mut(&mut self, set: usize) -> &mut S {
+        let i = self.ix(set);
+        // SAFETY: as in `at`.
+        unsafe { self.sets.get_unchecked_mut(i) }
+    }
+}
+
+impl<S> std::ops::Deref for PerSet<S> {
+    type Target = [S];
+    fn deref(&self) -> &[S] {
+        &self.sets
+    }
+}
+
+impl<S> std::ops::DerefMut for PerSet<S> {
+    fn deref_mut(&mut self) -> &mut [S] {
+        &mut self.sets
     }
 }

@@ -112,7 +112,14 @@ impl MemoryHierarchy {
         // twice.
         for i in from..n {
             let l = &mut self.levels[i];
-            if with_store!(&mut l.arr, s => lookup_fill(s, line)) {
+            let hit = match with_store!(&mut l.arr, s => lookup_fill(s, line)) {
+                Some(hit) => hit,
+                None => {
+                    l.arr.insert(l.arr.set_of(line), line, ());
+                    false
+                }
+            };
+            if hit {
                 l.stats.hits += 1;
                 return (i, l.latency);
             }
@@ -215,15 +222,20 @@ impl MemoryHierarchy {
 }
 
 /// One level's part of a reference to `line`: a hit becomes the most recently used line of
-/// its set, a miss is filled (evicting the least recently used line). Returns whether it hit.
+/// its set, a miss is filled (evicting the least recently used line). Returns whether it hit;
+/// `None` for a miss of a line the representation does not take, left unfilled (the caller
+/// fills it through the `Store`, which changes representation).
 #[inline(always)]
-fn lookup_fill<S: LruStore<()>>(s: &mut S, line: u64) -> bool {
+fn lookup_fill<S: LruStore<()>>(s: &mut S, line: u64) -> Option<bool> {
     let set = s.set_of(line);
     if s.lookup(set, line, |_| true).is_some() {
-        return true;
+        return Some(true);
+    }
+    if !s.takes(line) {
+        return None;
     }
     s.insert(set, line, ());
-    false
+    Some(false)
 }
 
 #[cfg(test)]

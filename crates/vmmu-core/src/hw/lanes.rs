@@ -16,7 +16,7 @@
 //! hold 0, never a fingerprint) or from the recency links (only ways below `ways` are linked),
 //! or a way a public method asserts below `ways`.
 
-use super::assoc::{LruStore, SetMask};
+use super::assoc::{LruStore, PerSet};
 use super::recency::Links;
 
 /// The fingerprint of `key`: the top byte of a Fibonacci product (every key bit reaches it, so
@@ -126,12 +126,11 @@ struct LaneSet<const L: usize> {
 /// Sets of 5 to `L` ways searched by fingerprint, LRU within each set.
 #[derive(Clone, Debug)]
 pub struct Lanes<V, const L: usize> {
-    sets: Box<[LaneSet<L>]>,
+    sets: PerSet<LaneSet<L>>,
     /// `ways` per set.
     keys: Box<[u64]>,
     vals: Box<[V]>,
     ways: usize,
-    index: SetMask,
     total: usize,
 }
 
@@ -148,41 +147,39 @@ impl<V: Copy, const L: usize> Lanes<V, L> {
             links: Links::new(ways),
         };
         Lanes {
-            sets: vec![empty; sets].into_boxed_slice(),
+            sets: PerSet::new(sets, empty),
             keys: vec![0; sets * ways].into_boxed_slice(),
             vals: vec![filler; sets * ways].into_boxed_slice(),
             ways,
-            index: SetMask::new(sets),
             total: 0,
         }
     }
 }
 
 impl<V: Copy, const L: usize> Lanes<V, L> {
-    /// Set `set`'s fingerprints and links, without a bounds check: [`SetMask::ix`] keeps the
-    /// index below the (power-of-two) set count.
-    #[inline(always)]
-    fn set(&self, set: usize) -> &LaneSet<L> {
-        let i = self.index.ix(set);
-        debug_assert!(i < self.sets.len());
-        // SAFETY: `i` is masked by `sets.len() - 1` (a power of two minus one).
-        unsafe { self.sets.get_unchecked(i) }
-    }
-
-    /// [`set`](Self::set), for writing.
-    #[inline(always)]
-    fn set_mut(&mut self, set: usize) -> &mut LaneSet<L> {
-        let i = self.index.ix(set);
-        debug_assert!(i < self.sets.len());
-        // SAFETY: as in `set`.
-        unsafe { self.sets.get_unchecked_mut(i) }
-    }
-
     /// The index of `way` of `set` in `keys` and `vals`: in bounds for every `way < ways`
     /// (module doc, "Indexing").
     #[inline(always)]
     fn slot(&self, set: usize, way: usize) -> usize {
-        self.index.ix(set) * self.ways + way
+        self.sets.ix(set) * self.ways + way
+    }
+
+    /// Puts `key` and `val` into the empty `way` of `set` without changing the recency order
+    /// (to rebuild another representation's sets: [`Narrow::widen`](super::narrow::Narrow::widen)).
+    pub(crate) fn put(&mut self, set: usize, way: usize, key: u64, val: V) {
+        assert!(way < self.ways, "way {way} of set {set}");
+        let i = self.slot(set, way);
+        let s = self.sets.at_mut(set);
+        debug_assert_eq!(s.fps[way], 0);
+        s.fps[way] = fingerprint(key);
+        self.keys[i] = key;
+        self.vals[i] = val;
+        self.total += 1;
+    }
+
+    /// Sets the recency order of `set` (of ways linked as this storage links them).
+    pub(crate) fn set_links(&mut self, set: usize, links: Links<L>) {
+        self.sets.at_mut(set).links = links;
     }
 }
 
@@ -203,17 +200,17 @@ impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
     }
 
     fn set_len(&self, set: usize) -> usize {
-        self.set(set).fps.iter().filter(|&&f| f != 0).count()
+        self.sets.at(set).fps.iter().filter(|&&f| f != 0).count()
     }
 
     #[inline(always)]
     fn set_of(&self, h: u64) -> usize {
-        self.index.of(h)
+        self.sets.of(h)
     }
 
     #[inline(always)]
     fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
-        let s = self.set(set);
+        let s = self.sets.at(set);
         let base = self.slot(set, 0);
         let mut m = match_bytes(&s.fps, fingerprint(key));
         while m != 0 {
@@ -229,7 +226,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
     #[inline(always)]
     fn get(&self, set: usize, way: usize) -> (u64, &V) {
         let i = self.slot(set, way);
-        debug_assert_ne!(self.set(set).fps[way], 0);
+        debug_assert_ne!(self.sets.at(set).fps[way], 0);
         (self.keys[i], &self.vals[i])
     }
 
@@ -242,7 +239,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) -> &mut V {
         assert!(way < self.ways, "way {way} of set {set}");
-        self.set_mut(set).links.touch(way);
+        self.sets.at_mut(set).links.touch(way);
         let i = self.slot(set, way);
         at_mut!(self.vals, i)
     }
@@ -250,7 +247,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
     #[inline(always)]
     fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
         let base = self.slot(set, 0);
-        let s = self.set_mut(set);
+        let s = self.sets.at_mut(set);
         let way = s.links.oldest();
         let empty = s.fps[way] == 0;
         s.fps[way] = fingerprint(key);
@@ -269,7 +266,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
 
     fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
         assert!(way < self.ways, "way {way} of set {set}");
-        let s = self.set_mut(set);
+        let s = self.sets.at_mut(set);
         debug_assert_ne!(s.fps[way], 0);
         s.fps[way] = 0;
         s.links.make_oldest(way);
@@ -286,7 +283,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
         for set in 0..self.sets.len() {
             for w in 0..self.ways {
                 let i = set * self.ways + w;
-                if self.set(set).fps[w] != 0 && !keep(self.keys[i], &self.vals[i]) {
+                if self.sets.at(set).fps[w] != 0 && !keep(self.keys[i], &self.vals[i]) {
                     self.remove(set, w);
                     removed += 1;
                 }
@@ -308,7 +305,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Lanes<V, L> {
     where
         V: 'a,
     {
-        let s = self.set(set);
+        let s = self.sets.at(set);
         let base = self.slot(set, 0);
         let mut w = s.links.head();
         // The set's entries are its newest ways; the empty ones follow.

@@ -3,9 +3,9 @@
 //!
 //! Every structure is built once from its validated config and then allocates nothing: its
 //! storage is a set-associative LRU array ([`store::Store`]) whose representation is chosen for
-//! its shape when the machine is built — [`small`] sets of up to four ways, [`lanes`] of
-//! fingerprinted ways up to 64, the general [`lru::SetAssoc`] beyond — one model whatever the
-//! choice. Each counts its own hits and misses as a [`HitMiss`].
+//! its shape when the machine is built — [`small`] sets of up to four ways, [`narrow`] sets of
+//! 32-bit tags up to 64 ways (or [`lanes`] of fingerprinted ways, for wider keys), the general
+//! [`lru::SetAssoc`] beyond — one model whatever the choice. Each counts its own hits and misses as a [`HitMiss`].
 //!
 //! | module | models | source |
 //! |---|---|---|
@@ -40,6 +40,7 @@ pub mod assoc;
 pub mod cache;
 pub mod lanes;
 pub mod lru;
+pub mod narrow;
 pub mod ntlb;
 pub mod paged;
 pub mod psc;

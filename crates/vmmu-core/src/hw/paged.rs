@@ -275,10 +275,16 @@ impl<V: Copy> PagedArray<V> {
             val,
         };
         let page = addr >> size.shift();
+        let key = (page << 2) | code as u64;
         let evicted = with_store!(&mut self.arr, s => {
             let set = s.set_of(page);
-            s.insert(set, (page << 2) | code as u64, new)
+            s.takes(key).then(|| s.insert(set, key, new))
         });
+        // A key the representation does not take: through the `Store`, which widens.
+        let evicted = match evicted {
+            Some(e) => e,
+            None => self.arr.insert(self.arr.set_of(page), key, new),
+        };
         match evicted {
             // An entry of the same size replaced: the counts stand.
             Some((old, _)) if (old & 3) as usize == code => {}

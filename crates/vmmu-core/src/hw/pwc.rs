@@ -6,8 +6,10 @@
 //!
 //! An entry is keyed by the host-physical address of the page entry itself (8-byte entries;
 //! 32-bit paging's 4-byte entries are keyed by the address as given), so two entries of one
-//! 64-byte line are two PWC entries. Seed 002's PWC is fully associative; a set-associative
-//! configuration indexes sets by the entry number (`address >> 3`).
+//! 64-byte line are two PWC entries; the storage holds the address in 4-byte units
+//! (`address >> 2`, one-to-one on entry addresses, which are aligned to their 4 or 8 bytes),
+//! so entries below 16 GiB fit its 32-bit tags. Seed 002's PWC is fully associative; a
+//! set-associative configuration indexes sets by the entry number (`address >> 3`).
 //!
 //! Speed: a fill almost always follows a lookup of the same entry that missed (the walker looks
 //! up, reads memory, fills); the PWC remembers that miss, so such a fill inserts without
@@ -15,7 +17,7 @@
 //!
 //! Simplifications: exact LRU (Table 2 says "LRU"); no entry contents are stored — the walker
 //! reads the entry from simulated memory, the PWC only decides where the reference was served.
-//! Entry addresses must be below 2^64 - 1 (the storage's empty-slot key).
+//! Entry addresses are 4-byte aligned (every format's entries are).
 
 use super::store::{with_store, LruStore, Store};
 pub use super::HitMiss;
@@ -31,8 +33,15 @@ pub struct Pwc {
     missed: u64,
 }
 
-/// No remembered miss (not a valid entry address, as the storage's empty key).
+/// No remembered miss (no entry's key: keys are addresses shifted right by 2).
 const NONE: u64 = u64::MAX;
+
+/// The storage key of the entry at `entry` (module doc), and its set hash: the entry number.
+#[inline(always)]
+fn key_of(entry: Hpa) -> (u64, u64) {
+    debug_assert_eq!(entry.raw() & 3, 0, "unaligned page entry {entry:?}");
+    (entry.raw() >> 2, entry.raw() >> 3)
+}
 
 impl Pwc {
     /// `entries` entries in sets of `ways` (seed 002 Table 2: 24 entries, fully associative).
@@ -48,9 +57,9 @@ impl Pwc {
     /// miss.
     #[inline(always)]
     pub fn lookup(&mut self, entry: Hpa) -> bool {
-        let key = entry.raw();
+        let (key, h) = key_of(entry);
         let hit = with_store!(&mut self.arr, s => {
-            let set = s.set_of(key >> 3);
+            let set = s.set_of(h);
             s.lookup(set, key, |_| true).is_some()
         });
         self.stats.count(hit);
@@ -62,22 +71,29 @@ impl Pwc {
     /// set when full).
     #[inline(always)]
     pub fn fill(&mut self, entry: Hpa) {
-        let key = entry.raw();
+        let (key, h) = key_of(entry);
         let absent = std::mem::replace(&mut self.missed, NONE) == key;
-        with_store!(&mut self.arr, s => {
-            let set = s.set_of(key >> 3);
-            if absent || s.lookup(set, key, |_| true).is_none() {
+        let done = with_store!(&mut self.arr, s => {
+            let set = s.set_of(h);
+            if !absent && s.lookup(set, key, |_| true).is_some() {
+                true
+            } else if s.takes(key) {
                 s.insert(set, key, ());
+                true
+            } else {
+                false
             }
         });
+        // A key the representation does not take: through the `Store`, which widens.
+        if !done {
+            self.arr.insert(self.arr.set_of(h), key, ());
+        }
     }
 
     /// Whether `entry` is cached (no LRU update, not counted).
     pub fn contains(&self, entry: Hpa) -> bool {
-        let key = entry.raw();
-        self.arr
-            .find(self.arr.set_of(key >> 3), key, |_| true)
-            .is_some()
+        let (key, h) = key_of(entry);
+        self.arr.find(self.arr.set_of(h), key, |_| true).is_some()
     }
 
     /// Entries held.

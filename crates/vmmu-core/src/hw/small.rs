@@ -5,7 +5,7 @@
 //! [`SetAssoc`](super::lru::SetAssoc) (tests/hw_model.rs compares them on random operation
 //! sequences).
 
-use super::assoc::{LruStore, SetMask};
+use super::assoc::{LruStore, PerSet};
 use super::lru::EMPTY;
 use super::recency::Links;
 
@@ -20,8 +20,7 @@ struct SmallSet<V, const W: usize> {
 /// Sets of exactly `W` ways (1 to 4), LRU within each set.
 #[derive(Clone, Debug)]
 pub struct Small<V, const W: usize> {
-    sets: Box<[SmallSet<V, W>]>,
-    index: SetMask,
+    sets: PerSet<SmallSet<V, W>>,
     total: usize,
 }
 
@@ -38,31 +37,9 @@ impl<V: Copy, const W: usize> Small<V, W> {
             links: Links::new(W),
         };
         Small {
-            sets: vec![empty; sets].into_boxed_slice(),
-            index: SetMask::new(sets),
+            sets: PerSet::new(sets, empty),
             total: 0,
         }
-    }
-}
-
-impl<V: Copy, const W: usize> Small<V, W> {
-    /// Set `set`'s storage, without a bounds check: [`SetMask::ix`] keeps the index below the
-    /// (power-of-two) set count.
-    #[inline(always)]
-    fn set(&self, set: usize) -> &SmallSet<V, W> {
-        let i = self.index.ix(set);
-        debug_assert!(i < self.sets.len());
-        // SAFETY: `i` is masked by `sets.len() - 1` (a power of two minus one).
-        unsafe { self.sets.get_unchecked(i) }
-    }
-
-    /// [`set`](Self::set), for writing.
-    #[inline(always)]
-    fn set_mut(&mut self, set: usize) -> &mut SmallSet<V, W> {
-        let i = self.index.ix(set);
-        debug_assert!(i < self.sets.len());
-        // SAFETY: as in `set`.
-        unsafe { self.sets.get_unchecked_mut(i) }
     }
 }
 
@@ -83,36 +60,41 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
     }
 
     fn set_len(&self, set: usize) -> usize {
-        self.set(set).keys.iter().filter(|&&k| k != EMPTY).count()
+        self.sets
+            .at(set)
+            .keys
+            .iter()
+            .filter(|&&k| k != EMPTY)
+            .count()
     }
 
     #[inline(always)]
     fn set_of(&self, h: u64) -> usize {
-        self.index.of(h)
+        self.sets.of(h)
     }
 
     #[inline(always)]
     fn find(&self, set: usize, key: u64, pred: impl Fn(&V) -> bool) -> Option<usize> {
         debug_assert_ne!(key, EMPTY);
-        let s = self.set(set);
+        let s = self.sets.at(set);
         (0..W).find(|&w| s.keys[w] == key && pred(&s.vals[w]))
     }
 
     #[inline(always)]
     fn get(&self, set: usize, way: usize) -> (u64, &V) {
-        let s = self.set(set);
+        let s = self.sets.at(set);
         debug_assert_ne!(s.keys[way], EMPTY);
         (s.keys[way], &s.vals[way])
     }
 
     #[inline(always)]
     fn get_mut(&mut self, set: usize, way: usize) -> &mut V {
-        &mut self.set_mut(set).vals[way]
+        &mut self.sets.at_mut(set).vals[way]
     }
 
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) -> &mut V {
-        let s = self.set_mut(set);
+        let s = self.sets.at_mut(set);
         assert!(way < W, "way {way} of set {set}");
         s.links.touch(way);
         &mut s.vals[way]
@@ -121,7 +103,7 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
     #[inline(always)]
     fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
         debug_assert_ne!(key, EMPTY);
-        let s = self.set_mut(set);
+        let s = self.sets.at_mut(set);
         let way = s.links.oldest();
         let old = s.keys[way];
         let evicted = (old != EMPTY).then(|| (old, s.vals[way]));
@@ -135,7 +117,7 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
     }
 
     fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
-        let s = self.set_mut(set);
+        let s = self.sets.at_mut(set);
         let out = (s.keys[way], s.vals[way]);
         debug_assert_ne!(out.0, EMPTY);
         s.keys[way] = EMPTY;
@@ -151,7 +133,7 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
         let mut removed = 0;
         for set in 0..self.sets.len() {
             for w in 0..W {
-                let s = self.set(set);
+                let s = self.sets.at(set);
                 if s.keys[w] != EMPTY && !keep(s.keys[w], &s.vals[w]) {
                     self.remove(set, w);
                     removed += 1;
@@ -173,7 +155,7 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
     where
         V: 'a,
     {
-        let s = self.set(set);
+        let s = self.sets.at(set);
         let mut w = s.links.head();
         // The set's entries are its newest ways; the empty ones follow.
         (0..self.set_len(set)).map(move |_| {

@@ -8,7 +8,8 @@
 //! | shape | representation | a lookup |
 //! |---|---|---|
 //! | 1 to 4 ways, a power-of-two number of sets | [`Small`]: keys, values and links of a set side by side | compares the keys |
-//! | 5 to 64 ways, a power-of-two number of sets | [`Lanes`]: a byte fingerprint per way, padded to 8, 16, 32 or 64 lanes | SSE2 compares sixteen lanes at a time, reads only matching keys |
+//! | 5 to 64 ways, a power-of-two number of sets, keys below 2^32 - 1 | [`Narrow`]: the keys as `u32` tags, padded to 8, 16, 32 or 64 lanes | SSE2 compares four lanes at a time; a match is the key |
+//! | 5 to 64 ways, a power-of-two number of sets, wider keys | [`Lanes`]: a byte fingerprint per way, padded to 8, 16, 32 or 64 lanes | SSE2 compares sixteen lanes at a time, reads only matching keys |
 //! | any other | [`SetAssoc`]: the general array (hash index, 16-bit fingerprints) | see hw/lru.rs |
 //!
 //! Each representation is monomorphised for its way count, so its loops unroll and its indices
@@ -16,11 +17,18 @@
 //! through [`with_store!`], which matches the representation once per operation; the rest
 //! call [`Store`]'s own [`LruStore`] methods, which match per call.
 //!
+//! A structure of 5 to 64 ways starts as [`Narrow`]; the first key that does not fit its
+//! 32-bit tags turns it into [`Lanes`] with the same entries, ways and recency order
+//! ([`Store::insert`]; a hot operation written over [`LruStore`] asks
+//! [`takes`](LruStore::takes) before it inserts and leaves such a key to `Store::insert`).
+//! Nothing a lookup answers changes: only the speed does.
+//!
 //! Why these and not others: docs/performance.md, "The LRU arrays".
 
 pub use super::assoc::LruStore;
 use super::lanes::Lanes;
 use super::lru::SetAssoc;
+use super::narrow::Narrow;
 use super::small::Small;
 
 /// The representations a [`Store`] may take (for tests that build each one, and reports).
@@ -28,6 +36,9 @@ use super::small::Small;
 pub enum Repr {
     /// [`Small`] with 1, 2, 3 or 4 ways.
     Small,
+    /// [`Narrow`] of 8, 16, 32 or 64 lanes (becomes [`Lanes`] at the first key of 32 bits or
+    /// more).
+    Narrow,
     /// [`Lanes`] of 8, 16, 32 or 64 lanes.
     Lanes,
     /// [`SetAssoc`], the general array.
@@ -48,6 +59,14 @@ pub enum Store<V> {
     Small3(Small<V, 3>),
     /// 4 ways.
     Small4(Small<V, 4>),
+    /// 5 to 8 ways, 32-bit keys.
+    Narrow8(Narrow<V, 8>),
+    /// 9 to 16 ways, 32-bit keys.
+    Narrow16(Narrow<V, 16>),
+    /// 17 to 32 ways, 32-bit keys.
+    Narrow32(Narrow<V, 32>),
+    /// 33 to 64 ways, 32-bit keys.
+    Narrow64(Narrow<V, 64>),
     /// 5 to 8 ways.
     Lanes8(Lanes<V, 8>),
     /// 9 to 16 ways.
@@ -70,6 +89,10 @@ macro_rules! with_store {
             $crate::hw::store::Store::Small2($s) => $body,
             $crate::hw::store::Store::Small3($s) => $body,
             $crate::hw::store::Store::Small4($s) => $body,
+            $crate::hw::store::Store::Narrow8($s) => $body,
+            $crate::hw::store::Store::Narrow16($s) => $body,
+            $crate::hw::store::Store::Narrow32($s) => $body,
+            $crate::hw::store::Store::Narrow64($s) => $body,
             $crate::hw::store::Store::Lanes8($s) => $body,
             $crate::hw::store::Store::Lanes16($s) => $body,
             $crate::hw::store::Store::Lanes32($s) => $body,
@@ -92,14 +115,15 @@ impl<V: Copy> Store<V> {
         let repr = match ways {
             _ if !(entries / ways).is_power_of_two() => Repr::General,
             1..=4 => Repr::Small,
-            5..=64 => Repr::Lanes,
+            5..=64 => Repr::Narrow,
             _ => Repr::General,
         };
         Self::with_repr(entries, ways, filler, repr)
     }
 
     /// The same array in representation `repr`, where that representation takes the shape
-    /// (else the general one): [`Small`] and [`Lanes`] take a power-of-two number of sets.
+    /// (else the general one): [`Small`], [`Narrow`] and [`Lanes`] take a power-of-two number
+    /// of sets.
     pub fn with_repr(entries: usize, ways: usize, filler: V, repr: Repr) -> Self {
         assert!(
             ways > 0 && ways <= u16::MAX as usize && entries.is_multiple_of(ways),
@@ -114,6 +138,10 @@ impl<V: Copy> Store<V> {
             (Repr::Small, 2) => Store::Small2(Small::new(sets, filler)),
             (Repr::Small, 3) => Store::Small3(Small::new(sets, filler)),
             (Repr::Small, 4) => Store::Small4(Small::new(sets, filler)),
+            (Repr::Narrow, 1..=8) => Store::Narrow8(Narrow::new(sets, ways, filler)),
+            (Repr::Narrow, 9..=16) => Store::Narrow16(Narrow::new(sets, ways, filler)),
+            (Repr::Narrow, 17..=32) => Store::Narrow32(Narrow::new(sets, ways, filler)),
+            (Repr::Narrow, 33..=64) => Store::Narrow64(Narrow::new(sets, ways, filler)),
             (Repr::Lanes, 1..=8) => Store::Lanes8(Lanes::new(sets, ways, filler)),
             (Repr::Lanes, 9..=16) => Store::Lanes16(Lanes::new(sets, ways, filler)),
             (Repr::Lanes, 17..=32) => Store::Lanes32(Lanes::new(sets, ways, filler)),
@@ -128,11 +156,31 @@ impl<V: Copy> Store<V> {
             Store::Small1(_) | Store::Small2(_) | Store::Small3(_) | Store::Small4(_) => {
                 Repr::Small
             }
+            Store::Narrow8(_) | Store::Narrow16(_) | Store::Narrow32(_) | Store::Narrow64(_) => {
+                Repr::Narrow
+            }
             Store::Lanes8(_) | Store::Lanes16(_) | Store::Lanes32(_) | Store::Lanes64(_) => {
                 Repr::Lanes
             }
             Store::General(_) => Repr::General,
         }
+    }
+}
+
+impl<V: Copy> Store<V> {
+    /// Turns [`Narrow`] storage into [`Lanes`] of the same sets, ways, entries and recency
+    /// order (any other representation stays as it is): the storage for keys that do not fit
+    /// 32 bits.
+    #[cold]
+    #[inline(never)]
+    pub fn widen(&mut self) {
+        *self = match self {
+            Store::Narrow8(n) => Store::Lanes8(n.widen()),
+            Store::Narrow16(n) => Store::Lanes16(n.widen()),
+            Store::Narrow32(n) => Store::Lanes32(n.widen()),
+            Store::Narrow64(n) => Store::Lanes64(n.widen()),
+            _ => return,
+        };
     }
 }
 
@@ -182,7 +230,17 @@ impl<V: Copy> LruStore<V> for Store<V> {
     }
 
     #[inline]
+    fn takes(&self, key: u64) -> bool {
+        with_store!(self, s => s.takes(key))
+    }
+
+    /// Inserts as [`LruStore::insert`] does, in any representation: where this one does not
+    /// take `key`, the storage is [widened](Store::widen) first.
+    #[inline]
     fn insert(&mut self, set: usize, key: u64, val: V) -> Option<(u64, V)> {
+        if !self.takes(key) {
+            self.widen();
+        }
         with_store!(self, s => s.insert(set, key, val))
     }
 
