@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -443,12 +444,20 @@ def test_ctrl_c_stops_the_sweep_keeping_every_completed_point(tmp_path):
         preexec_fn=_default_sigint,
     )
     assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("[1/8]"):
-            break
-    proc.send_signal(signal.SIGINT)
-    rest = proc.stderr.read()
-    assert proc.wait(timeout=60) == 130, rest
+    # Reading the child's stderr blocks until it writes or exits: a child that never stops
+    # would hang the test, so a watchdog kills it after two minutes and the test fails instead.
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    try:
+        for line in proc.stderr:
+            if line.startswith("[1/8]"):
+                break
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+        code = proc.wait(timeout=60)
+    finally:
+        watchdog.cancel()
+    assert code == 130, f"exit status {code} (-9: killed by the watchdog, it hung)\n{rest}"
     assert f"interrupted: every completed point is in {db}" in rest
     assert "error: interrupted" in rest
     stored = rows(db)
