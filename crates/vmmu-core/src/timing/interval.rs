@@ -328,10 +328,11 @@ impl Interval {
         }
         let load = kind != AccessKind::Store;
         let store = kind.is_write();
-        if load && self.lq.full {
-            let held = self.lq.slots[self.lq.next];
-            if held >= self.window.front_idx {
-                self.retire_through(held, Stall::LoadQueue);
+        if load {
+            if let Some(held) = self.lq.oldest() {
+                if held >= self.window.front_idx {
+                    self.retire_through(held, Stall::LoadQueue);
+                }
             }
         }
         if store {
