@@ -49,6 +49,17 @@ impl Ntlb {
         self.arr.fill(gpa.raw(), size, vpid as u32, !0, page);
     }
 
+    /// [`fill`](Self::fill) right after a [`lookup`](Self::lookup) of `gpa` with `vpid` missed,
+    /// with nothing changing the NTLB in between (the nested walk that follows a miss): the
+    /// lookup has just shown that no entry maps `gpa` for `vpid`, so the insertion does not
+    /// search for one to replace (every NTLB entry is tagged by one VPID exactly, so the
+    /// entries a fill replaces are those the lookup would have found).
+    #[inline]
+    pub fn fill_absent(&mut self, gpa: Gpa, vpid: u16, page: Hpa, size: PageSize) {
+        debug_assert_eq!(page.page_offset(size), 0, "unaligned {page:?} for {size}");
+        self.arr.fill_absent(gpa.raw(), size, vpid as u32, page);
+    }
+
     /// Whether `gpa` would hit (no LRU update, not counted).
     pub fn contains(&self, gpa: Gpa, vpid: u16) -> bool {
         self.arr.peek(gpa.raw(), vpid as u32).is_some()

@@ -97,7 +97,8 @@ impl<'a> NestedWalker<'a> {
             Descent::Leaf(leaf) => {
                 let page = leaf.page(&geo);
                 if use_ntlb {
-                    lv.hw.ntlb.fill(gpa, self.vpid, page, leaf.size);
+                    // `translate` has just looked `gpa` up and missed.
+                    lv.hw.ntlb.fill_absent(gpa, self.vpid, page, leaf.size);
                 }
                 Some((page.add(gpa.page_offset(leaf.size)), leaf.size))
             }
