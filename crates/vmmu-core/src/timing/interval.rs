@@ -330,16 +330,12 @@ impl Interval {
         let store = kind.is_write();
         if load {
             if let Some(held) = self.lq.oldest() {
-                if held >= self.window.front_idx {
-                    self.retire_through(held, Stall::LoadQueue);
-                }
+                self.retire_through(held, Stall::LoadQueue);
             }
         }
         if store {
             if let Some((held, free)) = self.sq.oldest() {
-                if held >= self.window.front_idx {
-                    self.retire_through(held, Stall::StoreQueue);
-                }
+                self.retire_through(held, Stall::StoreQueue);
                 self.wait_data(free, Stall::StoreQueue);
             }
         }
@@ -507,9 +503,18 @@ impl Interval {
         });
     }
 
-    /// Dispatch waits for the operations up to instruction `idx` to retire.
-    #[inline(never)]
+    /// Dispatch waits for the operations up to instruction `idx` to retire. When the oldest
+    /// operation in flight is younger than `idx` (the common case), that is one compare.
+    #[inline(always)]
     fn retire_through(&mut self, idx: u64, why: Stall) {
+        if idx >= self.window.front_idx {
+            self.retire_blocked(idx, why);
+        }
+    }
+
+    /// [`retire_through`](Self::retire_through) past operations that are old enough.
+    #[inline(never)]
+    fn retire_blocked(&mut self, idx: u64, why: Stall) {
         while let Some(h) = self.window.front() {
             if h.idx > idx {
                 break;

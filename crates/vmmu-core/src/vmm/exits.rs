@@ -10,6 +10,7 @@
 //! charges through.
 
 use super::pager_lock::PagerLock;
+use super::Ipis;
 use crate::mmu::Mmu;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -335,6 +336,22 @@ impl Account {
         }
         if vmx && reason.is_world_switch() && !self.tagged {
             mmu.flush_vm();
+        }
+    }
+
+    /// Charges an interrupt's operation of `reason` (a delivery, an EOI, a forced flush) on
+    /// `mmu`'s vCPU as the guest's interrupts travel ([`Ipis`]): under [`Ipis::L1`] an L2 exit
+    /// its L1 hypervisor handles, otherwise one exit to the hypervisor.
+    pub(super) fn charge_interrupt(
+        &mut self,
+        mmu: &mut Mmu,
+        ipis: Ipis,
+        reason: ExitReason,
+        handler: u64,
+    ) {
+        match ipis {
+            Ipis::L1 { round_trip, vmx } => self.charge_trip(mmu, reason, round_trip, handler, vmx),
+            Ipis::Native | Ipis::Exits | Ipis::Hypercall => self.charge(mmu, reason, handler),
         }
     }
 

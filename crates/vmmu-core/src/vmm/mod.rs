@@ -315,14 +315,7 @@ impl Vmm {
         let ipis = self.describe().ipis;
         let acct = &mut self.hv.acct;
         let before = acct.exits.total_cycles();
-        match ipis {
-            Ipis::L1 { round_trip, vmx } => {
-                acct.charge_trip(remote, ExitReason::RemoteFlush, round_trip, deliver, vmx)
-            }
-            Ipis::Native | Ipis::Exits | Ipis::Hypercall => {
-                acct.charge(remote, ExitReason::RemoteFlush, deliver)
-            }
-        }
+        acct.charge_interrupt(remote, ipis, ExitReason::RemoteFlush, deliver);
         remote.flush_vm();
         acct.exits.total_cycles() - before
     }
@@ -359,22 +352,22 @@ impl Vmm {
                 acct.charge(local, ExitReason::IpiSend, send);
             }
         }
+        // Which of the delivery and the EOI exit: under posted interrupts the virtual APIC
+        // takes both, except that L1 must run to inject an L2 guest's interrupt, and PVM's L2
+        // (no VMX) has no virtual APIC for its EOI.
+        let (delivery_exits, eoi_exits) = match ipis {
+            Ipis::Exits => (!posted, !posted),
+            Ipis::L1 { vmx, .. } => (true, !posted || !vmx),
+            Ipis::Native | Ipis::Hypercall => (false, false),
+        };
         let before = acct.exits.total_cycles();
-        match ipis {
-            Ipis::Exits if !posted => acct.charge(remote, ExitReason::IpiDeliver, deliver),
-            Ipis::L1 { round_trip, vmx } => {
-                acct.charge_trip(remote, ExitReason::IpiDeliver, round_trip, deliver, vmx)
-            }
-            Ipis::Native | Ipis::Exits | Ipis::Hypercall => {}
+        if delivery_exits {
+            acct.charge_interrupt(remote, ipis, ExitReason::IpiDeliver, deliver);
         }
         self.invalidate(remote, os, fx);
         let acct = &mut self.hv.acct;
-        match ipis {
-            Ipis::Exits if !posted => acct.charge(remote, ExitReason::Eoi, eoi),
-            Ipis::L1 { round_trip, vmx } if !posted || !vmx => {
-                acct.charge_trip(remote, ExitReason::Eoi, round_trip, eoi, vmx)
-            }
-            Ipis::Native | Ipis::Exits | Ipis::Hypercall | Ipis::L1 { .. } => {}
+        if eoi_exits {
+            acct.charge_interrupt(remote, ipis, ExitReason::Eoi, eoi);
         }
         acct.exits.total_cycles() - before
     }
