@@ -407,11 +407,7 @@ impl Simulator {
                 self.mmu.data_remembered(&mut hits, hpa)
             };
             if TIMED {
-                let cost = RefCost {
-                    data,
-                    ..RefCost::default()
-                };
-                self.core.reference(r.instrs, r.kind, r.dep, cost);
+                self.core.hit(r.instrs, r.kind, r.dep, data);
             }
             if instrs >= instr_room {
                 break;

@@ -55,6 +55,21 @@
 //! free walker or register): a younger operation never takes a resource an older one holds
 //! in the future, which is slightly pessimistic when a later operation issues first.
 //!
+//! **The queues as counts.** Loads and stores are numbered in dispatch order, and each
+//! operation in the window carries the numbers of loads and stores dispatched before its
+//! instruction. The load `lq` loads back (number `loads − lq`) is at or after an operation in
+//! the window exactly when that operation's count of earlier loads is at most `loads − lq`, so
+//! a load finds its queue entry held by the window's oldest operation or a younger one when
+//! `loads ≥ front.loads + lq`: one compare, and nothing kept per load. A store's entry frees at
+//! the running maximum of the stores' release times, kept per store number in a ring.
+//!
+//! **Short references.** An L1-TLB hit whose data hit L1 (or a fetch that hit the L1 ITLB)
+//! costs nothing beyond the base CPI; when nothing holds it back — the reorder buffer, its
+//! queue, the load its address depends on — it completes as it dispatches, retires with its
+//! predecessor or at once, and never enters the window. [`Interval::hit`] times it in those
+//! few steps and takes the whole path only for the rest (a property test runs random
+//! sequences both ways and compares the state).
+//!
 //! Not modelled: branch mispredictions, I-cache misses, execution-port contention and
 //! instruction latencies other than loads', register dependences other than load-to-address,
 //! memory disambiguation and store-to-load forwarding, prefetchers, memory bandwidth and
@@ -76,24 +91,58 @@ struct InFlight {
     retire: u64,
     /// When its translation ended: a stall on it is translation before, data after.
     translated: u64,
+    /// Loads dispatched before its instruction.
+    loads: u64,
+    /// Stores dispatched before its instruction.
+    stores: u64,
 }
 
 /// The window's front index when it is empty: beyond every instruction, and small enough that
 /// adding a reorder-buffer size cannot overflow.
 const EMPTY: u64 = u64::MAX >> 1;
 
+/// What the window's oldest operation bounds: the first instruction the reorder buffer holds
+/// back behind it is `idx + rob`, the first load the load queue holds back `loads + lq`, the
+/// first store `stores + sq` ([`EMPTY`] each when the window is empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Front {
+    /// Its instruction index.
+    idx: u64,
+    /// The loads dispatched before its instruction.
+    loads: u64,
+    /// The stores dispatched before its instruction.
+    stores: u64,
+}
+
+impl Front {
+    const NONE: Front = Front {
+        idx: EMPTY,
+        loads: EMPTY,
+        stores: EMPTY,
+    };
+
+    fn of(e: &InFlight) -> Front {
+        Front {
+            idx: e.idx,
+            loads: e.loads,
+            stores: e.stores,
+        }
+    }
+}
+
 /// The memory operations in flight, oldest first: a ring of a power-of-two capacity that holds
 /// the reorder buffer (an entry is a distinct instruction among the last `rob` dispatched, so
-/// it never grows once made), with its front's instruction index kept beside it, so that the
-/// common test — does the oldest operation block anything — reads one field.
+/// it never grows once made), with what its front bounds kept beside it, so that the common
+/// tests — does the oldest operation block this instruction, this load, this store — read one
+/// field each.
 struct Window {
     slots: Box<[InFlight]>,
     /// The slot of the oldest entry.
     head: usize,
     /// Entries held.
     len: usize,
-    /// The oldest entry's instruction index ([`EMPTY`] when there is none).
-    front_idx: u64,
+    /// What the oldest entry bounds ([`Front::NONE`] when there is none).
+    front: Front,
 }
 
 impl Window {
@@ -102,12 +151,14 @@ impl Window {
             idx: EMPTY,
             retire: 0,
             translated: 0,
+            loads: EMPTY,
+            stores: EMPTY,
         };
         Window {
             slots: vec![idle; rob.next_power_of_two()].into_boxed_slice(),
             head: 0,
             len: 0,
-            front_idx: EMPTY,
+            front: Front::NONE,
         }
     }
 
@@ -126,10 +177,10 @@ impl Window {
         let h = self.front()?;
         self.head = (self.head + 1) & self.mask();
         self.len -= 1;
-        self.front_idx = if self.len > 0 {
-            self.slots[self.head].idx
+        self.front = if self.len > 0 {
+            Front::of(&self.slots[self.head])
         } else {
-            EMPTY
+            Front::NONE
         };
         Some(h)
     }
@@ -147,7 +198,7 @@ impl Window {
         let at = (self.head + self.len) & self.mask();
         self.slots[at] = e;
         if self.len == 0 {
-            self.front_idx = e.idx;
+            self.front = Front::of(&e);
         }
         self.len += 1;
     }
@@ -165,39 +216,37 @@ impl Window {
     }
 }
 
-/// The last `len` entries of a queue that frees in order (the load or store queue): what a
-/// new entry has to wait for is the one it replaces.
-struct Queue<T> {
-    slots: Vec<T>,
-    /// The slot the next entry takes.
-    next: usize,
-    /// Every slot holds an entry.
-    full: bool,
+/// When each store's queue entry frees, by store number: a ring of a power-of-two capacity
+/// larger than the store queue, so that the entry a new store takes — that of the store `sq`
+/// stores back — is still held, and before `sq` stores it reads a slot never written (0, no
+/// later than any time).
+struct Released {
+    slots: Box<[u64]>,
 }
 
-impl<T: Copy + Default> Queue<T> {
-    fn new(len: usize) -> Self {
-        Queue {
-            slots: vec![T::default(); len],
-            next: 0,
-            full: false,
+impl Released {
+    fn new(sq: usize) -> Self {
+        Released {
+            slots: vec![0; (sq + 1).next_power_of_two()].into_boxed_slice(),
         }
     }
 
-    /// The entry a new one replaces, when every slot is taken.
     #[inline(always)]
-    fn oldest(&self) -> Option<T> {
-        self.full.then(|| self.slots[self.next])
+    fn slot(&self, store: u64) -> usize {
+        store as usize & (self.slots.len() - 1)
     }
 
+    /// When store number `store`'s entry frees (0 for a number before the first store).
     #[inline(always)]
-    fn push(&mut self, v: T) {
-        self.slots[self.next] = v;
-        self.next += 1;
-        if self.next == self.slots.len() {
-            self.next = 0;
-            self.full = true;
-        }
+    fn at(&self, store: u64) -> u64 {
+        self.slots[self.slot(store)]
+    }
+
+    /// Store number `store`'s entry frees at `t`.
+    #[inline(always)]
+    fn set(&mut self, store: u64, t: u64) {
+        let at = self.slot(store);
+        self.slots[at] = t;
     }
 }
 
@@ -208,6 +257,10 @@ pub struct Interval {
     cpi: u64,
     /// Reorder-buffer entries.
     rob: u64,
+    /// Load-queue entries.
+    lq: u64,
+    /// Store-queue entries.
+    sq: u64,
     /// The L1 load-to-use latency on a dependence.
     l1: u64,
     /// References' dependences are known.
@@ -216,6 +269,14 @@ pub struct Interval {
     now: u64,
     /// Instructions dispatched (the last one's index).
     n: u64,
+    /// Loads (and read-modify-writes) dispatched.
+    loads: u64,
+    /// Stores (and read-modify-writes) dispatched.
+    stores: u64,
+    /// Loads dispatched before the last dispatched instruction.
+    loads_at_n: u64,
+    /// Stores dispatched before the last dispatched instruction.
+    stores_at_n: u64,
     /// Memory operations in flight, oldest first: at most one per instruction, all within
     /// `rob` instructions of the last dispatched one.
     window: Window,
@@ -223,11 +284,8 @@ pub struct Interval {
     last_retire: u64,
     /// When the youngest store's entry frees.
     last_release: u64,
-    /// The load queue: the instruction index of the load that holds each entry.
-    lq: Queue<u64>,
-    /// The store queue: the store that holds each entry, its instruction index and when it
-    /// frees.
-    sq: Queue<(u64, u64)>,
+    /// When each store-queue entry frees, by the number of the store that holds it.
+    released: Released,
     /// When each miss-status register frees.
     mshr: Vec<u64>,
     /// When each page walker frees.
@@ -263,15 +321,20 @@ impl Interval {
         Interval {
             cpi: (core.base_cpi * (1u64 << super::FRAC_BITS) as f64).round() as u64,
             rob: size(core.rob) as u64,
+            lq: size(core.load_queue) as u64,
+            sq: size(core.store_queue) as u64,
             l1: fixed(l1_latency as u64),
             deps: false,
             now: 0,
             n: 0,
+            loads: 0,
+            stores: 0,
+            loads_at_n: 0,
+            stores_at_n: 0,
             window: Window::new(size(core.rob)),
             last_retire: 0,
             last_release: 0,
-            lq: Queue::new(size(core.load_queue)),
-            sq: Queue::new(size(core.store_queue)),
+            released: Released::new(size(core.store_queue)),
             mshr: vec![0; size(core.mshrs)],
             walkers: vec![0; size(core.walkers)],
             completions: [0; DEP_SPAN],
@@ -329,15 +392,12 @@ impl Interval {
         let load = kind != AccessKind::Store;
         let store = kind.is_write();
         if load {
-            if let Some(held) = self.lq.oldest() {
-                self.retire_through(held, Stall::LoadQueue);
-            }
+            self.retire_loads();
         }
         if store {
-            if let Some((held, free)) = self.sq.oldest() {
-                self.retire_through(held, Stall::StoreQueue);
-                self.wait_data(free, Stall::StoreQueue);
-            }
+            self.retire_stores();
+            let free = self.released.at(self.stores.wrapping_sub(self.sq));
+            self.wait_data(free, Stall::StoreQueue);
         }
         let before = self.last_retire;
         let translated = self.translate(self.issue(dep), cost);
@@ -359,12 +419,11 @@ impl Interval {
             (retire, translated, written)
         };
         self.last_retire = retire;
-        if load {
-            self.lq.push(self.n);
-        }
+        self.loads += load as u64;
         if store {
             self.last_release = self.last_release.max(release);
-            self.sq.push((self.n, self.last_release));
+            self.released.set(self.stores, self.last_release);
+            self.stores += 1;
         }
         self.completions[(self.data_refs % DEP_SPAN as u64) as usize] = completion;
         self.data_refs += 1;
@@ -375,6 +434,79 @@ impl Interval {
         if retire > before && retire > self.now {
             self.enter(retire, translated);
         }
+    }
+
+    /// A reference that hit the L1 TLB, its data `data` cycles beyond an L1 hit: timed as
+    /// [`reference`](Self::reference) times it, through [`short`](Self::short) when it waits
+    /// for nothing.
+    #[inline(always)]
+    pub fn hit(&mut self, instrs: u32, kind: AccessKind, dep: u8, data: u64) {
+        if data != 0 || !self.short(instrs, kind, dep) {
+            self.reference_out_of_line(
+                instrs,
+                kind,
+                dep,
+                RefCost {
+                    data,
+                    ..RefCost::default()
+                },
+            );
+        }
+    }
+
+    #[inline(never)]
+    fn reference_out_of_line(&mut self, instrs: u32, kind: AccessKind, dep: u8, cost: RefCost) {
+        self.reference(instrs, kind, dep, cost);
+    }
+
+    /// Times a reference that costs nothing beyond the base CPI (an L1-TLB hit and an L1 hit,
+    /// or a fetch that hit the L1 ITLB), the first of its instruction, when nothing holds it
+    /// back — the reorder buffer, the load or store queue, the load its address depends on —
+    /// and says whether it did;
+    /// otherwise it changes nothing. Such a reference completes when it dispatches, so it
+    /// retires with its predecessor or at once and never enters the window: this is what
+    /// [`reference`](Self::reference) does for it, without the steps that cannot apply.
+    #[inline(always)]
+    fn short(&mut self, instrs: u32, kind: AccessKind, dep: u8) -> bool {
+        let k = instrs as u64;
+        let target = self.n + k;
+        let front = self.window.front;
+        // A reference of its own instruction (`instrs` > 0, nearly all of them): the loads and
+        // stores before its instruction are those counted so far.
+        if k == 0 || target >= front.idx + self.rob {
+            return false;
+        }
+        let t = self.now + k * self.cpi;
+        let fetch = kind == AccessKind::Fetch;
+        let load = !fetch && kind != AccessKind::Store;
+        let store = kind.is_write();
+        if (load && self.loads >= front.loads + self.lq)
+            || (store
+                && (self.stores >= front.stores + self.sq
+                    || self.released.at(self.stores.wrapping_sub(self.sq)) > t))
+            || (!fetch && self.ready(dep) > t)
+        {
+            return false;
+        }
+        self.loads_at_n = self.loads;
+        self.stores_at_n = self.stores;
+        self.n = target;
+        self.now = t;
+        if fetch {
+            return true;
+        }
+        let retire = self.last_retire.max(t);
+        self.last_retire = retire;
+        self.loads += load as u64;
+        if store {
+            self.last_release = self.last_release.max(retire);
+            self.released.set(self.stores, self.last_release);
+            self.stores += 1;
+        }
+        self.completions[(self.data_refs % DEP_SPAN as u64) as usize] =
+            if load { t + self.l1 } else { t };
+        self.data_refs += 1;
+        true
     }
 
     /// An instruction fetch translated at `cost`: the front end waits for its translation.
@@ -408,8 +540,12 @@ impl Interval {
     /// case), that is one addition.
     #[inline(always)]
     fn advance(&mut self, k: u64) {
+        if k > 0 {
+            self.loads_at_n = self.loads;
+            self.stores_at_n = self.stores;
+        }
         let target = self.n + k;
-        if self.window.front_idx + self.rob > target {
+        if self.window.front.idx + self.rob > target {
             self.now += k * self.cpi;
             self.n = target;
         } else {
@@ -440,12 +576,18 @@ impl Interval {
     /// depends on, whichever is later.
     #[inline(always)]
     fn issue(&self, dep: u8) -> u64 {
+        self.now.max(self.ready(dep))
+    }
+
+    /// When the value a reference's address depends on (the `dep`-th data reference before
+    /// it) was available; 0 when it depends on none or its dependences are unknown.
+    #[inline(always)]
+    fn ready(&self, dep: u8) -> u64 {
         let d = dep as u64;
         if self.deps && d > 0 && d <= self.data_refs {
-            let slot = ((self.data_refs - d) % DEP_SPAN as u64) as usize;
-            self.now.max(self.completions[slot])
+            self.completions[((self.data_refs - d) % DEP_SPAN as u64) as usize]
         } else {
-            self.now
+            0
         }
     }
 
@@ -500,23 +642,37 @@ impl Interval {
             idx: self.n,
             retire,
             translated,
+            loads: self.loads_at_n,
+            stores: self.stores_at_n,
         });
     }
 
-    /// Dispatch waits for the operations up to instruction `idx` to retire. When the oldest
-    /// operation in flight is younger than `idx` (the common case), that is one compare.
+    /// A load dispatches: it waits for the load `lq` loads back to retire, and with it every
+    /// operation in the window no younger than that load — those before whose instruction at
+    /// most `loads − lq` loads were dispatched. When the window's oldest operation is younger
+    /// (the common case), that is one compare.
     #[inline(always)]
-    fn retire_through(&mut self, idx: u64, why: Stall) {
-        if idx >= self.window.front_idx {
-            self.retire_blocked(idx, why);
+    fn retire_loads(&mut self) {
+        if self.loads >= self.window.front.loads + self.lq {
+            self.retire_blocked(self.loads - self.lq, |e| e.loads, Stall::LoadQueue);
         }
     }
 
-    /// [`retire_through`](Self::retire_through) past operations that are old enough.
+    /// A store dispatches: it waits for the store `sq` stores back to retire, as
+    /// [`retire_loads`](Self::retire_loads) for loads.
+    #[inline(always)]
+    fn retire_stores(&mut self) {
+        if self.stores >= self.window.front.stores + self.sq {
+            self.retire_blocked(self.stores - self.sq, |e| e.stores, Stall::StoreQueue);
+        }
+    }
+
+    /// Dispatch waits for the operations in the window whose `count` (the loads or stores
+    /// dispatched before their instruction) is at most `through`.
     #[inline(never)]
-    fn retire_blocked(&mut self, idx: u64, why: Stall) {
+    fn retire_blocked(&mut self, through: u64, count: impl Fn(&InFlight) -> u64, why: Stall) {
         while let Some(h) = self.window.front() {
-            if h.idx > idx {
+            if count(&h) > through {
                 break;
             }
             self.window.pop_front();
@@ -791,7 +947,64 @@ mod tests {
         assert_eq!(t, k + l);
     }
 
+    /// Everything a reference changes, to compare two cores.
+    fn state(i: &Interval) -> impl PartialEq + std::fmt::Debug {
+        let window: Vec<_> = (0..i.window.len)
+            .map(|k| {
+                let e = i.window.slots[(i.window.head + k) & i.window.mask()];
+                (e.idx, e.retire, e.translated, e.loads, e.stores)
+            })
+            .collect();
+        (
+            (i.now, i.n, i.loads, i.stores, i.loads_at_n, i.stores_at_n),
+            (i.last_retire, i.last_release, i.data_refs, i.window.front),
+            window,
+            i.released.slots.to_vec(),
+            i.completions.to_vec(),
+            (i.mshr.clone(), i.walkers.clone(), i.stalls),
+        )
+    }
+
     proptest! {
+        /// [`Interval::hit`] leaves exactly the state [`Interval::reference`] leaves, over random
+        /// sequences of L1-TLB hits that hit or miss L1, with dependences, small queues and a
+        /// small reorder buffer (so that every limit of a short reference is reached), walks
+        /// and drains between them.
+        #[test]
+        fn a_short_reference_is_timed_as_the_whole_path_times_it(
+            sizes in (2u32..12, 1u32..5, 1u32..5, 1u32..4),
+            ops in proptest::collection::vec(
+                (0u8..12, 0u32..4, 0u8..4, 0u8..4, prop_oneof![3 => Just(0u64), 1 => 1u64..80]),
+                1..300,
+            ),
+        ) {
+            let (rob, lq, sq, mshrs) = sizes;
+            let mut a = core(rob, lq, sq, mshrs, 2);
+            let mut b = core(rob, lq, sq, mshrs, 2);
+            a.l1 = fixed(3);
+            b.l1 = fixed(3);
+            for (op, instrs, kind, dep, data) in ops {
+                let kind = [AccessKind::Load, AccessKind::Store, AccessKind::Modify, AccessKind::Fetch]
+                    [kind as usize];
+                let data = if kind == AccessKind::Fetch { 0 } else { data };
+                match op {
+                    0 => {
+                        a.drain();
+                        b.drain();
+                    }
+                    1 => {
+                        a.reference(instrs, kind, dep, walk(40));
+                        b.reference(instrs, kind, dep, walk(40));
+                    }
+                    _ => {
+                        a.hit(instrs, kind, dep, data);
+                        b.reference(instrs, kind, dep, miss(data));
+                    }
+                }
+                prop_assert_eq!(state(&a), state(&b));
+            }
+        }
+
         /// The window's ring is a double-ended queue of its entries: whatever the sequence
         /// of pushes, front pops and changes to the back entry (growing past its capacity
         /// included), its front, back and front index are a `VecDeque`'s.
@@ -803,7 +1016,13 @@ mod tests {
             let mut ring = Window::new(rob);
             let mut model = std::collections::VecDeque::new();
             for (k, (op, v)) in ops.into_iter().enumerate() {
-                let e = InFlight { idx: k as u64, retire: v, translated: v / 2 };
+                let e = InFlight {
+                    idx: k as u64,
+                    retire: v,
+                    translated: v / 2,
+                    loads: k as u64 / 2,
+                    stores: k as u64 / 3,
+                };
                 match op {
                     0 => {
                         ring.push_back(e);
@@ -823,7 +1042,7 @@ mod tests {
                 prop_assert_eq!(ring.len, model.len());
                 let front = model.front().map(|e| (e.idx, e.retire, e.translated));
                 prop_assert_eq!(ring.front().map(|e| (e.idx, e.retire, e.translated)), front);
-                prop_assert_eq!(ring.front_idx, model.front().map_or(EMPTY, |e| e.idx));
+                prop_assert_eq!(ring.front, model.front().map_or(Front::NONE, Front::of));
                 let back = model.back().map(|e| (e.idx, e.retire));
                 prop_assert_eq!(ring.back_mut().map(|e| (e.idx, e.retire)), back);
             }

@@ -175,6 +175,15 @@ impl Core {
         }
     }
 
+    /// A reference that hit the L1 TLB completed its data access `data` cycles beyond an L1
+    /// hit ([`Interval::hit`]).
+    #[inline(always)]
+    pub fn hit(&mut self, instrs: u32, kind: AccessKind, dep: u8, data: u64) {
+        if let Core::Interval(c) = self {
+            c.hit(instrs, kind, dep, data);
+        }
+    }
+
     /// A reference's translation attempt at cost `cost` faulted: the window drains behind it.
     #[inline(always)]
     pub fn fault(&mut self, instrs: u32, dep: u8, cost: RefCost) {
