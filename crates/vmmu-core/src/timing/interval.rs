@@ -418,15 +418,7 @@ impl Interval {
             };
             (retire, translated, written)
         };
-        self.last_retire = retire;
-        self.loads += load as u64;
-        if store {
-            self.last_release = self.last_release.max(release);
-            self.released.set(self.stores, self.last_release);
-            self.stores += 1;
-        }
-        self.completions[(self.data_refs % DEP_SPAN as u64) as usize] = completion;
-        self.data_refs += 1;
+        self.record(load, store, retire, release, completion);
         // An operation that retires with its predecessor never blocks dispatch on its own:
         // the instructions it would block are behind those its predecessor blocks, which
         // wait for the same moment. It needs no place in the window, nor does one that has
@@ -496,17 +488,30 @@ impl Interval {
             return true;
         }
         let retire = self.last_retire.max(t);
+        self.record(
+            load,
+            store,
+            retire,
+            retire,
+            if load { t + self.l1 } else { t },
+        );
+        true
+    }
+
+    /// A data operation dispatched: it retires at `retire`, a store's entry frees at
+    /// `release` (or a later one's before it), and its value is available to dependent
+    /// addresses at `completion`.
+    #[inline(always)]
+    fn record(&mut self, load: bool, store: bool, retire: u64, release: u64, completion: u64) {
         self.last_retire = retire;
         self.loads += load as u64;
         if store {
-            self.last_release = self.last_release.max(retire);
+            self.last_release = self.last_release.max(release);
             self.released.set(self.stores, self.last_release);
             self.stores += 1;
         }
-        self.completions[(self.data_refs % DEP_SPAN as u64) as usize] =
-            if load { t + self.l1 } else { t };
+        self.completions[(self.data_refs % DEP_SPAN as u64) as usize] = completion;
         self.data_refs += 1;
-        true
     }
 
     /// An instruction fetch translated at `cost`: the front end waits for its translation.
