@@ -137,11 +137,18 @@ pub trait PagedStore<V: Copy>: LruStore<Tagged<V>> + Sized {
         Some((code, self.touch(set, way)))
     }
 
+    /// Whether [`put`](Self::put) takes `key`: whether the representation
+    /// [takes](LruStore::takes) it.
+    #[inline(always)]
+    fn accepts(&self, key: u64) -> bool {
+        self.takes(key)
+    }
+
     /// Inserts `new` under `key` into the set of page number `page` (see
-    /// [`LruStore::insert`]); the representation must [take](LruStore::takes) `key`.
+    /// [`LruStore::insert`]); the representation must [accept](Self::accepts) `key`.
     #[inline(always)]
     fn put(&mut self, page: u64, key: u64, new: Tagged<V>) -> Option<(u64, Tagged<V>)> {
-        debug_assert!(self.takes(key), "key {key:#x} not taken");
+        debug_assert!(self.accepts(key), "key {key:#x} not taken");
         let set = self.set_of(page);
         self.insert(set, key, new)
     }
@@ -156,6 +163,12 @@ impl<V: Copy> PagedStore<V> for Store<Tagged<V>> {
         tag: u32,
     ) -> Option<(usize, &mut Tagged<V>)> {
         with_store!(self, s => PagedStore::probe::<H>(s, present, addr, tag))
+    }
+
+    /// Every key: [`put`](PagedStore::put) widens the representation where it must.
+    #[inline(always)]
+    fn accepts(&self, _key: u64) -> bool {
+        true
     }
 
     /// Inserts in any representation: a key this one does not take widens it first
@@ -313,7 +326,7 @@ impl<V: Copy, S: PagedStore<V>, const H: u8> PagedArray<V, S, H> {
     /// `S`; the general [`Store`] widens itself).
     #[inline(always)]
     pub fn takes(&self, addr: u64, size: PageSize) -> bool {
-        !self.holds(size) || self.arr.takes(page_key(addr, size))
+        !self.holds(size) || self.arr.accepts(page_key(addr, size))
     }
 
     /// Sizes held, smallest first.
