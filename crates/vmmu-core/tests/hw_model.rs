@@ -516,58 +516,6 @@ proptest! {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
-
-    /// An NTLB in the concrete storage chosen for its shape (16 or 32 ways, fully associative
-    /// or not) answers every lookup, counts every hit and miss and holds every entry as the
-    /// same NTLB in the general store, fills of every size and flushes by VPID mixed. `wide`:
-    /// some pages lie at 8 TiB, where keys no longer fit 32-bit tags and the NTLB turns general.
-    #[test]
-    fn specialised_ntlb_behaves_as_the_general_store(
-        (entries, ways) in prop_oneof![Just((16u32, 16u32)), Just((32, 16)), Just((32, 32)), Just((64, 32))],
-        wide in any::<bool>(),
-        ops in prop::collection::vec((0u64..4, 0u64..4, 0u64..8, 0u16..2, 0u8..4, 0u8..40), 1..300),
-    ) {
-        let mut fast = Ntlb::new(entries, ways);
-        let mut general = Ntlb::general(entries, ways);
-        prop_assert!(!fast.is_general());
-        prop_assert!(general.is_general());
-        for (i, (g, m, p, vpid, op, x)) in ops.into_iter().enumerate() {
-            let region = if g == 3 && wide { 1 << 43 } else { (g % 3) << 30 };
-            let gpa = Gpa::new(region | (m << 21) | (p << 12) | (x as u64 * 8));
-            match (x, op) {
-                (0, _) => {
-                    fast.flush_vpid(vpid);
-                    general.flush_vpid(vpid);
-                }
-                (1, _) => {
-                    fast.flush();
-                    general.flush();
-                }
-                (_, 0 | 1) => {
-                    let size = [Size4K, Size2M, Size1G][(x % 3) as usize];
-                    let page = Hpa::new((x as u64) << size.shift());
-                    if op == 0 {
-                        fast.fill(gpa, vpid, page, size);
-                        general.fill(gpa, vpid, page, size);
-                    } else if !general.contains(gpa, vpid) {
-                        fast.fill_absent(gpa, vpid, page, size);
-                        general.fill_absent(gpa, vpid, page, size);
-                    }
-                }
-                _ => prop_assert_eq!(fast.lookup(gpa, vpid), general.lookup(gpa, vpid), "op {}", i),
-            }
-            prop_assert_eq!(fast.stats(), general.stats());
-            prop_assert_eq!(fast.len(), general.len());
-            prop_assert_eq!(fast.contains(gpa, vpid), general.contains(gpa, vpid));
-        }
-        if !wide {
-            prop_assert!(!fast.is_general());
-        }
-    }
-}
-
 #[test]
 fn presets_levels_take_their_specialised_storage() {
     let reprs = |name: &str| {
