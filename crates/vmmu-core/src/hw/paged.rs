@@ -83,6 +83,20 @@ pub const ONLY_4K: u8 = 1 << 0;
 /// 2 MiB pages only.
 pub const ONLY_2M: u8 = 1 << 1;
 
+/// The set and way of the entry of `s` of size code `code` that maps `addr` with `tag`.
+#[inline(always)]
+fn find_size<V: Copy, S: LruStore<Tagged<V>>>(
+    s: &S,
+    code: usize,
+    addr: u64,
+    tag: u32,
+) -> Option<(usize, usize)> {
+    let page = addr >> SHIFT[code];
+    let set = s.set_of(page);
+    let way = s.find(set, (page << 2) | code as u64, |e| e.matches(tag))?;
+    Some((set, way))
+}
+
 /// The set, way and size code of the entry of `s` that maps `addr` with `tag`, probing the
 /// sizes of `present` (size codes, one bit each) smallest first. `H` bounds the sizes: where
 /// it names one size, the probe is that size's alone, its shift a constant.
@@ -96,24 +110,20 @@ fn find_in<V, S: LruStore<Tagged<V>>, const H: u8>(
 where
     V: Copy,
 {
-    let probe = |code: usize| {
-        let page = addr >> SHIFT[code];
-        let set = s.set_of(page);
-        let way = s.find(set, (page << 2) | code as u64, |e| e.matches(tag))?;
-        Some((set, way, code))
-    };
     if H.is_power_of_two() {
+        let code = H.trailing_zeros() as usize;
         if present & H == 0 {
             return None;
         }
-        return probe(H.trailing_zeros() as usize);
+        let (set, way) = find_size(s, code, addr, tag)?;
+        return Some((set, way, code));
     }
     let mut bits = present & H;
     while bits != 0 {
         let code = bits.trailing_zeros() as usize & 3;
         bits &= bits - 1;
-        if let Some(hit) = probe(code) {
-            return Some(hit);
+        if let Some((set, way)) = find_size(s, code, addr, tag) {
+            return Some((set, way, code));
         }
     }
     None
@@ -135,6 +145,18 @@ pub trait PagedStore<V: Copy>: LruStore<Tagged<V>> + Sized {
     ) -> Option<(usize, &mut Tagged<V>)> {
         let (set, way, code) = find_in::<V, Self, H>(self, present, addr, tag)?;
         Some((code, self.touch(set, way)))
+    }
+
+    /// [`probe`](Self::probe), with the hit's size and a copy of its value.
+    #[inline(always)]
+    fn probe_val<const H: u8>(
+        &mut self,
+        present: u8,
+        addr: u64,
+        tag: u32,
+    ) -> Option<(PageSize, V)> {
+        let (code, e) = self.probe::<H>(present, addr, tag)?;
+        Some((PageSize::ALL[code], e.val))
     }
 
     /// Whether [`put`](Self::put) takes `key`: whether the representation
@@ -163,6 +185,16 @@ impl<V: Copy> PagedStore<V> for Store<Tagged<V>> {
         tag: u32,
     ) -> Option<(usize, &mut Tagged<V>)> {
         with_store!(self, s => PagedStore::probe::<H>(s, present, addr, tag))
+    }
+
+    #[inline(always)]
+    fn probe_val<const H: u8>(
+        &mut self,
+        present: u8,
+        addr: u64,
+        tag: u32,
+    ) -> Option<(PageSize, V)> {
+        with_store!(self, s => PagedStore::probe_val::<H>(s, present, addr, tag))
     }
 
     /// Every key: [`put`](PagedStore::put) widens the representation where it must.
@@ -364,8 +396,7 @@ impl<V: Copy, S: PagedStore<V>, const H: u8> PagedArray<V, S, H> {
         if present == 0 {
             return None;
         }
-        let (code, e) = self.arr.probe::<H>(present, addr, tag)?;
-        Some((PageSize::ALL[code], e.val))
+        self.arr.probe_val::<H>(present, addr, tag)
     }
 
     /// Like [`lookup`](Self::lookup), returning the hit's value where it is stored. Hot paths
