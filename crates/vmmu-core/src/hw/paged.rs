@@ -259,6 +259,9 @@ impl<V: Copy> PagedArray<V> {
 
     /// The same array in the concrete representation `S`, holding at most the sizes of `H`,
     /// when its store is an `S` and it holds no size outside `H` (else itself, unchanged).
+    // Run once per array when the machine is built: the size of the array handed back is
+    // no cost.
+    #[allow(clippy::result_large_err)]
     pub fn specialise<S: Concrete<Tagged<V>>, const H: u8>(
         self,
     ) -> Result<PagedArray<V, S, H>, Self> {
@@ -570,6 +573,10 @@ pub trait Arrays<V: Copy> {
     fn clear(&mut self);
     /// Entries held.
     fn len(&self) -> usize;
+    /// True when no entry is held.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     /// Bytes of storage.
     fn bytes(&self) -> usize;
 }

@@ -189,6 +189,9 @@ impl<V: Copy> Store<V> {
 /// [`general`](super::paged::PagedArray::general)).
 pub trait Concrete<V: Copy>: LruStore<V> + Sized {
     /// The representation held by `s`, if `s` holds this one (else `s`).
+    // Run once per array when the machine is built: the size of the store handed back is no
+    // cost.
+    #[allow(clippy::result_large_err)]
     fn from_store(s: Store<V>) -> Result<Self, Store<V>>;
     /// The [`Store`] holding this representation.
     fn into_store(self) -> Store<V>;
