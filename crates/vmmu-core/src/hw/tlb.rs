@@ -16,7 +16,11 @@
 //! non-exclusive: an eviction at one level leaves the other alone). Set indices are the page
 //! number modulo the set count. Replacement is exact LRU.
 //!
-//! Speed: the last L1 hit of each side is remembered (keyed by the 4 KiB page number and the
+//! Speed: each level's arrays are one concrete type chosen for the level's shape when the
+//! machine is built (`LevelArrays`: the shapes of the presets' levels, the general list for
+//! any other), matched once per operation, so that within a lookup or a fill the number of
+//! arrays, their sizes and their storage are constants; the model is the same whatever the
+//! choice (tests/hw_model.rs compares them). The last L1 hit of each side is remembered (keyed by the 4 KiB page number and the
 //! exact tag) and answered without a lookup until anything changes the L1 arrays of that side.
 //! The remembered entry is already the most recently used of its set and the same 4 KiB page
 //! and tag make the same probes, so skipping them changes nothing. Likewise the last lookup
