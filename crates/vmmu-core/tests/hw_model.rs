@@ -267,11 +267,20 @@ fn tlb_config(which: u8) -> TlbConfig {
             vec![],
         ),
         // Set-associative multi-size L1 only; overlapping arrays in L1 I.
-        _ => (
+        2 => (
             vec![arr(6, 3, &[Size4K, Size2M])],
             vec![arr(3, 3, &[Size4K]), arr(2, 2, &[Size4K, Size2M])],
             vec![],
             vec![],
+        ),
+        // The shapes of the levels' specialised storage, scaled down: an any-size L1 D of
+        // more than 32 ways in one set, seed 002's L2 (4-way 4 KiB beside direct-mapped 2 MiB),
+        // a 4-way 4 KiB L2 I.
+        _ => (
+            vec![arr(40, 40, &[Size4K, Size2M, Size1G])],
+            vec![arr(4, 4, &[Size4K]), arr(2, 2, &[Size2M])],
+            vec![arr(16, 4, &[Size4K]), arr(4, 1, &[Size2M])],
+            vec![arr(8, 4, &[Size4K])],
         ),
     };
     TlbConfig {
@@ -380,7 +389,7 @@ proptest! {
     /// Every lookup answer and every counter of the fast TLB hierarchy equals the model's.
     #[test]
     fn tlb_hierarchy_matches_reference_model(
-        which in 0u8..3,
+        which in 0u8..4,
         ops in prop::collection::vec((tlb_op(), 0u8..3), 1..300),
     ) {
         let cfg = tlb_config(which);
@@ -430,6 +439,99 @@ proptest! {
             prop_assert_eq!(fast.stats(), slow.stats(), "op {}: {:?}", i, op);
         }
     }
+}
+
+/// Runs `op` on the TLB hierarchy `t`; returns what a lookup answers.
+fn run_tlb_op(t: &mut TlbHierarchy, op: &TlbOp) -> Option<(TlbLevel, Translation)> {
+    match *op {
+        TlbOp::Lookup(a, s, tag) => return t.lookup(Gva::new(a), s, tag),
+        TlbOp::Fill(a, s, tag, x) => t.fill(Gva::new(a), s, tag, x),
+        TlbOp::SetDirty(a, s, tag) => t.set_dirty(Gva::new(a), s, tag),
+        TlbOp::Invlpg(a, tag) => t.invalidate_page(Gva::new(a), tag),
+        TlbOp::FlushNonGlobal(v) => t.flush_nonglobal(v),
+        TlbOp::FlushTag(tag) => t.flush_tag(tag),
+        TlbOp::FlushVpid(v) => t.flush_vpid(v),
+        TlbOp::FlushAll => t.flush_all(),
+    }
+    None
+}
+
+/// Addresses below 4 TiB, where every 4 KiB page key fits 32-bit tags, so that a run keeps its
+/// specialised storage throughout.
+fn va_low() -> impl Strategy<Value = u64> {
+    va().prop_map(|a| a & ((1 << 42) - 1))
+}
+
+fn tlb_op_low() -> impl Strategy<Value = TlbOp> {
+    (tlb_op(), va_low()).prop_map(|(op, a)| match op.target() {
+        Some((_, s, t)) => op.with((a, s, t)),
+        None => op,
+    })
+}
+
+/// Every level of [`tlb_config`]`(3)` in the storage specialised for its shape.
+const SPECIALISED: [&str; 4] = ["narrow64", "general", "ways4-4k+direct-2m", "ways4-4k"];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// A TLB hierarchy whose levels are stored in the concrete types chosen for their shapes
+    /// answers every lookup, counts every hit and miss and holds every entry (peeked at both
+    /// levels after each operation) as the same hierarchy in the general arrays. `wide`: the
+    /// addresses include pages whose keys do not fit 32-bit tags, which turn a level into the
+    /// general list halfway.
+    #[test]
+    fn specialised_levels_behave_as_the_general_arrays(
+        wide in any::<bool>(),
+        ops in prop::collection::vec((tlb_op_low(), tlb_op(), 0u8..3), 1..300),
+    ) {
+        let cfg = tlb_config(3);
+        let mut fast = TlbHierarchy::new(&cfg);
+        let mut general = TlbHierarchy::general(&cfg);
+        prop_assert_eq!(fast.representations(), SPECIALISED);
+        prop_assert_eq!(general.representations(), ["general"; 4]);
+        let mut last = (0u64, TlbSide::Data, Tag::default());
+        for (i, (low, any, again)) in ops.iter().enumerate() {
+            let op = if wide { any } else { low };
+            let op = if *again == 0 { op.with(last) } else { op.clone() };
+            last = op.target().unwrap_or(last);
+            let got = run_tlb_op(&mut fast, &op);
+            let want = run_tlb_op(&mut general, &op);
+            prop_assert_eq!(got, want, "op {}: {:?}", i, op);
+            prop_assert_eq!(fast.stats(), general.stats(), "op {}: {:?}", i, op);
+            if let Some((a, s, t)) = op.target() {
+                for level in [TlbLevel::L1, TlbLevel::L2] {
+                    prop_assert_eq!(
+                        fast.peek(Gva::new(a), s, t, level),
+                        general.peek(Gva::new(a), s, t, level),
+                        "op {}: {:?} at {:?}", i, op, level
+                    );
+                    prop_assert_eq!(fast.len(s, level), general.len(s, level));
+                }
+            }
+        }
+        if !wide {
+            prop_assert_eq!(fast.representations(), SPECIALISED);
+        }
+    }
+}
+
+#[test]
+fn presets_levels_take_their_specialised_storage() {
+    let reprs = |name: &str| {
+        let m = vmmu_core::config::load_machine(name).expect("preset");
+        TlbHierarchy::new(&m.tlb).representations()
+    };
+    // Seed 002 Table 2: a 64-entry FA L1 D-TLB of every size, a split L1 I-TLB, a 4-way 4 KiB
+    // L2 beside a direct-mapped 2 MiB one, a 4-way 4 KiB L2 I-TLB.
+    assert_eq!(
+        reprs("bhargava08"),
+        ["narrow64", "general", "ways4-4k+direct-2m", "ways4-4k"]
+    );
+    assert_eq!(
+        reprs("nehalem-x5560"),
+        ["general", "general", "ways4-4k", "empty"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -184,6 +184,52 @@ impl<V: Copy> Store<V> {
     }
 }
 
+/// A concrete representation: one variant of [`Store`], taken out of it and put back
+/// ([`PagedArray::specialise`](super::paged::PagedArray::specialise) and
+/// [`general`](super::paged::PagedArray::general)).
+pub trait Concrete<V: Copy>: LruStore<V> + Sized {
+    /// The representation held by `s`, if `s` holds this one (else `s`).
+    // Run once per array when the machine is built: the size of the store handed back is no
+    // cost.
+    #[allow(clippy::result_large_err)]
+    fn from_store(s: Store<V>) -> Result<Self, Store<V>>;
+    /// The [`Store`] holding this representation.
+    fn into_store(self) -> Store<V>;
+}
+
+/// [`Concrete`] for each variant of [`Store`].
+macro_rules! concrete {
+    ($($variant:ident: $ty:ty),* $(,)?) => {$(
+        impl<V: Copy> Concrete<V> for $ty {
+            fn from_store(s: Store<V>) -> Result<Self, Store<V>> {
+                match s {
+                    Store::$variant(x) => Ok(x),
+                    other => Err(other),
+                }
+            }
+            fn into_store(self) -> Store<V> {
+                Store::$variant(self)
+            }
+        }
+    )*};
+}
+
+concrete!(
+    Small1: Small<V, 1>,
+    Small2: Small<V, 2>,
+    Small3: Small<V, 3>,
+    Small4: Small<V, 4>,
+    Narrow8: Narrow<V, 8>,
+    Narrow16: Narrow<V, 16>,
+    Narrow32: Narrow<V, 32>,
+    Narrow64: Narrow<V, 64>,
+    Lanes8: Lanes<V, 8>,
+    Lanes16: Lanes<V, 16>,
+    Lanes32: Lanes<V, 32>,
+    Lanes64: Lanes<V, 64>,
+    General: SetAssoc<V>,
+);
+
 impl<V: Copy> LruStore<V> for Store<V> {
     #[inline]
     fn sets(&self) -> usize {

@@ -16,7 +16,11 @@
 //! non-exclusive: an eviction at one level leaves the other alone). Set indices are the page
 //! number modulo the set count. Replacement is exact LRU.
 //!
-//! Speed: the last L1 hit of each side is remembered (keyed by the 4 KiB page number and the
+//! Speed: each level's arrays are one concrete type chosen for the level's shape when the
+//! machine is built (`LevelArrays`: the shapes of the presets' levels, the general list for
+//! any other), matched once per operation, so that within a lookup or a fill the number of
+//! arrays, their sizes and their storage are constants; the model is the same whatever the
+//! choice (tests/hw_model.rs compares them). The last L1 hit of each side is remembered (keyed by the 4 KiB page number and the
 //! exact tag) and answered without a lookup until anything changes the L1 arrays of that side.
 //! The remembered entry is already the most recently used of its set and the same 4 KiB page
 //! and tag make the same probes, so skipping them changes nothing. Likewise the last lookup
@@ -25,7 +29,9 @@
 //! entries to replace, since the lookup has just shown there are none (and an L2 hit's copy
 //! into L1 does the same after the L1 miss).
 
-use super::paged::PagedArray;
+use super::narrow::Narrow;
+use super::paged::{Arrays, PagedArray, Tagged, ANY_SIZE, ONLY_2M, ONLY_4K};
+use super::small::Small;
 pub use super::HitMiss;
 use crate::addr::{Gva, Hpa, PageSize};
 use crate::config::{SizingSize, TlbArrayConfig, TlbConfig};
@@ -107,10 +113,150 @@ pub enum TlbLevel {
     L2,
 }
 
+/// A level's arrays as [`Arrays`] of translations (a call through it never resolves to
+/// `Vec`'s own methods of the same names).
+macro_rules! ops {
+    ($method:ident($a:expr $(, $arg:expr)*)) => {
+        <_ as Arrays<Translation>>::$method($a $(, $arg)*)
+    };
+}
+
+/// A TLB array in concrete storage `S`, holding the sizes `H` may name.
+type Fixed<S, const H: u8> = PagedArray<Translation, S, H>;
+/// What a TLB array stores per entry.
+type Entry = Tagged<Translation>;
+
+/// A level's arrays, in the representation chosen for their shapes when the machine is built:
+/// for each shape the machine presets give their data-side levels, one concrete type — the
+/// number of arrays, the sizes of each and its storage fixed, so that within an operation's
+/// arm they are constants — and the general list of arrays for any other shape. An operation
+/// matches the variant once ([`with_arrays!`]) and runs the one body, written over
+/// [`Arrays`], on it.
+#[derive(Clone, Debug)]
+enum LevelArrays {
+    /// No array (an L2 I-TLB not configured).
+    Empty(()),
+    /// One array of 33 to 64 ways per set with 32-bit tags, any page sizes: the fully
+    /// associative L1 TLBs of bhargava08, opteron2350 and zen3.
+    Narrow64(Fixed<Narrow<Entry, 64>, ANY_SIZE>),
+    /// One 4-way array of 4 KiB pages: nehalem-x5560's STLB, the L2 I-TLBs of bhargava08 and
+    /// opteron2350.
+    Ways4(Fixed<Small<Entry, 4>, ONLY_4K>),
+    /// A 4-way array of 4 KiB pages beside a direct-mapped one of 2 MiB pages: bhargava08's L2
+    /// TLB (seed 002 Table 2).
+    Ways4Direct2M(
+        (
+            Fixed<Small<Entry, 4>, ONLY_4K>,
+            Fixed<Small<Entry, 1>, ONLY_2M>,
+        ),
+    ),
+    /// Any other shape: the arrays in the general [`Store`](super::store::Store), looked up in
+    /// config order.
+    General(Vec<PagedArray<Translation>>),
+}
+
+/// Runs `$body` with `$a` bound to the arrays of the [`LevelArrays`] `$arrays` (an expression
+/// of type `&LevelArrays` or `&mut LevelArrays`): `$body` is compiled once per variant.
+macro_rules! with_arrays {
+    ($arrays:expr, $a:ident => $body:expr) => {
+        match $arrays {
+            LevelArrays::Empty($a) => $body,
+            LevelArrays::Narrow64($a) => $body,
+            LevelArrays::Ways4($a) => $body,
+            LevelArrays::Ways4Direct2M($a) => $body,
+            LevelArrays::General($a) => $body,
+        }
+    };
+}
+
+impl LevelArrays {
+    /// The arrays of `cfg` in the variant of their shape (the general list for any shape
+    /// without one).
+    fn new(cfg: &[TlbArrayConfig]) -> Self {
+        let general: Vec<PagedArray<Translation>> = cfg
+            .iter()
+            .map(|a| PagedArray::new(a.entries, a.ways, &a.sizes, FILLER))
+            .collect();
+        LevelArrays::specialise(general)
+    }
+
+    /// The arrays of `cfg` in the general list, whatever their shape.
+    fn general(cfg: &[TlbArrayConfig]) -> Self {
+        LevelArrays::General(
+            cfg.iter()
+                .map(|a| PagedArray::new(a.entries, a.ways, &a.sizes, FILLER))
+                .collect(),
+        )
+    }
+
+    /// `arrays` in the variant of their shape, where one fits.
+    fn specialise(mut arrays: Vec<PagedArray<Translation>>) -> Self {
+        match arrays.len() {
+            0 => return LevelArrays::Empty(()),
+            1 => {
+                let a = arrays.pop().expect("one array");
+                let a = match a.specialise() {
+                    Ok(n) => return LevelArrays::Narrow64(n),
+                    Err(a) => a,
+                };
+                let a = match a.specialise() {
+                    Ok(s) => return LevelArrays::Ways4(s),
+                    Err(a) => a,
+                };
+                arrays.push(a);
+            }
+            2 => {
+                let b = arrays.pop().expect("two arrays");
+                let a = arrays.pop().expect("two arrays");
+                match (a.specialise(), b.specialise()) {
+                    (Ok(a), Ok(b)) => return LevelArrays::Ways4Direct2M((a, b)),
+                    (a, b) => {
+                        arrays.push(a.map_or_else(|a| a, |a| a.general()));
+                        arrays.push(b.map_or_else(|b| b, |b| b.general()));
+                    }
+                }
+            }
+            _ => {}
+        }
+        LevelArrays::General(arrays)
+    }
+
+    /// The same arrays, entries and recency orders in the general list (for a page a concrete
+    /// representation does not take: a key beyond [`Narrow`]'s 32-bit tags).
+    #[cold]
+    #[inline(never)]
+    fn generalise(&mut self) {
+        *self = LevelArrays::General(match std::mem::replace(self, LevelArrays::Empty(())) {
+            LevelArrays::Empty(()) => vec![],
+            LevelArrays::Narrow64(a) => vec![a.general()],
+            LevelArrays::Ways4(a) => vec![a.general()],
+            LevelArrays::Ways4Direct2M((a, b)) => vec![a.general(), b.general()],
+            LevelArrays::General(v) => v,
+        });
+    }
+
+    /// Whether the level has no array.
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        matches!(self, LevelArrays::Empty(()))
+    }
+
+    /// The variant's name (for tests and reports).
+    fn name(&self) -> &'static str {
+        match self {
+            LevelArrays::Empty(()) => "empty",
+            LevelArrays::Narrow64(_) => "narrow64",
+            LevelArrays::Ways4(_) => "ways4-4k",
+            LevelArrays::Ways4Direct2M(_) => "ways4-4k+direct-2m",
+            LevelArrays::General(_) => "general",
+        }
+    }
+}
+
 /// One level: arrays looked up in parallel, with the level's counters.
 #[derive(Clone, Debug)]
 struct Level {
-    arrays: Vec<PagedArray<Translation>>,
+    arrays: LevelArrays,
     stats: HitMiss,
 }
 
@@ -127,10 +273,7 @@ const FILLER: Translation = Translation {
 impl Level {
     fn new(cfg: &[TlbArrayConfig]) -> Self {
         Level {
-            arrays: cfg
-                .iter()
-                .map(|a| PagedArray::new(a.entries, a.ways, &a.sizes, FILLER))
-                .collect(),
+            arrays: LevelArrays::new(cfg),
             stats: HitMiss::default(),
         }
     }
@@ -138,30 +281,39 @@ impl Level {
     /// The hit of the first array that hits, if any, where it is stored (the hit becomes most
     /// recently used).
     #[inline(always)]
-    fn lookup(arrays: &mut [PagedArray<Translation>], va: u64, tag: u32) -> Option<&Translation> {
-        // A loop rather than `find_map`, which the compiler left out of line.
-        for a in arrays.iter_mut() {
-            if let Some(t) = a.lookup_ref(va, tag) {
-                return Some(t);
+    fn lookup(arrays: &mut LevelArrays, va: u64, tag: u32) -> Option<&Translation> {
+        with_arrays!(arrays, a => ops!(lookup_ref(a, va, tag)))
+    }
+
+    /// Inserts `t` into the arrays that hold its size (see [`PagedArray::fill`]); `absent`:
+    /// a lookup of `va` with `tag` has just missed at this level, nothing has changed it
+    /// since, and `t` is not global (see [`PagedArray::fill_absent`]).
+    #[inline(always)]
+    fn fill_as(&mut self, va: u64, tag: u32, t: Translation, absent: bool) {
+        debug_assert!(!(absent && t.global));
+        with_arrays!(&mut self.arrays, a => {
+            if ops!(takes(&*a, va, t.size)) {
+                if absent {
+                    ops!(fill_absent(a, va, t.size, tag, t));
+                } else {
+                    ops!(fill(a, va, t.size, tag, tmask(&t), t));
+                }
+                return;
             }
-        }
-        None
+        });
+        self.arrays.generalise();
+        self.fill_as(va, tag, t, absent);
     }
 
     fn fill(&mut self, va: u64, tag: u32, t: Translation) {
-        for a in &mut self.arrays {
-            a.fill(va, t.size, tag, tmask(&t), t);
-        }
+        self.fill_as(va, tag, t, false);
     }
 
     /// [`fill`](Self::fill) of a non-global `t` just after a lookup of `va` with `tag` missed
     /// at this level (see [`PagedArray::fill_absent`]).
     #[inline(always)]
     fn fill_absent(&mut self, va: u64, tag: u32, t: Translation) {
-        debug_assert!(!t.global);
-        for a in &mut self.arrays {
-            a.fill_absent(va, t.size, tag, t);
-        }
+        self.fill_as(va, tag, t, true);
     }
 
     /// A probe's share of an L2 lookup for a store (`write`) or a fetch: the same lookup,
@@ -176,9 +328,7 @@ impl Level {
             let denies = hit.denies(write, fetch);
             self.stats.hits += 1;
             if denies {
-                for a in &mut self.arrays {
-                    a.invalidate(va, tag);
-                }
+                with_arrays!(&mut self.arrays, a => ops!(invalidate(a, va, tag)));
             }
         } else {
             self.stats.misses += 1;
@@ -188,10 +338,34 @@ impl Level {
         }
     }
 
+    /// Marks the entries that map `va` with `tag` dirty.
+    fn set_dirty(&mut self, va: u64, tag: u32) {
+        with_arrays!(&mut self.arrays, a => ops!(update(a, va, tag, &mut |t: &mut Translation| t.dirty = true)));
+    }
+
+    /// Drops the entries that map `va` with `tag`.
+    fn invalidate(&mut self, va: u64, tag: u32) {
+        with_arrays!(&mut self.arrays, a => ops!(invalidate(a, va, tag)));
+    }
+
     fn retain(&mut self, mut keep: impl FnMut(u32, u32) -> bool) {
-        for a in &mut self.arrays {
-            a.retain(&mut keep);
-        }
+        with_arrays!(&mut self.arrays, a => ops!(retain(a, &mut keep)));
+    }
+
+    fn clear(&mut self) {
+        with_arrays!(&mut self.arrays, a => ops!(clear(a)));
+    }
+
+    fn peek(&self, va: u64, tag: u32) -> Option<Translation> {
+        with_arrays!(&self.arrays, a => ops!(peek(a, va, tag))).map(|(_, t)| t)
+    }
+
+    fn len(&self) -> usize {
+        with_arrays!(&self.arrays, a => ops!(len(a)))
+    }
+
+    fn bytes(&self) -> usize {
+        with_arrays!(&self.arrays, a => ops!(bytes(a)))
     }
 }
 
@@ -262,6 +436,30 @@ impl TlbHierarchy {
             missed: NO_MISS,
             probes: Vec::new(),
         }
+    }
+
+    /// The hierarchy with every level's arrays in the general list, whatever their shapes: the
+    /// same model as [`new`](Self::new)'s, which tests compare it with.
+    pub fn general(cfg: &TlbConfig) -> Self {
+        let level = |c: &[TlbArrayConfig]| Level {
+            arrays: LevelArrays::general(c),
+            stats: HitMiss::default(),
+        };
+        TlbHierarchy {
+            l1d: level(&cfg.l1d),
+            l1i: level(&cfg.l1i),
+            l2: level(&cfg.l2),
+            l2i: level(&cfg.l2i),
+            ..TlbHierarchy::new(cfg)
+        }
+    }
+
+    /// The storage each level's arrays were given for their shape, indexed as
+    /// [`counts`](Self::counts) is: `"narrow64"` (one array of up to 64 ways per set, 32-bit
+    /// tags), `"ways4-4k"` (one 4-way array of 4 KiB pages), `"ways4-4k+direct-2m"` (and a
+    /// direct-mapped array of 2 MiB pages), `"empty"`, or `"general"` (the general list).
+    pub fn representations(&self) -> [&'static str; 4] {
+        [&self.l1d, &self.l1i, &self.l2, &self.l2i].map(|l| l.arrays.name())
     }
 
     /// The hierarchy with probe copies of the L2 level for a sizing study
@@ -434,9 +632,7 @@ impl TlbHierarchy {
             (TlbSide::Instr, TlbLevel::L2) if !self.l2i.arrays.is_empty() => &self.l2i,
             (_, TlbLevel::L2) => &self.l2,
         };
-        l.arrays
-            .iter()
-            .find_map(|a| a.peek(va.raw(), tag.raw()).map(|(_, t)| t))
+        l.peek(va.raw(), tag.raw())
     }
 
     /// After a walk: inserts `t` into the L2 arrays of `side` that hold `t.size` (if any) and
@@ -468,14 +664,8 @@ impl TlbHierarchy {
         let (l1, l2, m, missed, probes) = self.levels(side);
         *missed = NO_MISS;
         *m = NO_MEMO;
-        let probed = probes.iter_mut().flat_map(|p| p.arrays.iter_mut());
-        for arr in l1
-            .arrays
-            .iter_mut()
-            .chain(l2.arrays.iter_mut())
-            .chain(probed)
-        {
-            arr.update(a, raw, |t| t.dirty = true);
+        for l in [l1, l2].into_iter().chain(probes.iter_mut()) {
+            l.set_dirty(a, raw);
         }
     }
 
@@ -499,9 +689,7 @@ impl TlbHierarchy {
     pub fn invalidate_page(&mut self, va: Gva, tag: Tag) {
         let (a, raw) = (va.raw(), tag.raw());
         for l in self.all_levels() {
-            for arr in &mut l.arrays {
-                arr.invalidate(a, raw);
-            }
+            l.invalidate(a, raw);
         }
     }
 
@@ -530,9 +718,7 @@ impl TlbHierarchy {
     /// Drops everything (a VM exit or entry when VPIDs are off, a CR4.PGE toggle).
     pub fn flush_all(&mut self) {
         for l in self.all_levels() {
-            for arr in &mut l.arrays {
-                arr.clear();
-            }
+            l.clear();
         }
     }
 
@@ -544,13 +730,12 @@ impl TlbHierarchy {
             (TlbSide::Instr, TlbLevel::L2) if !self.l2i.arrays.is_empty() => &self.l2i,
             (_, TlbLevel::L2) => &self.l2,
         };
-        l.arrays.iter().map(|a| a.len()).sum()
+        l.len()
     }
 
     /// Bytes of storage of each level, indexed as [`counts`](Self::counts) is.
     pub fn bytes(&self) -> [usize; 4] {
-        [&self.l1d, &self.l1i, &self.l2, &self.l2i]
-            .map(|l| l.arrays.iter().map(|a| a.bytes()).sum())
+        [&self.l1d, &self.l1i, &self.l2, &self.l2i].map(|l| l.bytes())
     }
 
     /// Zeroes every level's counters (the end of a warm-up); the contents stay.
@@ -729,7 +914,7 @@ mod tests {
         let va = Gva::new(0x7000_1234);
         assert_eq!(t.lookup(va, D, T0), None);
         t.fill(va, D, T0, tr(0x9000, Size4K));
-        t.l1d.arrays[0].clear(); // as if evicted from L1 only
+        t.l1d.clear(); // as if evicted from L1 only
         let got = t.lookup(va, D, T0).unwrap();
         assert_eq!(got, (TlbLevel::L2, tr(0x9000, Size4K)));
         assert_eq!(t.lookup(va, D, T0).unwrap().0, TlbLevel::L1);
