@@ -268,6 +268,24 @@ impl<V: Copy> PagedArray<V> {
         if self.holds & !H != 0 || (H.is_power_of_two() && self.holds != H) {
             return Err(self);
         }
+        let (arr, sizes) = self.split();
+        match S::from_store(arr) {
+            Ok(arr) => Ok(PagedArray::join(arr, sizes)),
+            Err(arr) => Err(PagedArray::join(arr, sizes)),
+        }
+    }
+}
+
+/// A paged array's account of the sizes it holds, apart from its storage.
+struct Sizes {
+    holds: u8,
+    present: u8,
+    count: [u32; 4],
+}
+
+impl<V, S, const H: u8> PagedArray<V, S, H> {
+    /// The storage and the account of sizes, apart.
+    fn split(self) -> (S, Sizes) {
         let PagedArray {
             arr,
             holds,
@@ -275,21 +293,24 @@ impl<V: Copy> PagedArray<V> {
             count,
             _val,
         } = self;
-        match S::from_store(arr) {
-            Ok(arr) => Ok(PagedArray {
-                arr,
+        (
+            arr,
+            Sizes {
                 holds,
                 present,
                 count,
-                _val,
-            }),
-            Err(arr) => Err(PagedArray {
-                arr,
-                holds,
-                present,
-                count,
-                _val,
-            }),
+            },
+        )
+    }
+
+    /// The array of storage `arr` with the account `sizes` (of the entries `arr` holds).
+    fn join(arr: S, sizes: Sizes) -> Self {
+        PagedArray {
+            arr,
+            holds: sizes.holds,
+            present: sizes.present,
+            count: sizes.count,
+            _val: PhantomData,
         }
     }
 }
@@ -297,20 +318,8 @@ impl<V: Copy> PagedArray<V> {
 impl<V: Copy, S: Concrete<Tagged<V>>, const H: u8> PagedArray<V, S, H> {
     /// The same array in the general [`Store`], entries, ways and recency order unchanged.
     pub fn general(self) -> PagedArray<V> {
-        let PagedArray {
-            arr,
-            holds,
-            present,
-            count,
-            _val,
-        } = self;
-        PagedArray {
-            arr: arr.into_store(),
-            holds,
-            present,
-            count,
-            _val,
-        }
+        let (arr, sizes) = self.split();
+        PagedArray::join(arr.into_store(), sizes)
     }
 }
 

@@ -396,8 +396,7 @@ impl Interval {
         }
         if store {
             self.retire_stores();
-            let free = self.released.at(self.stores.wrapping_sub(self.sq));
-            self.wait_data(free, Stall::StoreQueue);
+            self.wait_data(self.store_entry_free(), Stall::StoreQueue);
         }
         let before = self.last_retire;
         let translated = self.translate(self.issue(dep), cost);
@@ -461,29 +460,22 @@ impl Interval {
     #[inline(always)]
     fn short(&mut self, instrs: u32, kind: AccessKind, dep: u8) -> bool {
         let k = instrs as u64;
-        let target = self.n + k;
-        let front = self.window.front;
         // A reference of its own instruction (`instrs` > 0, nearly all of them): the loads and
         // stores before its instruction are those counted so far.
-        if k == 0 || target >= front.idx + self.rob {
+        if k == 0 || self.rob_blocks(self.n + k) {
             return false;
         }
         let t = self.now + k * self.cpi;
         let fetch = kind == AccessKind::Fetch;
         let load = !fetch && kind != AccessKind::Store;
         let store = kind.is_write();
-        if (load && self.loads >= front.loads + self.lq)
-            || (store
-                && (self.stores >= front.stores + self.sq
-                    || self.released.at(self.stores.wrapping_sub(self.sq)) > t))
+        if (load && self.load_queue_held())
+            || (store && (self.store_queue_held() || self.store_entry_free() > t))
             || (!fetch && self.ready(dep) > t)
         {
             return false;
         }
-        self.loads_at_n = self.loads;
-        self.stores_at_n = self.stores;
-        self.n = target;
-        self.now = t;
+        self.advance(k);
         if fetch {
             return true;
         }
@@ -550,7 +542,7 @@ impl Interval {
             self.stores_at_n = self.stores;
         }
         let target = self.n + k;
-        if self.window.front.idx + self.rob > target {
+        if !self.rob_blocks(target) {
             self.now += k * self.cpi;
             self.n = target;
         } else {
@@ -652,13 +644,40 @@ impl Interval {
         });
     }
 
+    /// Whether instruction `target` waits for the window's oldest operation (it is `rob` or
+    /// more instructions younger).
+    #[inline(always)]
+    fn rob_blocks(&self, target: u64) -> bool {
+        target >= self.window.front.idx + self.rob
+    }
+
+    /// Whether the next load's queue entry is held by the window's oldest operation or a
+    /// younger one (see [`retire_loads`](Self::retire_loads)).
+    #[inline(always)]
+    fn load_queue_held(&self) -> bool {
+        self.loads >= self.window.front.loads + self.lq
+    }
+
+    /// Whether the next store's queue entry is held by the window's oldest operation or a
+    /// younger one.
+    #[inline(always)]
+    fn store_queue_held(&self) -> bool {
+        self.stores >= self.window.front.stores + self.sq
+    }
+
+    /// When the entry the next store takes — that of the store `sq` stores back — frees.
+    #[inline(always)]
+    fn store_entry_free(&self) -> u64 {
+        self.released.at(self.stores.wrapping_sub(self.sq))
+    }
+
     /// A load dispatches: it waits for the load `lq` loads back to retire, and with it every
     /// operation in the window no younger than that load — those before whose instruction at
     /// most `loads − lq` loads were dispatched. When the window's oldest operation is younger
     /// (the common case), that is one compare.
     #[inline(always)]
     fn retire_loads(&mut self) {
-        if self.loads >= self.window.front.loads + self.lq {
+        if self.load_queue_held() {
             self.retire_blocked(self.loads - self.lq, |e| e.loads, Stall::LoadQueue);
         }
     }
@@ -667,7 +686,7 @@ impl Interval {
     /// [`retire_loads`](Self::retire_loads) for loads.
     #[inline(always)]
     fn retire_stores(&mut self) {
-        if self.stores >= self.window.front.stores + self.sq {
+        if self.store_queue_held() {
             self.retire_blocked(self.stores - self.sq, |e| e.stores, Stall::StoreQueue);
         }
     }
