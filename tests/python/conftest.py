@@ -124,6 +124,18 @@ def recorder() -> None:
 
 
 @pytest.fixture(scope="session")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every paper's quick report (``vmmu repro NAME --quick``), computed once per session,
+    with an empty suite cache: every row of a recorded program says it is not recorded
+    (test_repro_suite.py runs them on the small recordings)."""
+    from vmmu import repro
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VMMU_SUITE_CACHE", str(tmp_path_factory.mktemp("empty-suite-cache")))
+        return {name: repro.reproduce(name, quick=True) for name in repro.PAPERS}
+
+
+@pytest.fixture(scope="session")
 def suite_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One cache of the suite's small recordings for the whole session: test_suite.py records
     redis, gcc and swim into it and the reproductions' tests read them (recording any still

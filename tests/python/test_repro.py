@@ -1,7 +1,8 @@
 """The reproductions at the ``--quick`` scale: the verdict engine, every report's shape, the
 model's predictions the reports rest on, the command line, and docs/repro.md's freshness.
 
-Every paper's quick report is computed once per session (about 20 s in all).
+Every paper's quick report is computed once per session (conftest.py's `quick`, about 20 s in all;
+test_repro_core_models.py compares the same reports with the interval model's).
 """
 
 from __future__ import annotations
@@ -37,15 +38,6 @@ from vmmu.repro.bae11 import adaptive_claims
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"
-
-
-@pytest.fixture(scope="session")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
-    # An empty suite cache: every row of a recorded program says it is not recorded
-    # (tests/python/test_repro_suite.py runs them on the small recordings).
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VMMU_SUITE_CACHE", str(tmp_path_factory.mktemp("empty-suite-cache")))
-        return {name: repro.reproduce(name, quick=True) for name in repro.PAPERS}
 
 
 # ---------------------------------------------------------------------------------------------

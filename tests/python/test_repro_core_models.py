@@ -65,11 +65,21 @@ def test_the_core_model_reaches_every_engine_run(name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def comparisons(tmp_path_factory: pytest.TempPathFactory) -> list[core_models.CoreComparison]:
-    # An empty suite cache, as the file was generated with: no recorded program runs.
+def comparisons(
+    tmp_path_factory: pytest.TempPathFactory, quick: dict[str, Any]
+) -> list[core_models.CoreComparison]:
+    # An empty suite cache, as the file was generated with: no recorded program runs. The
+    # papers as they are were run so by the session's `quick` reports.
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VMMU_SUITE_CACHE", str(tmp_path_factory.mktemp("empty-suite-cache")))
-        return [core_models.compare(p, quick=True) for p in PAPERS.values()]
+        return [
+            core_models.compare(p, quick=True, additive=quick[name]) for name, p in PAPERS.items()
+        ]
+
+
+def test_a_comparison_refuses_another_papers_report_as_its_own(quick: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="is kloster07's"):
+        core_models.compare(paper("bhatia09"), quick=True, additive=quick["kloster07"])
 
 
 def test_the_counts_are_the_same_under_both_models(

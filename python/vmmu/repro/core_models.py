@@ -119,12 +119,21 @@ class CoreComparison:
 
 
 def compare(
-    paper: Paper, quick: bool = False, bar: Bar | None = None, workers: int = 2
+    paper: Paper,
+    quick: bool = False,
+    bar: Bar | None = None,
+    workers: int = 2,
+    additive: Report | None = None,
 ) -> CoreComparison:
     """Runs ``paper`` as it is (each machine's own core model: additive, but for the rows a
-    paper itself judges under the interval model) and with every run on the interval model."""
+    paper itself judges under the interval model) and with every run on the interval model.
+    ``additive``, when given, is the paper's report as it is at the same scale, run already:
+    the comparison then runs the interval model only."""
     bar = bar or Bar(False)
-    additive = execute(paper, quick=quick, bar=bar, workers=workers)
+    if additive is None:
+        additive = execute(paper, quick=quick, bar=bar, workers=workers)
+    elif additive.name != paper.name:
+        raise ValueError(f"the report given as {paper.name}'s as it is is {additive.name}'s")
     results: list[Any] = []
     interval = execute(
         paper, quick=quick, bar=bar, workers=workers, core_model="interval", results=results
