@@ -1,13 +1,15 @@
-"""The reproductions on the recorded suite's small scale (``--quick``): the entries the CI
-records (redis, a server; gcc, a compiler; swim, a floating-point stencil) give their rows
-beside the proxies', judged by the same criteria, with values an independent run of the same
-trace reproduces exactly; the entries not recorded give rows naming the command that records
-them; Table 1's opportunity of the recorded programs is judged under both core models.
+"""The reproductions on the recorded suite's small scale (``--quick``): the entries recorded
+(gcc, a compiler; swim, a floating-point stencil) give their rows beside the proxies', judged
+by the same criteria, with values an independent run of the same trace reproduces exactly; the
+entries not recorded give rows naming the command that records them; Table 1's opportunity of
+the recorded programs is judged under both core models.
 
 The recordings are the session's (``suite_cache``, conftest.py): test_suite.py records them,
 and this module records whichever is still missing. Each paper sees one of them (a cache
-holding that entry's traces only), which keeps the replays to about two CPU minutes:
-bhargava08 redis, bae11 swim, bhatia09 gcc.
+holding that entry's traces only): bhargava08 and bae11 swim, bhatia09 the compiler it needs.
+swim is the smallest recording (39 M instructions at the small scale, against redis's 169 M
+and gcc's 316 M), and bhargava08 replays its program under nine systems, so the replays take
+about a minute of CPU; the machinery is the same for every suite of bhargava08.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from vmmu.repro import _suite, bae11, bhargava08, bhatia09
 from vmmu.repro._claims import COUNTED, Report
 from vmmu.suite import driver
 
-SMALL = ("redis", "gcc", "swim")
+SMALL = ("gcc", "swim")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +35,7 @@ def traces(recorder: None, suite_cache: Path) -> dict[str, dict]:
 
 
 #: The entry each paper's report sees.
-SEES = {"bhargava08": "redis", "bae11": "swim", "bhatia09": "gcc"}
+SEES = {"bhargava08": "swim", "bae11": "swim", "bhatia09": "gcc"}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +63,7 @@ def test_bhargava08_judges_each_recorded_suite_beside_its_proxy(
     reports: dict[str, Report], traces: dict[str, dict]
 ) -> None:
     rep = reports["bhargava08"]
-    for suite, name in (("WebServer", "redis"),):
+    for suite, name in (("FpCpu", "swim"),):
         proxy = rep.row(f"t1/tlb_misses/{suite}")
         row = rep.row(f"t1/tlb_misses/{suite}/recorded")
         assert proxy.verdict == "definition" and row.verdict in COUNTED
@@ -84,9 +86,10 @@ def test_bhargava08_judges_each_recorded_suite_beside_its_proxy(
         assert rep.row(f"f6/pwc_speedup/{suite}/recorded").verdict in COUNTED
     for suite, names in bhargava08.setup.RECORDED.items():
         for name in names:
-            if name != "redis":
+            if name != "swim":
                 _missing(rep, suite, name)
-                assert f"t1/tlb_misses/{suite}/recorded" not in rep.row_keys()
+                if "swim" not in names:
+                    assert f"t1/tlb_misses/{suite}/recorded" not in rep.row_keys()
 
 
 def test_bhargava08_recorded_opportunity_under_the_interval_model(
@@ -95,8 +98,8 @@ def test_bhargava08_recorded_opportunity_under_the_interval_model(
     rep = reports["bhargava08"]
     view = next(v for v in rep.views if v.key == "core_models")
     workloads = {r[0] for r in view.rows}
-    assert workloads == {*bhargava08.SUITES, "WebServer/recorded"}
-    for suite in ("WebServer",):
+    assert workloads == {*bhargava08.SUITES, "FpCpu/recorded"}
+    for suite in ("FpCpu",):
         for mk in ("perfect_native", "perfect_2d"):
             additive = rep.row(f"t1/{mk}/{suite}/recorded")
             interval = rep.row(f"t1/{mk}/{suite}/recorded/interval")
