@@ -671,9 +671,9 @@ proptest! {
         for (i, &(set, tag, from, what)) in ops.iter().enumerate() {
             let core = (what >> 1) as usize & 1;
             // The tag above every preset's set bits (at most 2^15 sets).
-            let line = set | tag << 16;
+            let line = set | (tag << 16);
             let line = if wide && what % 8 == 5 { line | 1 << 33 } else { line };
-            let addr = Hpa::new(line << 6 | (what as u64 & 7) * 8);
+            let addr = Hpa::new((line << 6) | ((what as u64 & 7) * 8));
             match what {
                 0 | 2 => {
                     fast[core].flush();
