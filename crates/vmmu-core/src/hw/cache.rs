@@ -160,7 +160,8 @@ impl MemoryHierarchy {
     /// [`access`](Self::access) of `line` past the remembered line: the level search, the
     /// storage's shape matched once. The general list is searched out of line
     /// ([`access_general`](Self::access_general), a tail call), so that the concrete lists'
-    /// search makes no call and saves no register.
+    /// search makes no call, and saves one register where a caller of the list's search saves
+    /// six.
     #[inline(never)]
     fn access_levels(&mut self, line: u64, from: usize) -> (usize, u32) {
         debug_assert!(from <= self.levels(), "level {from} of {}", self.levels());
@@ -388,6 +389,9 @@ impl LevelStores {
     }
 }
 
+/// Each level's hits and misses, in level order.
+type Counts = [HitMiss; MAX_LEVELS];
+
 /// The end of a list of levels ([`Levels`] for `(S, R)`: a level's storage `S`, then the
 /// levels below it `R`).
 #[derive(Clone, Debug)]
@@ -401,22 +405,19 @@ type Three<A, B, C> = (A, (B, (C, End)));
 /// with each level's representation a constant, or the general list of [`Store`]s.
 trait Levels: Sized {
     /// Whether every level's representation takes the line number `line` (only
-    /// [`Narrow`]'s 32-bit tags refuse lines).
-    fn takes(&self, line: u64) -> bool;
+    /// [`Narrow`]'s 32-bit tags refuse lines; the general list widens them).
+    #[inline(always)]
+    fn takes(&self, _line: u64) -> bool {
+        true
+    }
 
     /// One reference to `line` looked up from level `from` down, these levels being the
     /// hierarchy's from index `first`: at each level from `from` on, a hit becomes the most
     /// recently used line of its set and ends the search, a miss is filled; each counted in
-    /// `stats`. Returns the index of the level that served it (the level count: DRAM);
-    /// `None` where a representation does not [take](Self::takes) `line` (only before any
-    /// level is changed when `takes` says yes).
-    fn access(
-        &mut self,
-        line: u64,
-        from: usize,
-        first: usize,
-        stats: &mut [HitMiss; MAX_LEVELS],
-    ) -> Option<usize>;
+    /// `st`. Returns the index of the level that served it (the level count: DRAM); `None`
+    /// where a representation does not [take](Self::takes) `line` (never where `takes` says
+    /// every level does).
+    fn access(&mut self, line: u64, from: usize, first: usize, st: &mut Counts) -> Option<usize>;
 
     /// Whether level `level` (of these) holds `line`.
     fn contains(&self, level: usize, line: u64) -> bool;
@@ -450,18 +451,7 @@ fn level_access<S: LruStore<()>>(s: &mut S, line: u64, stats: &mut HitMiss) -> O
 
 impl Levels for End {
     #[inline(always)]
-    fn takes(&self, _line: u64) -> bool {
-        true
-    }
-
-    #[inline(always)]
-    fn access(
-        &mut self,
-        _: u64,
-        _: usize,
-        first: usize,
-        _: &mut [HitMiss; MAX_LEVELS],
-    ) -> Option<usize> {
+    fn access(&mut self, _: u64, _: usize, first: usize, _: &mut Counts) -> Option<usize> {
         Some(first)
     }
 
@@ -493,17 +483,11 @@ impl<S: Concrete<()>, R: Levels> Levels for (S, R) {
     }
 
     #[inline(always)]
-    fn access(
-        &mut self,
-        line: u64,
-        from: usize,
-        first: usize,
-        stats: &mut [HitMiss; MAX_LEVELS],
-    ) -> Option<usize> {
-        if from <= first && level_access(&mut self.0, line, &mut stats[first])? {
+    fn access(&mut self, line: u64, from: usize, first: usize, st: &mut Counts) -> Option<usize> {
+        if from <= first && level_access(&mut self.0, line, &mut st[first])? {
             return Some(first);
         }
-        self.1.access(line, from, first + 1, stats)
+        self.1.access(line, from, first + 1, st)
     }
 
     fn contains(&self, level: usize, line: u64) -> bool {
@@ -560,21 +544,10 @@ impl<S: Concrete<()>, R: Levels> Levels for (S, R) {
 
 impl Levels for Vec<Store<()>> {
     #[inline(always)]
-    fn takes(&self, _line: u64) -> bool {
-        true
-    }
-
-    #[inline(always)]
-    fn access(
-        &mut self,
-        line: u64,
-        from: usize,
-        first: usize,
-        stats: &mut [HitMiss; MAX_LEVELS],
-    ) -> Option<usize> {
+    fn access(&mut self, line: u64, from: usize, first: usize, st: &mut Counts) -> Option<usize> {
         debug_assert_eq!(first, 0, "the general list holds every level");
-        for (i, (s, st)) in self.iter_mut().zip(stats.iter_mut()).enumerate().skip(from) {
-            if level_access(s, line, st)? {
+        for (i, (s, c)) in self.iter_mut().zip(st.iter_mut()).enumerate().skip(from) {
+            if level_access(s, line, c)? {
                 return Some(i);
             }
         }
