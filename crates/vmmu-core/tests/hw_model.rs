@@ -635,6 +635,82 @@ proptest! {
     }
 }
 
+/// The machine presets whose cache hierarchies have a storage specialised for their shape,
+/// and its name.
+const CACHE_SHAPES: [(&str, &str); 5] = [
+    ("bhargava08", "small2-narrow16-narrow32"),
+    ("nehalem-x5560", "narrow8-narrow8-narrow16"),
+    ("cascadelake", "narrow8-narrow16-narrow32"),
+    ("golden-cove", "narrow16-narrow16-narrow16"),
+    ("core2-e6300", "narrow8-narrow8"),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(120))]
+
+    /// A cache hierarchy whose levels are stored in the concrete list chosen for its preset's
+    /// shape answers every reference (served level and latency), counts every hit and miss and
+    /// holds every line (asked of each level after each operation) as the same hierarchy in
+    /// the general list of stores — two cores of it, their shared levels exchanged as a
+    /// multi-vCPU run exchanges them, with flushes. The lines crowd four sets of every level
+    /// (48 tags each, more than any set's ways); `wide`: some lie beyond 32-bit tags, which
+    /// turn the storage into the general list halfway.
+    #[test]
+    fn specialised_cache_hierarchy_behaves_as_the_general_one(
+        preset in 0usize..CACHE_SHAPES.len(),
+        wide in any::<bool>(),
+        ops in prop::collection::vec((0u64..4, 0u64..48, 0usize..4, 0u8..64), 1..500),
+    ) {
+        let (name, repr) = CACHE_SHAPES[preset];
+        let cfg = vmmu_core::config::load_machine(name).expect("preset").caches;
+        let n = cfg.levels.len();
+        let mut fast = [MemoryHierarchy::new(&cfg), MemoryHierarchy::new(&cfg)];
+        let mut general = [MemoryHierarchy::general(&cfg), MemoryHierarchy::general(&cfg)];
+        prop_assert_eq!(fast[0].representation(), repr);
+        prop_assert_eq!(general[0].representation(), "general");
+        for (i, &(set, tag, from, what)) in ops.iter().enumerate() {
+            let core = (what >> 1) as usize & 1;
+            // The tag above every preset's set bits (at most 2^15 sets).
+            let line = set | (tag << 16);
+            let line = if wide && what % 8 == 5 { line | 1 << 33 } else { line };
+            let addr = Hpa::new((line << 6) | ((what as u64 & 7) * 8));
+            match what {
+                0 | 2 => {
+                    fast[core].flush();
+                    general[core].flush();
+                }
+                1 => {
+                    let [a, b] = &mut fast;
+                    a.swap_shared(b);
+                    let [a, b] = &mut general;
+                    a.swap_shared(b);
+                }
+                _ => {
+                    let from = from % (n + 1);
+                    let got = fast[core].access(addr, from);
+                    prop_assert_eq!(got, general[core].access(addr, from), "op {}", i);
+                }
+            }
+            for c in 0..2 {
+                prop_assert_eq!(fast[c].stats(), general[c].stats(), "op {} core {}", i, c);
+                for level in 0..n {
+                    prop_assert_eq!(
+                        fast[c].contains(level, addr),
+                        general[c].contains(level, addr),
+                        "op {} core {} level {}", i, c, level
+                    );
+                }
+            }
+        }
+        for c in 0..2 {
+            prop_assert_eq!(fast[c].bytes(), general[c].bytes());
+            if !wide {
+                prop_assert_eq!(fast[c].representation(), repr);
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reference PWC and NTLB.
 

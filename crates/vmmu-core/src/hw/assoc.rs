@@ -63,6 +63,24 @@ pub trait LruStore<V: Copy> {
         Some(self.touch(set, way))
     }
 
+    /// One reference to `key` in `set` as a cache level makes it, lookup and fill in one pass
+    /// over the set: the entry holding `key` (whatever its value) becomes the most recently
+    /// used, or, where none does, `key` is inserted with `val` as the most recently used entry
+    /// (evicting the least recently used one of a full set). Returns whether it hit; `None`,
+    /// changing nothing, where this representation does not [take](Self::takes) `key` and
+    /// does not hold it. The caller keeps at most one entry per key.
+    #[inline(always)]
+    fn lookup_fill(&mut self, set: usize, key: u64, val: V) -> Option<bool> {
+        if self.lookup(set, key, |_| true).is_some() {
+            return Some(true);
+        }
+        if !self.takes(key) {
+            return None;
+        }
+        self.insert(set, key, val);
+        Some(false)
+    }
+
     /// Total capacity in entries.
     #[inline]
     fn capacity(&self) -> usize {

@@ -116,6 +116,28 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
         evicted
     }
 
+    /// [`LruStore::lookup_fill`] with the set found once.
+    #[inline(always)]
+    fn lookup_fill(&mut self, set: usize, key: u64, val: V) -> Option<bool> {
+        debug_assert_ne!(key, EMPTY);
+        let s = self.sets.at_mut(set);
+        // A loop the compiler unrolls (`Iterator::find` stayed a call in a cache level's search).
+        for w in 0..W {
+            if s.keys[w] == key {
+                s.links.touch(w);
+                return Some(true);
+            }
+        }
+        let way = s.links.oldest();
+        if s.keys[way] == EMPTY {
+            self.total += 1;
+        }
+        s.keys[way] = key;
+        s.vals[way] = val;
+        s.links.take_oldest(way);
+        Some(false)
+    }
+
     fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
         let s = self.sets.at_mut(set);
         let out = (s.keys[way], s.vals[way]);

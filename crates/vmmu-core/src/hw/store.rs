@@ -290,6 +290,17 @@ impl<V: Copy> LruStore<V> for Store<V> {
         with_store!(self, s => s.insert(set, key, val))
     }
 
+    /// [`LruStore::lookup_fill`] in any representation: where this one does not take `key`,
+    /// the storage is [widened](Store::widen) first, so the answer is never `None`.
+    #[inline]
+    fn lookup_fill(&mut self, set: usize, key: u64, val: V) -> Option<bool> {
+        if let Some(hit) = with_store!(self, s => s.lookup_fill(set, key, val)) {
+            return Some(hit);
+        }
+        self.widen();
+        with_store!(self, s => s.lookup_fill(set, key, val))
+    }
+
     fn remove(&mut self, set: usize, way: usize) -> (u64, V) {
         with_store!(self, s => s.remove(set, way))
     }
