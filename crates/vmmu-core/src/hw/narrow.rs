@@ -242,12 +242,11 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
         evicted
     }
 
-    /// [`LruStore::lookup_fill`] with the set found once: a tag match is the key, so the
-    /// first match is the hit; a miss takes the set's oldest way.
+    /// [`LruStore::lookup_fill`] with the tags compared once: a tag match is the key, so the
+    /// first match is the hit; a miss is an [`insert`](LruStore::insert).
     #[inline(always)]
     fn lookup_fill(&mut self, set: usize, key: u64, val: V) -> Option<bool> {
         let t = tag_of(key)?;
-        let i0 = self.slot(set, 0);
         let s = self.sets.at_mut(set);
         let m = match_tags(&s.tags, t);
         if m != 0 {
@@ -255,14 +254,7 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
             s.links.touch(m.trailing_zeros() as usize);
             return Some(true);
         }
-        let way = s.links.oldest();
-        let old = s.tags[way];
-        s.tags[way] = t;
-        s.links.take_oldest(way);
-        if old == NO_TAG {
-            self.total += 1;
-        }
-        *at_mut!(self.vals, i0 + way) = val;
+        self.insert(set, key, val);
         Some(false)
     }
 

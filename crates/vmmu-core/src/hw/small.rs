@@ -116,7 +116,8 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
         evicted
     }
 
-    /// [`LruStore::lookup_fill`] with the set found once.
+    /// [`LruStore::lookup_fill`] with the keys compared in a plain loop; a miss is an
+    /// [`insert`](LruStore::insert).
     #[inline(always)]
     fn lookup_fill(&mut self, set: usize, key: u64, val: V) -> Option<bool> {
         debug_assert_ne!(key, EMPTY);
@@ -128,13 +129,7 @@ impl<V: Copy, const W: usize> LruStore<V> for Small<V, W> {
                 return Some(true);
             }
         }
-        let way = s.links.oldest();
-        if s.keys[way] == EMPTY {
-            self.total += 1;
-        }
-        s.keys[way] = key;
-        s.vals[way] = val;
-        s.links.take_oldest(way);
+        self.insert(set, key, val);
         Some(false)
     }
 
