@@ -49,8 +49,11 @@ TEST_PROFILE := --config 'profile.quicktest.inherits="dev"' \
 test-rust: tool
 	PROPTEST_RNG_SEED=$${PROPTEST_RNG_SEED:-20261122} $(CARGO) test --workspace $(TEST_PROFILE)
 
+# The Python tests run as two pytest processes at once (tools/test/pytest_shards.py: the
+# tests that record real programs beside the rest); PYTEST_ARGS go to both (`-x`, `-k EXPR`).
+PYTEST_ARGS ?=
 test-python: install test-tools
-	$(BIN)/pytest tests/python
+	$(PY) tools/test/pytest_shards.py tests/python $(PYTEST_ARGS)
 
 # Tools some Python tests need beyond the package: Ray (the sweep's cluster backend) in the
 # venv, headless Chromium (the report test) and the Debian packages of the suite entries the
@@ -104,13 +107,13 @@ bench-micro:
 lint: install
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(BIN)/ruff check python tests
-	$(BIN)/ruff format --check python tests
+	$(BIN)/ruff check python tests tools
+	$(BIN)/ruff format --check python tests tools
 
 fmt: install
 	$(CARGO) fmt --all
-	$(BIN)/ruff check --fix python tests
-	$(BIN)/ruff format python tests
+	$(BIN)/ruff check --fix python tests tools
+	$(BIN)/ruff format python tests tools
 
 # Records the real-program trace library: builds the Valgrind tool, then records.
 traces: install

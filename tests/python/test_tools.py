@@ -9,6 +9,7 @@ program, a package on ``PYTHONPATH`` that refuses to import for Ray) and reads t
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,41 @@ def test_a_missing_tool_is_skipped_naming_why_outside_ci(name, tmp_path):
     r = _child(name, tmp_path, **env)
     assert r.returncode == 0 and "1 skipped" in r.stdout, r.stdout[-2000:]
     assert CASES[name][2] in r.stdout
+
+
+def _shards_module():
+    import importlib.util
+
+    path = HERE.parents[1] / "tools" / "test" / "pytest_shards.py"
+    spec = importlib.util.spec_from_file_location("pytest_shards", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_two_test_processes_share_every_test_file_once() -> None:
+    shards = _shards_module()
+    first, second = shards.shards(HERE)
+    assert [p.name for p in first] == list(shards.RECORDING)
+    names = [p.name for p in first + second]
+    assert sorted(names) == sorted(p.name for p in HERE.glob("test_*.py"))
+    assert len(set(names)) == len(names)
+
+
+def test_a_missing_recording_test_file_is_named(tmp_path: Path) -> None:
+    shards = _shards_module()
+    (tmp_path / "test_a.py").write_text("")
+    (tmp_path / "test_suite.py").write_text("")
+    with pytest.raises(SystemExit, match=re.escape("test_repro_suite.py")):
+        shards.shards(tmp_path)
+    with pytest.raises(SystemExit, match=re.escape("no test_*.py files")):
+        shards.shards(tmp_path / "empty")
+
+
+def test_a_shard_without_selected_tests_passes_unless_both_have_none() -> None:
+    combined = _shards_module().combined
+    assert combined(0, 0) == 0
+    assert combined(5, 0) == 0 and combined(0, 5) == 0
+    assert combined(5, 5) == 5
+    assert combined(1, 0) == 1 and combined(0, 2) == 2 and combined(5, 1) == 1
