@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Each figure is measured in a child process of its own (`--child NAME`), `--runs` times, and
-//! the median is reported. Figures are wall clock on one core (replay also uses a reader
+//! the median is reported. A row set against another one — a floor against vmmu's row, an
+//! interval row against its additive row — is measured with it, one run of each in turn per
+//! round, and their ratio is the median of each round's. Figures are wall clock on one core (replay also uses a reader
 //! thread): on a shared machine they are noisy, so the load average at start and end is
 //! written with them.
 
@@ -153,6 +155,40 @@ fn run_child(name: &str, args: &Args, env: &Env) -> Value {
     }
 }
 
+/// The figure of `row` from its runs' JSON lines (`samples`, one per round), its target read
+/// from the figures measured before it (`figs`).
+fn figure(row: &'static rows::Row, samples: Vec<Value>, figs: &[Figure]) -> Figure {
+    let rounds: Vec<(Option<f64>, Option<f64>)> = samples
+        .iter()
+        .map(|d| (d["value"].as_f64(), d["extra"]["per_cpu_s"].as_f64()))
+        .collect();
+    let runs: Vec<f64> = rounds.iter().filter_map(|r| r.0).collect();
+    let targets: Vec<f64> = samples
+        .iter()
+        .filter_map(|d| d["target"].as_f64())
+        .collect();
+    let earlier = |name: &str| {
+        figs.iter()
+            .find(|f| f.row.name == name)
+            .and_then(|f| f.value)
+    };
+    let target = match row.target {
+        Target::Fixed(t) => Some(t),
+        Target::Measured => report::median(&targets),
+        Target::Figure(name, factor) => earlier(name).map(|v| v * factor),
+        Target::Interval(name) => earlier(name).map(|v| v * rows::INTERVAL_RATE),
+        Target::None => None,
+    };
+    Figure {
+        row,
+        value: report::median(&runs),
+        runs,
+        target,
+        detail: samples.into_iter().last().unwrap_or(Value::Null),
+        rounds,
+    }
+}
+
 fn bench(args: &Args) -> ExitCode {
     let dir = std::env::temp_dir().join(format!("vmmu-bench-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -177,54 +213,43 @@ fn bench(args: &Args) -> ExitCode {
             args.scale
         );
     }
+    let selected: Vec<&'static rows::Row> = ROWS
+        .iter()
+        .filter(|r| args.only.is_empty() || args.only.iter().any(|n| n == r.name))
+        .collect();
+    let is_selected = |name: &str| selected.iter().any(|r| r.name == name);
     let mut figs: Vec<Figure> = Vec::new();
-    for row in ROWS {
-        if !args.only.is_empty() && !args.only.iter().any(|n| n == row.name) {
+    for &row in &selected {
+        // A row set against another one is measured with it, in alternation.
+        if row.set_against().is_some_and(is_selected) {
             continue;
         }
-        let mut runs = Vec::new();
-        let mut targets = Vec::new();
-        let mut detail = Value::Null;
+        let group: Vec<&'static rows::Row> = std::iter::once(row)
+            .chain(
+                selected
+                    .iter()
+                    .copied()
+                    .filter(|r| r.set_against() == Some(row.name)),
+            )
+            .collect();
+        let mut samples: Vec<Vec<Value>> = vec![Vec::new(); group.len()];
         for _ in 0..args.runs {
-            let d = run_child(row.name, args, &env);
-            if let Some(v) = d["value"].as_f64() {
-                runs.push(v);
+            for (r, s) in group.iter().zip(samples.iter_mut()) {
+                s.push(run_child(r.name, args, &env));
             }
-            if let Some(t) = d["target"].as_f64() {
-                targets.push(t);
+        }
+        for (r, s) in group.into_iter().zip(samples) {
+            let f = figure(r, s, &figs);
+            report::print_line(&f);
+            if let Some(of) = r.set_against() {
+                let base = figs.iter().find(|g| g.row.name == of);
+                match r.kind {
+                    Kind::Floor { .. } => report::print_floor(&f, base),
+                    _ => report::print_interval(&f, base),
+                }
             }
-            detail = d;
+            figs.push(f);
         }
-        let target = match row.target {
-            Target::Fixed(t) => Some(t),
-            Target::Measured => report::median(&targets),
-            Target::Figure(name, factor) => figs
-                .iter()
-                .find(|f| f.row.name == name)
-                .and_then(|f| f.value)
-                .map(|v| v * factor),
-            Target::Interval(name) => figs
-                .iter()
-                .find(|f| f.row.name == name)
-                .and_then(|f| f.value)
-                .map(|v| v * rows::INTERVAL_RATE),
-            Target::None => None,
-        };
-        let f = Figure {
-            row,
-            value: report::median(&runs),
-            runs,
-            target,
-            detail,
-        };
-        report::print_line(&f);
-        if let Kind::Floor { of, .. } = row.kind {
-            report::print_floor(&f, figs.iter().find(|g| g.row.name == of));
-        }
-        if let Target::Interval(of) = row.target {
-            report::print_interval(&f, figs.iter().find(|g| g.row.name == of));
-        }
-        figs.push(f);
     }
     let _ = std::fs::remove_dir_all(&dir);
     let end_load = loadavg();

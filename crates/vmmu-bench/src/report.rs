@@ -17,6 +17,25 @@ pub struct Figure {
     pub target: Option<f64>,
     /// The last run's JSON (count, seconds, extra figures), or why it failed.
     pub detail: Value,
+    /// Each run's value and rate per CPU second, in the order of the bench's rounds (`None`
+    /// where a run failed or has no such figure): a row set against another one is measured
+    /// in alternation with it, so round `i` of both saw the same host.
+    pub rounds: Vec<(Option<f64>, Option<f64>)>,
+}
+
+/// The median over the rounds both figures ran of `a`'s value over `b`'s (`per_cpu`: of their
+/// rates per CPU second): each round's two runs saw the same host, so a ratio taken within a
+/// round cancels the host's swings from one round to the next, which a ratio of two medians
+/// keeps.
+fn paired(a: &Figure, b: &Figure, per_cpu: bool) -> Option<f64> {
+    let pick = |r: &(Option<f64>, Option<f64>)| if per_cpu { r.1 } else { r.0 };
+    let ratios: Vec<f64> = a
+        .rounds
+        .iter()
+        .zip(&b.rounds)
+        .filter_map(|(x, y)| Some(pick(x)? / pick(y).filter(|v| *v > 0.0)?))
+        .collect();
+    median(&ratios)
 }
 
 /// The median of `v` (the mean of the middle two for an even count).
@@ -122,8 +141,11 @@ pub fn print_floor(floor: &Figure, row: Option<&Figure>) {
         Some(t) => format!("the target is {t:.2} of this floor: within reach"),
         None => "no target".to_string(),
     };
+    let cpu = f
+        .per_cpu_s
+        .map_or(String::new(), |c| format!(", {c:.2} per CPU s"));
     println!(
-        "  └ floor of \"{}\": {target}; vmmu at {:.2} of it",
+        "  └ floor of \"{}\": {target}; vmmu at {:.2} of it{cpu}",
         r.row.label, f.vmmu_over_floor
     );
 }
@@ -143,18 +165,16 @@ pub fn print_interval(interval: &Figure, additive: Option<&Figure>) {
 
 /// An interval row's rates over those of its additive row.
 struct IntervalRatios {
-    /// Over wall clock.
+    /// Over wall clock, round by round ([`paired`]).
     wall: f64,
     /// Over CPU seconds, where both rows have the figure.
     per_cpu_s: Option<f64>,
 }
 
 fn interval_ratios(interval: &Figure, additive: &Figure) -> Option<IntervalRatios> {
-    let (iv, av) = (interval.value?, additive.value?);
-    let cpu = |f: &Figure| f.detail["extra"]["per_cpu_s"].as_f64().filter(|c| *c > 0.0);
-    (av > 0.0).then(|| IntervalRatios {
-        wall: iv / av,
-        per_cpu_s: cpu(interval).zip(cpu(additive)).map(|(i, a)| i / a),
+    Some(IntervalRatios {
+        wall: paired(interval, additive, false)?,
+        per_cpu_s: paired(interval, additive, true),
     })
 }
 
@@ -162,21 +182,24 @@ fn interval_ratios(interval: &Figure, additive: &Figure) -> Option<IntervalRatio
 struct FloorRatios {
     /// The row's target over the floor's value.
     target_over_floor: Option<f64>,
-    /// The row's value (vmmu's) over the floor's.
+    /// The row's value (vmmu's) over the floor's, round by round ([`paired`]).
     vmmu_over_floor: f64,
+    /// The same per CPU second, where both have the figure.
+    per_cpu_s: Option<f64>,
 }
 
 fn floor_ratios(floor: &Figure, row: &Figure) -> Option<FloorRatios> {
-    let (fv, rv) = (floor.value?, row.value?);
-    (fv > 0.0).then(|| FloorRatios {
+    let fv = floor.value.filter(|v| *v > 0.0)?;
+    Some(FloorRatios {
         target_over_floor: row.target.map(|t| t / fv),
-        vmmu_over_floor: rv / fv,
+        vmmu_over_floor: paired(row, floor, false)?,
+        per_cpu_s: paired(row, floor, true),
     })
 }
 
 /// `results/bench.json`: schema `vmmu.bench/1`; a floor's figure also carries the row it
-/// floors (`floor_of`) and, where that row was measured, `target_over_floor` and
-/// `vmmu_over_floor`; an interval row's, its additive row (`interval_of`) and, where that row
+/// floors (`floor_of`) and, where that row was measured, `target_over_floor`,
+/// `vmmu_over_floor` and `vmmu_over_floor_per_cpu_s` (round by round: [`paired`]); an interval row's, its additive row (`interval_of`) and, where that row
 /// was measured, `interval_over_additive` and `interval_over_additive_per_cpu_s`.
 pub fn to_json(figs: &[Figure], context: Value) -> Value {
     let figures: Vec<Value> = figs
@@ -202,6 +225,7 @@ pub fn to_json(figs: &[Figure], context: Value) -> Value {
                 if let Some(r) = row.and_then(|r| floor_ratios(f, r)) {
                     v["target_over_floor"] = json!(r.target_over_floor);
                     v["vmmu_over_floor"] = json!(r.vmmu_over_floor);
+                    v["vmmu_over_floor_per_cpu_s"] = json!(r.per_cpu_s);
                 }
             }
             if let Target::Interval(of) = f.row.target {
@@ -323,7 +347,38 @@ mod tests {
             value,
             target,
             detail: Value::Null,
+            rounds: vec![(value, None)],
         }
+    }
+
+    fn rounds(name: &str, values: &[f64], cpu: &[Option<f64>]) -> Figure {
+        Figure {
+            rounds: values
+                .iter()
+                .map(|v| Some(*v))
+                .zip(cpu.iter().copied())
+                .collect(),
+            runs: values.to_vec(),
+            ..figure(name, median(values), None)
+        }
+    }
+
+    #[test]
+    fn a_ratio_is_taken_round_by_round() {
+        // The medians' ratio would be 4 / 4; each round's is 0.5, 1.0 or 0.3.
+        let row = rounds("random-64m-native", &[1.0, 4.0, 9.0], &[Some(1.0); 3]);
+        let floor = rounds(
+            "random-64m-native-floor",
+            &[2.0, 4.0, 30.0],
+            &[Some(4.0), None, Some(2.0)],
+        );
+        let r = floor_ratios(&floor, &row).unwrap();
+        assert_eq!(r.vmmu_over_floor, 0.5);
+        // Per CPU second only the rounds where both have the figure: 0.25 and 0.5.
+        assert_eq!(r.per_cpu_s, Some(0.375));
+        let interval = rounds("random-64m-native-interval", &[0.5, 4.0, 2.7], &[None; 3]);
+        let i = interval_ratios(&interval, &row).unwrap();
+        assert_eq!((i.wall, i.per_cpu_s), (0.5, None));
     }
 
     #[test]

@@ -145,6 +145,17 @@ pub struct Row {
     pub kind: Kind,
 }
 
+impl Row {
+    /// The row this one is set against in the same bench run — a floor's vmmu row, an
+    /// interval row's additive row — and measured in alternation with, round by round.
+    pub fn set_against(&self) -> Option<&'static str> {
+        match (self.kind, self.target) {
+            (Kind::Floor { of, .. }, _) | (_, Target::Interval(of)) => Some(of),
+            _ => None,
+        }
+    }
+}
+
 const NESTED_2D_NT: &[(&str, &str)] = &[("mode", "nested"), ("machine.pwc.design", "2d+nt")];
 /// The interval core model (docs/model.md, "Timing"); its rows are held to [`INTERVAL_RATE`]
 /// of the additive model's rate on the same workload.
