@@ -23,6 +23,18 @@ pub struct Figure {
     pub rounds: Vec<(Option<f64>, Option<f64>)>,
 }
 
+impl Figure {
+    /// The median of the runs' rates per CPU second, where the figure has one.
+    pub fn per_cpu_s(&self) -> Option<f64> {
+        let c: Vec<f64> = self
+            .rounds
+            .iter()
+            .filter_map(|r| r.1.filter(|c| *c > 0.0))
+            .collect();
+        median(&c)
+    }
+}
+
 /// The median over the rounds both figures ran of `a`'s value over `b`'s (`per_cpu`: of their
 /// rates per CPU second): each round's two runs saw the same host, so a ratio taken within a
 /// round cancels the host's swings from one round to the next, which a ratio of two medians
@@ -109,15 +121,16 @@ pub fn print_line(f: &Figure) {
         }
         None => "no target".to_string(),
     };
-    // The same count over CPU seconds (last run), with its ratio to the target: on a loaded
-    // machine, time spent waiting for a core is in the wall-clock value but not in this one.
-    let cpu = match (f.detail["extra"]["per_cpu_s"].as_f64(), f.target) {
-        (Some(c), Some(t)) if c > 0.0 => format!(
+    // The same count over CPU seconds (the runs' median), with its ratio to the target: on a
+    // loaded machine, time spent waiting for a core is in the wall-clock value but not in
+    // this one.
+    let cpu = match (f.per_cpu_s(), f.target) {
+        (Some(c), Some(t)) => format!(
             "  per CPU s {} (ratio {:.2})",
             fmt_value(c),
             target_ratio(f.row.unit, c, t)
         ),
-        (Some(c), None) if c > 0.0 => format!("  per CPU s {}", fmt_value(c)),
+        (Some(c), None) => format!("  per CPU s {}", fmt_value(c)),
         _ => String::new(),
     };
     println!(
@@ -197,7 +210,9 @@ fn floor_ratios(floor: &Figure, row: &Figure) -> Option<FloorRatios> {
     })
 }
 
-/// `results/bench.json`: schema `vmmu.bench/1`; a floor's figure also carries the row it
+/// `results/bench.json`: schema `vmmu.bench/1`; each figure carries its value (the runs'
+/// median), its runs and the median of their rates per CPU second (`per_cpu_s`); a floor's
+/// figure also carries the row it
 /// floors (`floor_of`) and, where that row was measured, `target_over_floor`,
 /// `vmmu_over_floor` and `vmmu_over_floor_per_cpu_s` (round by round: [`paired`]); an interval row's, its additive row (`interval_of`) and, where that row
 /// was measured, `interval_over_additive` and `interval_over_additive_per_cpu_s`.
@@ -212,6 +227,7 @@ pub fn to_json(figs: &[Figure], context: Value) -> Value {
                 "higher_is_better": f.row.unit.higher_is_better(),
                 "value": f.value,
                 "runs": f.runs,
+                "per_cpu_s": f.per_cpu_s(),
                 "target": f.target,
                 "target_ratio": match (f.value, f.target) {
                     (Some(v), Some(t)) => Some(target_ratio(f.row.unit, v, t)),
@@ -257,8 +273,9 @@ fn figure_values(doc: &Value) -> Vec<FigureValues> {
                         f["value"].as_f64(),
                         f["higher_is_better"].as_bool().unwrap_or(true),
                         f["unit"].as_str().unwrap_or("").to_string(),
-                        f["detail"]["extra"]["per_cpu_s"]
+                        f["per_cpu_s"]
                             .as_f64()
+                            .or(f["detail"]["extra"]["per_cpu_s"].as_f64())
                             .filter(|c| *c > 0.0),
                     )
                 })
@@ -374,6 +391,7 @@ mod tests {
         );
         let r = floor_ratios(&floor, &row).unwrap();
         assert_eq!(r.vmmu_over_floor, 0.5);
+        assert_eq!(floor.per_cpu_s(), Some(3.0));
         // Per CPU second only the rounds where both have the figure: 0.25 and 0.5.
         assert_eq!(r.per_cpu_s, Some(0.375));
         let interval = rounds("random-64m-native-interval", &[0.5, 4.0, 2.7], &[None; 3]);
