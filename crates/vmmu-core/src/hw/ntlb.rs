@@ -286,7 +286,9 @@ impl Ntlb {
     /// becomes most recently used. Counts one hit or miss.
     #[inline]
     pub fn lookup(&mut self, gpa: Gpa, vpid: u16) -> Option<(Hpa, PageSize)> {
-        let r = with_ntlb!(&mut self.arr, f => f.lookup(gpa, vpid), g => Self::lookup_general(g, gpa, vpid));
+        let r = with_ntlb!(&mut self.arr, f => f.lookup(gpa, vpid), g => {
+            Self::lookup_general(g, gpa, vpid)
+        });
         self.stats.count(r.is_some());
         r
     }
