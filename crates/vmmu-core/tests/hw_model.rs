@@ -862,6 +862,81 @@ proptest! {
     }
 }
 
+/// The NTLB shapes whose storage folds the VPID into the tags: the presets' 16 and 32 entries
+/// fully associative, and set-associative ones of 9 to 32 ways.
+fn folded_ntlb_shapes() -> impl Strategy<Value = (u32, u32)> {
+    prop_oneof![
+        Just((16, 16)),
+        Just((32, 32)),
+        Just((32, 16)),
+        Just((64, 32)),
+        Just((48, 12)),
+        Just((9, 9)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The NTLB with the VPID folded into its tags answers every lookup and `contains`, holds
+    /// the same entries in the same recency order and counts the same as the general array,
+    /// on random sequences of lookups, fills after a missed lookup (the nested walk's
+    /// `fill_absent`), fills of any page, and flushes of one VPID or all, with nested pages of
+    /// 4 KiB, 2 MiB and 1 GiB and several VPIDs. With `wide` the sequences also bring
+    /// addresses beyond 256 GiB and a VPID above 14, which hand the entries over to the
+    /// general array halfway.
+    #[test]
+    fn ntlb_folded_storage_matches_the_general_array(
+        (entries, ways) in folded_ntlb_shapes(),
+        ops in prop::collection::vec((0u8..40, 0u64..6, 0u64..48, 0u16..4, 0u64..512), 1..400),
+        wide in any::<bool>(),
+    ) {
+        let mut fast = Ntlb::new(entries, ways);
+        let mut general = Ntlb::general(entries, ways);
+        prop_assert_ne!(fast.storage(), "general");
+        prop_assert_eq!(general.storage(), "general");
+        for (op, g, p, v, x) in ops {
+            let region = match g {
+                5 if wide => 1 << 40,
+                _ => g << 30,
+            };
+            let vpid = if wide && v == 3 { 300 } else { v };
+            let size = [Size4K, Size2M, Size1G][(x % 3) as usize];
+            let gpa = Gpa::new(region | ((p % 6) << 21) | ((p / 6) << 12) | (x * 8));
+            let page = Hpa::new(((x >> 2) + 1) << size.shift());
+            match op {
+                0..=19 => {
+                    let hit = fast.lookup(gpa, vpid);
+                    prop_assert_eq!(hit, general.lookup(gpa, vpid));
+                    if hit.is_none() && op >= 10 {
+                        fast.fill_absent(gpa, vpid, page, size);
+                        general.fill_absent(gpa, vpid, page, size);
+                    }
+                }
+                20..=33 => {
+                    fast.fill(gpa, vpid, page, size);
+                    general.fill(gpa, vpid, page, size);
+                }
+                34..=37 => prop_assert_eq!(fast.contains(gpa, vpid), general.contains(gpa, vpid)),
+                38 => {
+                    fast.flush_vpid(vpid);
+                    general.flush_vpid(vpid);
+                }
+                _ => {
+                    fast.flush();
+                    general.flush();
+                }
+            }
+            prop_assert_eq!(fast.entries(), general.entries());
+            prop_assert_eq!(fast.len(), general.len());
+            prop_assert_eq!(fast.stats(), general.stats());
+        }
+        if !wide {
+            prop_assert_ne!(fast.storage(), "general");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // DESIGN.md law 6: more entries never give more misses (fully associative, LRU).
 

@@ -143,6 +143,25 @@ impl<V: Copy, const L: usize> Narrow<V, L> {
         wide
     }
 
+    /// The same sets, ways and recency order, each entry's key and value mapped by `f` (every
+    /// key it gives must fit the tags): the entries of one structure in another's encoding.
+    pub(crate) fn map<W: Copy>(&self, filler: W, f: impl Fn(u64, V) -> (u64, W)) -> Narrow<W, L> {
+        let mut out = Narrow::new(self.sets.len(), self.ways, filler);
+        for (set, s) in self.sets.iter().enumerate() {
+            let o = &mut out.sets[set];
+            o.links = s.links;
+            for w in 0..self.ways {
+                if s.tags[w] != NO_TAG {
+                    let (k, v) = f(s.tags[w] as u64, self.vals[set * self.ways + w]);
+                    o.tags[w] = tag_of(k).expect("Narrow::map to a key that does not fit 32 bits");
+                    out.vals[set * self.ways + w] = v;
+                }
+            }
+        }
+        out.total = self.total;
+        out
+    }
+
     /// The index of `way` of `set` in `vals`: in bounds for every `way < ways` (module doc,
     /// "Indexing").
     #[inline(always)]
@@ -216,7 +235,9 @@ impl<V: Copy, const L: usize> LruStore<V> for Narrow<V, L> {
 
     #[inline(always)]
     fn touch(&mut self, set: usize, way: usize) -> &mut V {
-        assert!(way < self.ways, "way {way} of set {set}");
+        // Without the way in the message: formatting it would keep the way and the set on
+        // the stack in every inlined lookup.
+        assert!(way < self.ways, "way beyond the set's ways");
         self.sets.at_mut(set).links.touch(way);
         let i = self.slot(set, way);
         at_mut!(self.vals, i)

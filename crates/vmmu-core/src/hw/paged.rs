@@ -73,7 +73,7 @@ pub fn key_size(key: u64) -> PageSize {
 }
 
 /// The shift of each size code's page number ([`PageSize::shift`] by code).
-const SHIFT: [u32; 4] = [12, 21, 22, 30];
+pub(crate) const SHIFT: [u32; 4] = [12, 21, 22, 30];
 
 /// The size codes an array may hold, one bit each, as a type parameter of [`PagedArray`]: any
 /// size (the sizes held are then known only when the machine is built).
@@ -97,6 +97,33 @@ fn find_size<V: Copy, S: LruStore<Tagged<V>>>(
     Some((set, way))
 }
 
+/// The first answer of `probe` over the size codes of `present` (one bit each), smallest
+/// first, with the code that gave it: the order in which a lookup of a multi-size array tries
+/// the sizes. `H` bounds the sizes: where it names one size, the probe is that size's alone,
+/// its code a constant.
+#[inline(always)]
+pub(crate) fn first_size<T, const H: u8>(
+    present: u8,
+    mut probe: impl FnMut(usize) -> Option<T>,
+) -> Option<(T, usize)> {
+    if H.is_power_of_two() {
+        let code = H.trailing_zeros() as usize;
+        if present & H == 0 {
+            return None;
+        }
+        return probe(code).map(|t| (t, code));
+    }
+    let mut bits = present & H;
+    while bits != 0 {
+        let code = bits.trailing_zeros() as usize & 3;
+        bits &= bits - 1;
+        if let Some(t) = probe(code) {
+            return Some((t, code));
+        }
+    }
+    None
+}
+
 /// The set, way and size code of the entry of `s` that maps `addr` with `tag`, probing the
 /// sizes of `present` (size codes, one bit each) smallest first. `H` bounds the sizes: where
 /// it names one size, the probe is that size's alone, its shift a constant.
@@ -110,23 +137,8 @@ fn find_in<V, S: LruStore<Tagged<V>>, const H: u8>(
 where
     V: Copy,
 {
-    if H.is_power_of_two() {
-        let code = H.trailing_zeros() as usize;
-        if present & H == 0 {
-            return None;
-        }
-        let (set, way) = find_size(s, code, addr, tag)?;
-        return Some((set, way, code));
-    }
-    let mut bits = present & H;
-    while bits != 0 {
-        let code = bits.trailing_zeros() as usize & 3;
-        bits &= bits - 1;
-        if let Some((set, way)) = find_size(s, code, addr, tag) {
-            return Some((set, way, code));
-        }
-    }
-    None
+    let ((set, way), code) = first_size::<_, H>(present, |code| find_size(s, code, addr, tag))?;
+    Some((set, way, code))
 }
 
 /// What a [`PagedArray`] needs of its storage beyond [`LruStore`]: its two hot steps, a probe
@@ -274,6 +286,36 @@ impl<V: Copy> PagedArray<V> {
             Err(arr) => Err(PagedArray::join(arr, sizes)),
         }
     }
+}
+
+impl<V: Copy> PagedArray<V> {
+    /// The array over the general store `arr`, whose entries are already in it (keyed by
+    /// [`page_key`]), holding the page sizes in `sizes`: a structure kept in a representation
+    /// of its own (the Nested TLB's folded tags) handed over to the general array with the
+    /// same entries, ways and recency order.
+    pub(crate) fn from_store(arr: Store<Tagged<V>>, sizes: &[PageSize]) -> Self {
+        let mut count = [0u32; 4];
+        for set in 0..arr.sets() {
+            for (k, _) in arr.iter_set(set) {
+                count[(k & 3) as usize] += 1;
+            }
+        }
+        let holds = sizes.iter().fold(0, |m, &s| m | (1 << size_code(s)));
+        let present = present_of(&count);
+        PagedArray::join(
+            arr,
+            Sizes {
+                holds,
+                present,
+                count,
+            },
+        )
+    }
+}
+
+/// The size codes of which some entry is counted, one bit each.
+fn present_of(count: &[u32; 4]) -> u8 {
+    (0..4).fold(0, |p, c| p | (u8::from(count[c] > 0) << c))
 }
 
 /// A paged array's account of the sizes it holds, apart from its storage.
@@ -535,7 +577,7 @@ impl<V: Copy, S: PagedStore<V>, const H: u8> PagedArray<V, S, H> {
             }
             kept
         });
-        self.present = (0..4).fold(0, |p, c| p | (u8::from(self.count[c] > 0) << c));
+        self.present = present_of(&self.count);
         removed
     }
 
