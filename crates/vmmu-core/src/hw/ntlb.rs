@@ -26,7 +26,7 @@
 //! storage against the general one on random sequences of lookups, fills and flushes.
 
 use super::narrow::Narrow;
-use super::paged::{first_size, page_key, size_code, PagedArray, Tagged, ANY_SIZE, SHIFT};
+use super::paged::{first_size, size_code, PagedArray, Tagged, ANY_SIZE, ONLY_4K, SHIFT};
 use super::store::{Concrete, LruStore};
 pub use super::HitMiss;
 use crate::addr::{Gpa, Hpa, PageSize};
@@ -40,9 +40,6 @@ const KEY_MASK: u64 = (1 << KEY_BITS) - 1;
 const GPA_LIMIT: u64 = 1 << (KEY_BITS - 2 + 12);
 /// VPIDs that fold: below 15, so that no tag is [`NO_TAG`](super::narrow::NO_TAG).
 const VPID_LIMIT: u16 = (1 << (32 - KEY_BITS)) - 1;
-
-/// The size code of 4 KiB pages.
-const SIZE_4K: usize = 0;
 
 /// Whether the entries of `gpa` for `vpid`, at every page size, fold into `u32` tags.
 #[inline(always)]
@@ -77,66 +74,59 @@ impl<const L: usize> Folded<L> {
     }
 
     /// The set and folded tag of the page of size code `code` holding `gpa`, for `vpid` (both
-    /// fold): what a probe of that size compares.
+    /// fold): where a probe of that size looks and what it compares, and where a fill of that
+    /// size goes.
     #[inline(always)]
-    fn probe_key(&self, gpa: Gpa, vpid: u16, code: usize) -> (usize, u64) {
+    fn slot(&self, gpa: Gpa, vpid: u16, code: usize) -> (usize, u64) {
         let page = gpa.raw() >> SHIFT[code];
         (self.arr.set_of(page), fold((page << 2) | code as u64, vpid))
     }
 
     /// The set, way and size code of the entry mapping `gpa` for `vpid`, the sizes filled
-    /// probed smallest first.
+    /// (bounded by `H`) probed smallest first.
     #[inline(always)]
-    fn find(&self, gpa: Gpa, vpid: u16) -> Option<((usize, usize), usize)> {
+    fn find<const H: u8>(&self, gpa: Gpa, vpid: u16) -> Option<((usize, usize), usize)> {
         if !folds(gpa, vpid) {
             return None;
         }
-        first_size::<_, ANY_SIZE>(self.filled, |code| {
-            let (set, key) = self.probe_key(gpa, vpid, code);
+        first_size::<_, H>(self.filled, |code| {
+            let (set, key) = self.slot(gpa, vpid, code);
             Some((set, self.arr.find(set, key, |_| true)?))
         })
     }
 
-    /// [`Ntlb::lookup`], uncounted: the hit made the most recently used of its set. Where
-    /// only 4 KiB entries were filled (the common case) the probe is that size's alone, its
-    /// shift a constant; any other mix of sizes is probed out of line.
+    /// [`Ntlb::lookup`] over the sizes of `H`, uncounted: the hit made the most recently used
+    /// of its set.
     #[inline(always)]
-    fn lookup(&mut self, gpa: Gpa, vpid: u16) -> Option<(Hpa, PageSize)> {
-        if self.filled != 1 << SIZE_4K {
-            return self.lookup_sizes(gpa, vpid);
-        }
-        if !folds(gpa, vpid) {
-            return None;
-        }
-        let (set, key) = self.probe_key(gpa, vpid, SIZE_4K);
-        let way = self.arr.find(set, key, |_| true)?;
-        let page = *self.arr.touch(set, way);
-        Some((
-            page.add(gpa.page_offset(PageSize::Size4K)),
-            PageSize::Size4K,
-        ))
-    }
-
-    /// [`lookup`](Self::lookup) probing every size filled.
-    #[inline(never)]
-    fn lookup_sizes(&mut self, gpa: Gpa, vpid: u16) -> Option<(Hpa, PageSize)> {
-        let ((set, way), code) = self.find(gpa, vpid)?;
+    fn hit<const H: u8>(&mut self, gpa: Gpa, vpid: u16) -> Option<(Hpa, PageSize)> {
+        let ((set, way), code) = self.find::<H>(gpa, vpid)?;
         let page = *self.arr.touch(set, way);
         let offset = gpa.raw() & ((1 << SHIFT[code]) - 1);
         Some((page.add(offset), PageSize::ALL[code]))
     }
 
-    /// The set and folded tag of the page of `size` holding `gpa`, for `vpid`.
+    /// [`Ntlb::lookup`], uncounted. Where only 4 KiB entries were filled (the common case) the
+    /// probe is that size's alone, its shift a constant; any other mix of sizes is probed out
+    /// of line.
     #[inline(always)]
-    fn slot(&self, gpa: Gpa, vpid: u16, size: PageSize) -> (usize, u64) {
-        let set = self.arr.set_of(gpa.raw() >> size.shift());
-        (set, fold(page_key(gpa.raw(), size), vpid))
+    fn lookup(&mut self, gpa: Gpa, vpid: u16) -> Option<(Hpa, PageSize)> {
+        if self.filled == ONLY_4K {
+            self.hit::<ONLY_4K>(gpa, vpid)
+        } else {
+            self.lookup_sizes(gpa, vpid)
+        }
+    }
+
+    /// [`lookup`](Self::lookup) probing every size filled.
+    #[inline(never)]
+    fn lookup_sizes(&mut self, gpa: Gpa, vpid: u16) -> Option<(Hpa, PageSize)> {
+        self.hit::<ANY_SIZE>(gpa, vpid)
     }
 
     /// Inserts the entry, known absent, as the most recently used of its set.
     #[inline(always)]
     fn insert(&mut self, gpa: Gpa, vpid: u16, page: Hpa, size: PageSize) {
-        let (set, key) = self.slot(gpa, vpid, size);
+        let (set, key) = self.slot(gpa, vpid, size_code(size));
         self.arr.insert(set, key, page);
         self.filled |= 1 << size_code(size);
     }
@@ -146,7 +136,7 @@ impl<const L: usize> Folded<L> {
     /// array's fill does).
     #[inline(always)]
     fn fill(&mut self, gpa: Gpa, vpid: u16, page: Hpa, size: PageSize) {
-        let (set, key) = self.slot(gpa, vpid, size);
+        let (set, key) = self.slot(gpa, vpid, size_code(size));
         if let Some(way) = self.arr.find(set, key, |_| true) {
             self.arr.remove(set, way);
         }
@@ -356,7 +346,7 @@ impl Ntlb {
 
     /// Whether `gpa` would hit (no LRU update, not counted).
     pub fn contains(&self, gpa: Gpa, vpid: u16) -> bool {
-        with_ntlb!(&self.arr, f => f.find(gpa, vpid).is_some(), g => g
+        with_ntlb!(&self.arr, f => f.find::<ANY_SIZE>(gpa, vpid).is_some(), g => g
             .peek(gpa.raw(), vpid as u32)
             .is_some())
     }
@@ -389,7 +379,7 @@ impl Ntlb {
     }
 
     /// Every entry as `(set, page key, VPID, host-physical page)`, each set most recently
-    /// used first; the page key is [`page_key`] of the entry's guest-physical page (for tests
+    /// used first; the page key is [`page_key`](super::paged::page_key) of the entry's guest-physical page (for tests
     /// that compare the storages, and reports).
     pub fn entries(&self) -> Vec<(usize, u64, u16, Hpa)> {
         with_ntlb!(&self.arr, f => f.entries().collect(), g => g

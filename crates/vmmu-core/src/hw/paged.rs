@@ -262,7 +262,7 @@ impl<V: Copy> PagedArray<V> {
         };
         PagedArray {
             arr: Store::new(entries as usize, ways as usize, filler),
-            holds: sizes.iter().fold(0, |m, &s| m | (1 << size_code(s))),
+            holds: holds_of(sizes),
             present: 0,
             count: [0; 4],
             _val: PhantomData,
@@ -300,7 +300,7 @@ impl<V: Copy> PagedArray<V> {
                 count[(k & 3) as usize] += 1;
             }
         }
-        let holds = sizes.iter().fold(0, |m, &s| m | (1 << size_code(s)));
+        let holds = holds_of(sizes);
         let present = present_of(&count);
         PagedArray::join(
             arr,
@@ -311,6 +311,11 @@ impl<V: Copy> PagedArray<V> {
             },
         )
     }
+}
+
+/// The size codes of `sizes`, one bit each.
+fn holds_of(sizes: &[PageSize]) -> u8 {
+    sizes.iter().fold(0, |m, &s| m | (1 << size_code(s)))
 }
 
 /// The size codes of which some entry is counted, one bit each.
