@@ -11,9 +11,9 @@
 //! Each figure is measured in a child process of its own (`--child NAME`), `--runs` times, and
 //! the median is reported. A row set against another one — a floor against vmmu's row, an
 //! interval row against its additive row — is measured with it, one run of each in turn per
-//! round, and their ratio is the median of each round's. Figures are wall clock on one core (replay also uses a reader
-//! thread): on a shared machine they are noisy, so the load average at start and end is
-//! written with them.
+//! round, and their ratio is the median of each round's. Figures are wall clock on one core
+//! (replay also uses a reader thread): on a shared machine they are noisy, so the load average
+//! at start and end is written with them.
 
 mod floor;
 mod floor_nested;
@@ -162,7 +162,6 @@ fn figure(row: &'static rows::Row, samples: Vec<Value>, figs: &[Figure]) -> Figu
         .iter()
         .map(|d| (d["value"].as_f64(), d["extra"]["per_cpu_s"].as_f64()))
         .collect();
-    let runs: Vec<f64> = rounds.iter().filter_map(|r| r.0).collect();
     let targets: Vec<f64> = samples
         .iter()
         .filter_map(|d| d["target"].as_f64())
@@ -170,7 +169,7 @@ fn figure(row: &'static rows::Row, samples: Vec<Value>, figs: &[Figure]) -> Figu
     let earlier = |name: &str| {
         figs.iter()
             .find(|f| f.row.name == name)
-            .and_then(|f| f.value)
+            .and_then(|f| f.value())
     };
     let target = match row.target {
         Target::Fixed(t) => Some(t),
@@ -181,8 +180,6 @@ fn figure(row: &'static rows::Row, samples: Vec<Value>, figs: &[Figure]) -> Figu
     };
     Figure {
         row,
-        value: report::median(&runs),
-        runs,
         target,
         detail: samples.into_iter().last().unwrap_or(Value::Null),
         rounds,

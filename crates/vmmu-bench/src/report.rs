@@ -9,10 +9,6 @@ use serde_json::{json, Value};
 pub struct Figure {
     /// The row measured.
     pub row: &'static Row,
-    /// Each run's value (empty when every run failed).
-    pub runs: Vec<f64>,
-    /// The median of `runs`.
-    pub value: Option<f64>,
     /// The target the value is held to, when it has one.
     pub target: Option<f64>,
     /// The last run's JSON (count, seconds, extra figures), or why it failed.
@@ -24,6 +20,16 @@ pub struct Figure {
 }
 
 impl Figure {
+    /// Each run's value, in the order of the rounds (empty when every run failed).
+    pub fn runs(&self) -> Vec<f64> {
+        self.rounds.iter().filter_map(|r| r.0).collect()
+    }
+
+    /// The median of the runs' values: the figure.
+    pub fn value(&self) -> Option<f64> {
+        median(&self.runs())
+    }
+
     /// The median of the runs' rates per CPU second, where the figure has one.
     pub fn per_cpu_s(&self) -> Option<f64> {
         let c: Vec<f64> = self
@@ -88,19 +94,20 @@ fn fmt_value(v: f64) -> String {
 /// Prints one figure's line: value, unit, target, ratio.
 pub fn print_line(f: &Figure) {
     let unit = f.row.unit.symbol();
-    let Some(v) = f.value else {
+    let Some(v) = f.value() else {
         let why = f.detail["error"].as_str().unwrap_or("failed");
         println!("{:<52} {:>9} {unit:<10}  ({why})", f.row.label, "—");
         return;
     };
-    let spread = if f.runs.len() > 1 {
-        let lo = f.runs.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = f.runs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let runs = f.runs();
+    let spread = if runs.len() > 1 {
+        let lo = runs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = runs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         format!(
             "  [{}..{}, {} runs]",
             fmt_value(lo),
             fmt_value(hi),
-            f.runs.len()
+            runs.len()
         )
     } else {
         String::new()
@@ -202,7 +209,7 @@ struct FloorRatios {
 }
 
 fn floor_ratios(floor: &Figure, row: &Figure) -> Option<FloorRatios> {
-    let fv = floor.value.filter(|v| *v > 0.0)?;
+    let fv = floor.value().filter(|v| *v > 0.0)?;
     Some(FloorRatios {
         target_over_floor: row.target.map(|t| t / fv),
         vmmu_over_floor: paired(row, floor, false)?,
@@ -225,11 +232,11 @@ pub fn to_json(figs: &[Figure], context: Value) -> Value {
                 "label": f.row.label,
                 "unit": f.row.unit.symbol(),
                 "higher_is_better": f.row.unit.higher_is_better(),
-                "value": f.value,
-                "runs": f.runs,
+                "value": f.value(),
+                "runs": f.runs(),
                 "per_cpu_s": f.per_cpu_s(),
                 "target": f.target,
-                "target_ratio": match (f.value, f.target) {
+                "target_ratio": match (f.value(), f.target) {
                     (Some(v), Some(t)) => Some(target_ratio(f.row.unit, v, t)),
                     _ => None,
                 },
@@ -360,8 +367,6 @@ mod tests {
     fn figure(name: &str, value: Option<f64>, target: Option<f64>) -> Figure {
         Figure {
             row: crate::rows::find(name).unwrap(),
-            runs: value.into_iter().collect(),
-            value,
             target,
             detail: Value::Null,
             rounds: vec![(value, None)],
@@ -375,7 +380,6 @@ mod tests {
                 .map(|v| Some(*v))
                 .zip(cpu.iter().copied())
                 .collect(),
-            runs: values.to_vec(),
             ..figure(name, median(values), None)
         }
     }
