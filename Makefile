@@ -32,7 +32,14 @@ run: install
 	@mkdir -p results
 	$(BIN)/vmmu compare $(RUN_ARGS) --report results/report.html
 
-test: test-rust test-python
+# The Rust tests build and run while test-tools downloads and installs what the Python tests
+# need (network and disk beside the compiler's CPU); its output is printed when both are done.
+test: install tool
+	@$(MAKE) --no-print-directory test-tools > $(VENV)/test-tools.log 2>&1 & tools=$$!; \
+	$(MAKE) --no-print-directory test-rust; rust=$$?; \
+	wait $$tools; tools_rc=$$?; cat $(VENV)/test-tools.log; \
+	[ $$rust = 0 ] && [ $$tools_rc = 0 ] || exit 1; \
+	$(MAKE) --no-print-directory test-python
 
 # Rust tests build in their own profile, `dev` at opt-level 1 without debug info (defined here,
 # not in Cargo.toml, output in target/quicktest/): measured on 2 cores, a from-scratch
