@@ -287,9 +287,9 @@ pub struct Interval {
     /// When each store-queue entry frees, by the number of the store that holds it.
     released: Released,
     /// When each miss-status register frees.
-    mshr: Vec<u64>,
+    mshr: Pool,
     /// When each page walker frees.
-    walkers: Vec<u64>,
+    walkers: Pool,
     /// When the last data references' values were available to dependent addresses, by data
     /// reference number modulo [`DEP_SPAN`].
     completions: [u64; DEP_SPAN],
@@ -298,19 +298,60 @@ pub struct Interval {
     stalls: CoreStalls,
 }
 
-/// The index of the pool entry that frees first (the first of equals). A running minimum
-/// beside its index, so that each entry is a compare and two conditional moves: a miss or a
-/// walk of a random stream scans the pool at every reference, where a branch on each compare
-/// was mispredicted and the minimum was reloaded from the pool.
-#[inline(always)]
-fn earliest(pool: &[u64]) -> usize {
-    let (mut best, mut min) = (0, pool[0]);
-    for (i, &t) in pool.iter().enumerate().skip(1) {
-        let earlier = t < min;
-        best = if earlier { i } else { best };
-        min = if earlier { t } else { min };
+/// A pool of identical units (miss-status registers, page walkers) as the times each frees,
+/// kept in ascending order in a ring. Only the times matter, not which unit has which: an
+/// operation takes the unit that frees first and holds it until it ends, so the pool is the
+/// multiset of free times with its least replaced by the operation's end. Kept sorted, that
+/// least is the ring's front, and an end no earlier than every other (operations of one
+/// latency taken in issue order) goes in where the front was, without moving any; a
+/// scan for the least took a compare and two conditional moves per unit on every miss or
+/// walk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Pool {
+    /// The free times, ascending from `head` around the ring.
+    free: Box<[u64]>,
+    /// The slot of the earliest.
+    head: usize,
+}
+
+impl Pool {
+    /// `units` units, all free at time 0.
+    fn new(units: usize) -> Pool {
+        Pool {
+            free: vec![0; units.max(1)].into_boxed_slice(),
+            head: 0,
+        }
     }
-    best
+
+    /// An operation ready at `t` takes the unit that frees first and holds it for `hold`:
+    /// returns when it starts (the later of `t` and that unit's free time) and ends.
+    #[inline(always)]
+    fn take(&mut self, t: u64, hold: u64) -> (u64, u64) {
+        let n = self.free.len();
+        let start = t.max(self.free[self.head]);
+        let end = start + hold;
+        // The front's slot becomes the back: the others stay in order from the next slot.
+        let mut at = self.head;
+        self.head = if self.head + 1 == n { 0 } else { self.head + 1 };
+        // Move the later ones up one slot until `end` fits.
+        while at != self.head {
+            let before = if at == 0 { n - 1 } else { at - 1 };
+            if self.free[before] <= end {
+                break;
+            }
+            self.free[at] = self.free[before];
+            at = before;
+        }
+        self.free[at] = end;
+        (start, end)
+    }
+
+    /// The free times in ascending order.
+    #[cfg(test)]
+    fn times(&self) -> Vec<u64> {
+        let n = self.free.len();
+        (0..n).map(|i| self.free[(self.head + i) % n]).collect()
+    }
 }
 
 impl Interval {
@@ -335,8 +376,8 @@ impl Interval {
             last_retire: 0,
             last_release: 0,
             released: Released::new(size(core.store_queue)),
-            mshr: vec![0; size(core.mshrs)],
-            walkers: vec![0; size(core.walkers)],
+            mshr: Pool::new(size(core.mshrs)),
+            walkers: Pool::new(size(core.walkers)),
             completions: [0; DEP_SPAN],
             data_refs: 0,
             stalls: CoreStalls::default(),
@@ -603,11 +644,8 @@ impl Interval {
     /// When a walk of `latency` cycles that is ready at `t` ends, waiting for a page walker.
     #[inline(never)]
     fn walk(&mut self, t: u64, latency: u64) -> u64 {
-        let w = earliest(&self.walkers);
-        let start = t.max(self.walkers[w]);
+        let (start, end) = self.walkers.take(t, fixed(latency));
         self.stalls.walker_wait += start - t;
-        let end = start + fixed(latency);
-        self.walkers[w] = end;
         end
     }
 
@@ -615,11 +653,8 @@ impl Interval {
     /// miss-status register.
     #[inline(never)]
     fn miss(&mut self, t: u64, latency: u64) -> u64 {
-        let m = earliest(&self.mshr);
-        let start = t.max(self.mshr[m]);
+        let (start, end) = self.mshr.take(t, fixed(latency));
         self.stalls.mshr_wait += start - t;
-        let end = start + fixed(latency);
-        self.mshr[m] = end;
         end
     }
 
@@ -985,7 +1020,7 @@ mod tests {
             window,
             i.released.slots.to_vec(),
             i.completions.to_vec(),
-            (i.mshr.clone(), i.walkers.clone(), i.stalls),
+            (i.mshr.times(), i.walkers.times(), i.stalls),
         )
     }
 
@@ -1026,6 +1061,29 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(state(&a), state(&b));
+            }
+        }
+
+        /// A pool is the multiset of its units' free times with the least replaced by each
+        /// operation's end: against a plain list scanned for its least (the first of equals),
+        /// every operation starts and ends at the same times and the two hold the same times,
+        /// whatever the units, readiness and holding times (equal ends, ends earlier than
+        /// others, one unit).
+        #[test]
+        fn a_pool_is_its_free_times_with_the_least_replaced(
+            units in 1usize..12,
+            ops in proptest::collection::vec((0u64..400, 0u64..120), 0..200),
+        ) {
+            let mut pool = Pool::new(units);
+            let mut model = vec![0u64; units];
+            for (t, hold) in ops {
+                let least = (0..units).min_by_key(|&i| model[i]).unwrap();
+                let start = t.max(model[least]);
+                model[least] = start + hold;
+                prop_assert_eq!(pool.take(t, hold), (start, start + hold));
+                let mut sorted = model.clone();
+                sorted.sort_unstable();
+                prop_assert_eq!(pool.times(), sorted);
             }
         }
 
