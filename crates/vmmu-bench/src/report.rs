@@ -219,10 +219,10 @@ fn floor_ratios(floor: &Figure, row: &Figure) -> Option<FloorRatios> {
 
 /// `results/bench.json`: schema `vmmu.bench/1`; each figure carries its value (the runs'
 /// median), its runs and the median of their rates per CPU second (`per_cpu_s`); a floor's
-/// figure also carries the row it
-/// floors (`floor_of`) and, where that row was measured, `target_over_floor`,
-/// `vmmu_over_floor` and `vmmu_over_floor_per_cpu_s` (round by round: [`paired`]); an interval row's, its additive row (`interval_of`) and, where that row
-/// was measured, `interval_over_additive` and `interval_over_additive_per_cpu_s`.
+/// figure also carries the row it floors (`floor_of`) and, where that row was measured,
+/// `target_over_floor`, `vmmu_over_floor` and `vmmu_over_floor_per_cpu_s` (round by round:
+/// [`paired`]); an interval row's, its additive row (`interval_of`) and, where that row was
+/// measured, `interval_over_additive` and `interval_over_additive_per_cpu_s`.
 pub fn to_json(figs: &[Figure], context: Value) -> Value {
     let figures: Vec<Value> = figs
         .iter()

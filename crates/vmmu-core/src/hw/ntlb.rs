@@ -126,9 +126,17 @@ impl<const L: usize> Folded<L> {
     /// Inserts the entry, known absent, as the most recently used of its set.
     #[inline(always)]
     fn insert(&mut self, gpa: Gpa, vpid: u16, page: Hpa, size: PageSize) {
-        let (set, key) = self.slot(gpa, vpid, size_code(size));
+        let code = size_code(size);
+        let (set, key) = self.slot(gpa, vpid, code);
+        self.insert_at(set, key, code, page);
+    }
+
+    /// Inserts `page` under `key` in `set` (the slot of a page of size code `code`), known
+    /// absent, as the most recently used of the set.
+    #[inline(always)]
+    fn insert_at(&mut self, set: usize, key: u64, code: usize, page: Hpa) {
         self.arr.insert(set, key, page);
-        self.filled |= 1 << size_code(size);
+        self.filled |= 1 << code;
     }
 
     /// [`Ntlb::fill`] where `gpa` and `vpid` fold: the page's entry for `vpid`, if any, is
@@ -136,11 +144,12 @@ impl<const L: usize> Folded<L> {
     /// array's fill does).
     #[inline(always)]
     fn fill(&mut self, gpa: Gpa, vpid: u16, page: Hpa, size: PageSize) {
-        let (set, key) = self.slot(gpa, vpid, size_code(size));
+        let code = size_code(size);
+        let (set, key) = self.slot(gpa, vpid, code);
         if let Some(way) = self.arr.find(set, key, |_| true) {
             self.arr.remove(set, way);
         }
-        self.insert(gpa, vpid, page, size);
+        self.insert_at(set, key, code, page);
     }
 
     /// Drops the entries of `vpid`.
@@ -209,12 +218,22 @@ enum NtlbArray {
 /// Runs `$folded` with `$f` bound to a folded storage, or `$general` with `$g` bound to the
 /// general array, whichever `$arr` (an `NtlbArray`, by reference) holds: `$folded` is
 /// compiled once per way count.
+///
+/// With a condition (`$f if $cond => $folded, _ => $other`), `$folded` runs only where the
+/// storage is folded and `$cond` holds, `$other` everywhere else.
 macro_rules! with_ntlb {
     ($arr:expr, $f:ident => $folded:expr, $g:ident => $general:expr) => {
         match $arr {
             NtlbArray::Folded16($f) => $folded,
             NtlbArray::Folded32($f) => $folded,
             NtlbArray::General($g) => $general,
+        }
+    };
+    ($arr:expr, $f:ident if $cond:expr => $folded:expr, _ => $other:expr) => {
+        match $arr {
+            NtlbArray::Folded16($f) if $cond => $folded,
+            NtlbArray::Folded32($f) if $cond => $folded,
+            _ => $other,
         }
     };
 }
@@ -296,11 +315,8 @@ impl Ntlb {
     #[inline]
     pub fn fill(&mut self, gpa: Gpa, vpid: u16, page: Hpa, size: PageSize) {
         debug_assert_eq!(page.page_offset(size), 0, "unaligned {page:?} for {size}");
-        match &mut self.arr {
-            NtlbArray::Folded16(f) if folds(gpa, vpid) => f.fill(gpa, vpid, page, size),
-            NtlbArray::Folded32(f) if folds(gpa, vpid) => f.fill(gpa, vpid, page, size),
-            _ => self.fill_general(gpa, vpid, page, size, false),
-        }
+        with_ntlb!(&mut self.arr, f if folds(gpa, vpid) => f.fill(gpa, vpid, page, size),
+            _ => self.fill_general(gpa, vpid, page, size, false))
     }
 
     /// [`fill`](Self::fill) right after a [`lookup`](Self::lookup) of `gpa` with `vpid` missed,
@@ -315,11 +331,8 @@ impl Ntlb {
             !self.contains(gpa, vpid),
             "fill_absent of a page that is present"
         );
-        match &mut self.arr {
-            NtlbArray::Folded16(f) if folds(gpa, vpid) => f.insert(gpa, vpid, page, size),
-            NtlbArray::Folded32(f) if folds(gpa, vpid) => f.insert(gpa, vpid, page, size),
-            _ => self.fill_general(gpa, vpid, page, size, true),
-        }
+        with_ntlb!(&mut self.arr, f if folds(gpa, vpid) => f.insert(gpa, vpid, page, size),
+            _ => self.fill_general(gpa, vpid, page, size, true))
     }
 
     /// [`fill`](Self::fill), or with `absent` [`fill_absent`](Self::fill_absent), in the
@@ -379,8 +392,8 @@ impl Ntlb {
     }
 
     /// Every entry as `(set, page key, VPID, host-physical page)`, each set most recently
-    /// used first; the page key is [`page_key`](super::paged::page_key) of the entry's guest-physical page (for tests
-    /// that compare the storages, and reports).
+    /// used first; the page key is [`page_key`](super::paged::page_key) of the entry's
+    /// guest-physical page (for tests that compare the storages, and reports).
     pub fn entries(&self) -> Vec<(usize, u64, u16, Hpa)> {
         with_ntlb!(&self.arr, f => f.entries().collect(), g => g
             .entries()
