@@ -108,9 +108,10 @@ const REF_LENS: u32 = {
     v
 };
 
-/// The first tag the fast loop leaves to [`Decoder::slow`] whatever its flags: address code 6
-/// (an 8-byte payload), 7 (extended), and every other event (bit 7). A reference whose count
-/// follows (a varint) is also left to it.
+/// The first tag the fast loop does not decode by its shape: address code 6 (an 8-byte
+/// payload, left to [`Decoder::slow`]), 7 (extended: decoded in a branch of its own when its
+/// payload is short), and every other event (bit 7, left to the slow path). A reference whose
+/// count follows (a varint) is also left to it.
 const FIRST_SLOW_TAG: u8 = A_ABS << ADDR_SHIFT;
 
 const T_COMPUTE: u8 = 0x80;
@@ -159,6 +160,31 @@ impl Class {
             self.size = size;
         }
         *self
+    }
+
+    /// The reference of a common record of this class with tag `tag`, address code `a`, the
+    /// payload in `payload`'s bytes from 1 on (the fast loop's word, shifted past the tag and
+    /// the bytes that precede the payload but one), the size byte `size` if `sized`, and
+    /// dependence `dep`; the class advanced past it.
+    #[inline(always)]
+    fn reference(
+        &mut self,
+        tag: u8,
+        a: &AddrCode,
+        payload: u64,
+        sized: bool,
+        size: u8,
+        dep: u8,
+    ) -> Event {
+        let delta = ((((payload << a.left) as i64) >> a.right) as u64) & a.delta;
+        let c = self.advance(a, delta, sized, size);
+        Event::Ref(MemRef {
+            va: Gva::new(c.addr),
+            kind: KINDS[(tag & 3) as usize],
+            size: c.size,
+            instrs: c.instrs,
+            dep,
+        })
     }
 }
 
@@ -414,7 +440,7 @@ impl Decoder {
         let mut done = 0;
         let mut failed = None;
         while done < n {
-            let run = fast_refs(raw, len, p, &mut dst[done..], [data, fetch]);
+            let run = fast_refs(raw, len, p, &mut dst[done..], [data, fetch], self.extended);
             p = run.p;
             done += run.done;
             [data, fetch] = run.classes;
@@ -581,7 +607,8 @@ struct FastRun {
 /// Decodes common records from `p` into `dst` until a record that is not common, or that
 /// would end past `len`, or the end of `dst`. A common record is a reference with its class's
 /// count: a tag byte, perhaps a size byte, and an address payload of up to 6 bytes, so one
-/// 8-byte load gives the whole record (`raw` extends at least [`PAD`] bytes past `len`, so the
+/// 8-byte load gives the whole record (an extended one, with its address code and dependence
+/// after the tag, takes a second load) (`raw` extends at least [`PAD`] bytes past `len`, so the
 /// load never fails, whatever the bytes after `len` hold). Only the addresses and sizes change
 /// from record to record (the counts do not), so the loop's state is a few registers. The
 /// record's length is computed from its tag in registers, and only when the tag's shape
@@ -593,6 +620,7 @@ fn fast_refs(
     mut p: usize,
     dst: &mut [MaybeUninit<Event>],
     classes: [Class; 2],
+    extended: bool,
 ) -> FastRun {
     let [mut data, mut fetch] = classes;
     let mut fetches = 0;
@@ -611,7 +639,32 @@ fn fast_refs(
         let tag = w as u8;
         if tag & !3 != shape {
             if tag >= FIRST_SLOW_TAG || tag & INSTRS_FOLLOWS != 0 {
-                break;
+                // An extended reference — its address code and its dependence in the two
+                // bytes after the tag, then the size byte if there is one — with its class's
+                // count and a payload of up to 6 bytes is common too (a recorded program's
+                // dependent loads, about one record in ten): decoded here from a second word
+                // that starts the byte before its payload, as `w` does for a plain record.
+                // Anything else about it (an 8-byte payload, a bad code or dependence, a
+                // version 1 file) is the slow path's to decode or name.
+                // Out of line, so that the loop's own state stays in registers.
+                if !extended || tag & (0xF0 | INSTRS_FOLLOWS) != A_EXT << ADDR_SHIFT {
+                    break;
+                }
+                let is_fetch = tag & 3 == 3;
+                let class = if is_fetch { fetch } else { data };
+                let Some((e, next, c)) = extended_ref(raw, len, p, w, class) else {
+                    break;
+                };
+                if is_fetch {
+                    fetch = c;
+                    fetches += 1;
+                } else {
+                    data = c;
+                }
+                dst[done].write(e);
+                p = next;
+                done += 1;
+                continue;
             }
             shape = tag & !3;
             code = (tag >> ADDR_SHIFT) as usize;
@@ -626,22 +679,15 @@ fn fast_refs(
         let a = &ADDR_CODES[code];
         // The payload after the tag, and after the size byte if there is one.
         let payload = w >> (8 * sized as u32);
-        let delta = ((((payload << a.left) as i64) >> a.right) as u64) & a.delta;
         let size = (w >> 8) as u8;
         // One branch per class keeps each class's state in registers.
-        let c = if tag & 3 == 3 {
+        let e = if tag & 3 == 3 {
             fetches += 1;
-            fetch.advance(a, delta, sized, size)
+            fetch.reference(tag, a, payload, sized, size, 0)
         } else {
-            data.advance(a, delta, sized, size)
+            data.reference(tag, a, payload, sized, size, 0)
         };
-        dst[done].write(Event::Ref(MemRef {
-            va: Gva::new(c.addr),
-            kind: KINDS[(tag & 3) as usize],
-            size: c.size,
-            instrs: c.instrs,
-            dep: 0,
-        }));
+        dst[done].write(e);
         done += 1;
     }
     FastRun {
@@ -650,6 +696,36 @@ fn fast_refs(
         classes: [data, fetch],
         fetches,
     }
+}
+
+/// The extended reference at `p` (tag, address code, dependence, then the size byte if the tag
+/// says so and the payload; its count is its class's), `w` the word that starts at its tag,
+/// when its address code has a payload of up to 6 bytes and the record ends by `len`: the
+/// event, the position after it and its class advanced past it. `None` leaves it to
+/// [`Decoder::slow`], which decodes or names whatever else it is.
+#[inline(never)]
+fn extended_ref(
+    raw: &[u8],
+    len: usize,
+    p: usize,
+    w: u64,
+    mut class: Class,
+) -> Option<(Event, usize, Class)> {
+    let tag = w as u8;
+    let (code, dep) = ((w >> 8) as u8 as usize, (w >> 16) as u8);
+    if code >= ADDR_CODES.len() || dep == 0 {
+        return None;
+    }
+    let sized = tag & SIZE_FOLLOWS != 0;
+    let head = 3 + sized as usize;
+    let next = p + head + ADDR_BYTES[code];
+    if next > len {
+        return None;
+    }
+    // The word whose byte 0 is the one before the payload, as `w` is for a plain record.
+    let payload = word(raw, p + head - 1);
+    let e = class.reference(tag, &ADDR_CODES[code], payload, sized, (w >> 24) as u8, dep);
+    Some((e, next, class))
 }
 
 /// Running totals of one [`Decoder::decode`] call.
@@ -931,6 +1007,57 @@ mod tests {
             .collect();
         let (raw_plain, _) = round_trip(&plain);
         assert_eq!(raw.len(), raw_plain.len() + 2 * 5);
+    }
+
+    #[test]
+    fn extended_references_with_short_payloads_decode_in_the_fast_loop() {
+        // Dependent references in every address code the fast loop takes (0 to 5), with and
+        // without a size byte, of both classes, between plain ones; no count changes after the
+        // first of each class.
+        let events = [
+            dependent(0x1000, AccessKind::Load, 8, 0, 4),
+            dependent(0x1008, AccessKind::Load, 8, 0, 1), // next: code 0
+            dependent(0x1008, AccessKind::Store, 8, 0, 2), // same: code 1
+            load(0x1010, 8),
+            dependent(0x1030, AccessKind::Load, 8, 0, 7), // i8: code 2
+            dependent(0x2000, AccessKind::Modify, 4, 0, 255), // i16 and a size byte: code 3
+            dependent(0x9_0000, AccessKind::Load, 4, 0, 3), // i32: code 4
+            dependent(0x7fff_0000_0000, AccessKind::Load, 2, 0, 9), // i48, sized: code 5
+            dependent(0x40_0000, AccessKind::Fetch, 4, 1, 5), // the fetch class
+            dependent(0x40_0004, AccessKind::Fetch, 4, 1, 6),
+            load(0x7fff_0000_0002, 2),
+        ];
+        let (raw, out) = round_trip(&events);
+        assert_eq!(out, events);
+        // One run of the fast loop takes them all (no count follows: the classes' counts are
+        // those a stream starts with).
+        let mut padded = raw.clone();
+        padded.resize(raw.len() + PAD, 0);
+        let mut dst: Vec<MaybeUninit<Event>> =
+            (0..events.len()).map(|_| MaybeUninit::uninit()).collect();
+        let run = fast_refs(&padded, raw.len(), 0, &mut dst, INITIAL, true);
+        assert_eq!((run.done, run.p, run.fetches), (events.len(), raw.len(), 2));
+        // SAFETY: the run wrote every slot (`done` is their number).
+        let fast: Vec<Event> = dst
+            .into_iter()
+            .map(|e| unsafe { e.assume_init() })
+            .collect();
+        assert_eq!(fast, events);
+        // A version 1 file's decoder leaves them to the slow path, which refuses them.
+        let mut dst: Vec<MaybeUninit<Event>> = (0..1).map(|_| MaybeUninit::uninit()).collect();
+        assert_eq!(
+            fast_refs(&padded, raw.len(), 0, &mut dst, INITIAL, false).done,
+            0
+        );
+        // Cut by the chunk's end after its tag and two bytes, an extended record is named.
+        let bytes = [0x00, A_EXT << ADDR_SHIFT, 4, 1, 0x10];
+        let (out, res) = decode_bytes(&bytes, 2);
+        let e = res.unwrap_err();
+        assert_eq!(
+            (e.at, e.reason.as_str()),
+            (1, "a record runs past the end of the chunk")
+        );
+        assert_eq!(out, [load(8, 8)]);
     }
 
     #[test]
