@@ -926,19 +926,24 @@ mod tests {
         (out, res)
     }
 
+    /// Decoding `n` records of `bytes` fails at offset `at`, a record running past the chunk's
+    /// end, after handing out `before` (the cut record itself is not handed out).
+    fn assert_cut(bytes: &[u8], n: usize, at: usize, before: &[Event]) {
+        let (out, res) = decode_bytes(bytes, n);
+        let e = res.unwrap_err();
+        assert_eq!(
+            (e.at, e.reason.as_str()),
+            (at, "a record runs past the end of the chunk")
+        );
+        assert_eq!(out, before);
+    }
+
     #[test]
     fn a_record_cut_by_the_chunk_end_is_named_after_the_events_before_it() {
         // Two predicted loads (one byte each), then a load with a 4-byte delta whose payload
         // the chunk cuts after one byte.
         let bytes = [0x00, 0x00, 4 << 4, 0x10];
-        let (out, res) = decode_bytes(&bytes, 3);
-        let e = res.unwrap_err();
-        assert_eq!(
-            (e.at, e.reason.as_str()),
-            (2, "a record runs past the end of the chunk")
-        );
-        // The cut record itself is not handed out.
-        assert_eq!(out, [load(8, 8), load(16, 8)]);
+        assert_cut(&bytes, 3, 2, &[load(8, 8), load(16, 8)]);
         // The same cut as the last record asked for.
         let e = decode_bytes(&bytes[2..], 1).1.unwrap_err();
         assert_eq!(e.at, 0);
@@ -948,14 +953,7 @@ mod tests {
     fn a_cut_record_of_the_same_shape_as_the_one_before_is_named() {
         // Two loads with a 1-byte delta (the second of the same shape, so its length is not
         // recomputed); the chunk cuts the second after its tag.
-        let bytes = [2 << 4, 0x05, 2 << 4];
-        let (out, res) = decode_bytes(&bytes, 2);
-        let e = res.unwrap_err();
-        assert_eq!(
-            (e.at, e.reason.as_str()),
-            (2, "a record runs past the end of the chunk")
-        );
-        assert_eq!(out, [load(5, 8)]);
+        assert_cut(&[2 << 4, 0x05, 2 << 4], 2, 2, &[load(5, 8)]);
     }
 
     #[test]
@@ -1050,14 +1048,12 @@ mod tests {
             0
         );
         // Cut by the chunk's end after its tag and two bytes, an extended record is named.
-        let bytes = [0x00, A_EXT << ADDR_SHIFT, 4, 1, 0x10];
-        let (out, res) = decode_bytes(&bytes, 2);
-        let e = res.unwrap_err();
-        assert_eq!(
-            (e.at, e.reason.as_str()),
-            (1, "a record runs past the end of the chunk")
+        assert_cut(
+            &[0x00, A_EXT << ADDR_SHIFT, 4, 1, 0x10],
+            2,
+            1,
+            &[load(8, 8)],
         );
-        assert_eq!(out, [load(8, 8)]);
     }
 
     #[test]
