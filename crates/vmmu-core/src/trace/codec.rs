@@ -607,9 +607,9 @@ struct FastRun {
 /// Decodes common records from `p` into `dst` until a record that is not common, or that
 /// would end past `len`, or the end of `dst`. A common record is a reference with its class's
 /// count: a tag byte, perhaps a size byte, and an address payload of up to 6 bytes, so one
-/// 8-byte load gives the whole record (an extended one, with its address code and dependence
-/// after the tag, takes a second load) (`raw` extends at least [`PAD`] bytes past `len`, so the
-/// load never fails, whatever the bytes after `len` hold). Only the addresses and sizes change
+/// 8-byte load gives the whole record, and an extended one (its address code and dependence
+/// after the tag) a second (`raw` extends at least [`PAD`] bytes past `len`, so no load fails,
+/// whatever the bytes after `len` hold). Only the addresses and sizes change
 /// from record to record (the counts do not), so the loop's state is a few registers. The
 /// record's length is computed from its tag in registers, and only when the tag's shape
 /// differs from the previous record's (below).
@@ -642,11 +642,10 @@ fn fast_refs(
                 // An extended reference — its address code and its dependence in the two
                 // bytes after the tag, then the size byte if there is one — with its class's
                 // count and a payload of up to 6 bytes is common too (a recorded program's
-                // dependent loads, about one record in ten): decoded here from a second word
-                // that starts the byte before its payload, as `w` does for a plain record.
-                // Anything else about it (an 8-byte payload, a bad code or dependence, a
-                // version 1 file) is the slow path's to decode or name.
-                // Out of line, so that the loop's own state stays in registers.
+                // dependent loads, about one record in ten): `extended_ref` decodes it, out of
+                // line so that the loop's own state stays in registers. Anything else about it
+                // (an 8-byte payload, a bad code or dependence, a version 1 file) is the slow
+                // path's to decode or name.
                 if !extended || tag & (0xF0 | INSTRS_FOLLOWS) != A_EXT << ADDR_SHIFT {
                     break;
                 }
