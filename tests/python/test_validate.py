@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
-from vmmu.validate import host, hostcpu
+from vmmu.validate import host, hostcpu, window
 
 MIB = 1 << 20
 PROBE_FIELDS = {
@@ -156,6 +156,7 @@ TINY = [
     "2K",
     "--runs",
     "2",
+    "--no-window-probe",
 ]
 
 
@@ -348,3 +349,147 @@ def test_reuse_on_the_same_preset_keeps_the_saved_predictions(
     r = invoke("validate", "host", *args[:4], "--footprint", "8M")
     assert r.exit_code == 2
     assert "measured none of the footprints 8M" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def window_probe(probe: Path) -> Path:
+    return window.build_window(probe.parent)
+
+
+def test_the_window_probe_times_every_gap(window_probe: Path) -> None:
+    out = window.run_window(window_probe, 8 * MIB, "4k", iterations=200, reps=2)
+    assert out["gaps"] == list(range(8, 641, 8))
+    assert len(out["ns"]) == len(out["gaps"])
+    assert all(len(s) == 2 and min(s) > 0 for s in out["ns"])
+    assert (out["footprint"], out["region_kb"], out["anon_huge_kb"]) == (8 * MIB, 8192, 0)
+
+
+def test_a_failing_window_probe_is_named_with_its_message(window_probe: Path) -> None:
+    with pytest.raises(host.ProbeError, match=r"window probe \(--footprint 3145728.*power of two"):
+        window.run_window(window_probe, 3 * MIB, "4k", iterations=10, reps=1)
+
+
+GAPS = list(range(8, 641, 8))
+
+
+def samples(window_size: int, half_share: float, reps: int = 20) -> list[list[float]]:
+    """What a core whose window is ``window_size`` entries gives, halved ``half_share`` of the
+    time: one miss (150 ns) while both loads fit, two (300 ns) when they do not, plus the
+    NOPs' dispatch (six a cycle at 3 GHz)."""
+    out = []
+    for g in GAPS:
+        dispatch = (2 * g + 3) / 6 / 3.0
+        halved = round(half_share * reps)
+        fits = [g + 2 <= window_size // 2] * halved + [g + 2 <= window_size] * (reps - halved)
+        out.append([(150.0 if f else 300.0) + dispatch for f in fits])
+    return out
+
+
+@pytest.mark.parametrize("size", [128, 224, 256, 512])
+@pytest.mark.parametrize("share", [0.0, 0.3, 0.75])
+def test_the_window_is_read_from_the_step_and_the_halved_share_from_the_mean(
+    size: int, share: float
+) -> None:
+    r = window.read(GAPS, samples(size, share))
+    assert r["found"]
+    lo, hi = r["window_range"]
+    assert lo <= size <= hi and hi - lo == 7 and r["window"] == hi
+    assert r["half_share"] == pytest.approx(share, abs=0.03)
+    assert r["half_share_by_zone"] == pytest.approx([share, share], abs=0.06)
+
+
+def test_no_step_no_window() -> None:
+    flat = [[150.0] * 4 for _ in GAPS]
+    r = window.read(GAPS, flat)
+    assert not r["found"] and "no step" in r["why"]
+    r = window.read(GAPS[:4], flat[:4])
+    assert not r["found"] and "too few" in r["why"]
+
+
+def test_the_window_states_predicted_are_those_seen() -> None:
+    assert window.states(None) == ["full"]
+    assert window.states({"found": False, "why": "no step"}) == ["full"]
+    assert window.states({"found": True, "half_share": 0.05}) == ["full"]
+    assert window.states({"found": True, "half_share": 0.5}) == ["full", "half"]
+    assert window.states({"found": True, "half_share": 0.95}) == ["half"]
+
+
+def test_the_half_window_halves_the_partitioned_structures() -> None:
+    assert window.half_sets("zen3", []) == [
+        ("machine.core.rob", 128),
+        ("machine.core.store_queue", 32),
+    ]
+    assert window.half_sets("zen3", [("machine.core.rob", "200")])[0] == ("machine.core.rob", 100)
+
+
+def test_predictions_for_both_windows(
+    tiny_check: dict, traces: Path, tmp_path: Path, invoke
+) -> None:
+    # The same recordings predicted for the whole window and for half of it: a chase keeps
+    # one miss in flight either way; independent loads lose overlap, never gain it.
+    saved = tmp_path / "check.json"
+    saved.write_text(json.dumps(tiny_check))
+    args = ["--reuse", str(saved), "--keep", str(traces), "--windows", "full,half", "--json"]
+    r = invoke("validate", "host", *args)
+    assert r.exit_code == 0, r.stderr
+    c = json.loads(r.stdout)
+    assert c["windows"] == ["full", "half"]
+    assert len(c["predicted"]) == 2 * len(tiny_check["predicted"])
+    by = {(p["pages"], p["pattern"], p["host_pages"], p["window"]): p for p in c["predicted"]}
+    for (pages, pattern, host_pages, w), p in by.items():
+        if w == "half":
+            full = by[(pages, pattern, host_pages, "full")]["ns_per_access"]
+            assert p["ns_per_access"]["interval"] >= full["interval"] - 1e-9
+            assert p["ns_per_access"]["additive"] == full["additive"]
+    for ratio in c["ratios"]:
+        m = ratio["models"]["interval"]
+        assert list(m["by_window"]) == ["full", "half"]
+        values = [v for by_host in m["by_window"].values() for v in by_host.values()]
+        assert m == {**m, **host.verdict(ratio["measured"], values, ratio["band"])}
+    r = invoke("validate", "host", *args[:-1])
+    assert r.exit_code == 0, r.stderr
+    assert "full and half windows (half: rob 128, store_queue 32)" in r.stdout
+    assert "; half " in r.stdout
+    r = invoke("validate", "host", *args[:4], "--windows", "quarter")
+    assert r.exit_code == 2 and "full, half" in r.stderr
+
+
+def test_the_check_predicts_for_the_window_states_its_probe_sees(
+    recording_tools: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The window probe runs before and after the native runs; both sittings' samples are read
+    # together, and a window halved a third of the time is predicted for in both states.
+    sittings = []
+
+    def fake(_binary: Path) -> dict:
+        sittings.append(1)
+        return {"gaps": GAPS, "ns": samples(256, 1 / 3, reps=6)}
+
+    monkeypatch.setattr(window, "run_window", fake)
+    check = host.check_host(
+        footprints=[4 * MIB],
+        pages=["4k"],
+        accesses=20_000,
+        record_accesses=2_000,
+        runs=1,
+        cache=tmp_path,
+    )
+    assert len(sittings) == 2 and len(check.window["runs"]) == 2
+    reading = check.window["reading"]
+    assert reading["window_range"] == [250, 257]
+    assert reading["half_share"] == pytest.approx(1 / 3, abs=0.02)
+    assert check.windows == ["full", "half"]
+    assert sorted({p["window"] for p in check.predicted}) == ["full", "half"]
+    assert len(check.predicted) == 2 * 2 * 2  # patterns x host page sizes x window states
+    (ratio,) = check.ratios()
+    assert list(ratio["models"]["interval"]["by_window"]) == ["full", "half"]
+    r = host.check_host(
+        footprints=[4 * MIB],
+        pages=["4k"],
+        accesses=20_000,
+        record_accesses=2_000,
+        runs=1,
+        cache=tmp_path,
+        window_probe=False,
+    )
+    assert len(sittings) == 2 and r.window == {} and r.windows == ["full"]

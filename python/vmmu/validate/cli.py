@@ -20,12 +20,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from vmmu import api
 from vmmu.options import parse_count
-from vmmu.validate import host
+from vmmu.validate import host, window
 
 
 def _list(choices: tuple[str, ...]) -> Any:
-    def parse(_ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+    def parse(_ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+        if value is None:
+            return None
         items = [x.strip().lower() for x in value.split(",") if x.strip()]
         bad = [x for x in items if x not in choices]
         if bad or not items:
@@ -120,23 +123,39 @@ def _measured_table(check: host.HostCheck) -> Table:
     t = Table(title=f"ns per access: measured ({check.runs} runs) and predicted on {check.machine}")
     for col in ("footprint", "pages", "pattern", "measured"):
         t.add_column(col, justify="right" if col == "measured" else "left")
-    for h in host.HOST_PAGES:
-        t.add_column(f"interval, host {h}", justify="right")
-    for h in host.HOST_PAGES:
-        t.add_column(f"additive, host {h}", justify="right")
+    columns = [("interval", w) for w in check.windows] + [("additive", check.windows[0])]
+    for m, w in columns:
+        for h in host.HOST_PAGES:
+            t.add_column(f"{m}{_window_label(check, m, w)}, host {h}", justify="right")
     for fp in check.footprints:
         for pg in check.pages:
             for pat in check.patterns:
                 ns = check.measured_ns(fp, pg, pat)
                 cells = [
-                    _ns(check.predicted_ns(fp, pg, pat, h, m))
-                    for m in host.CORE_MODELS
+                    _ns(check.predicted_ns(fp, pg, pat, h, m, w))
+                    for m, w in columns
                     for h in host.HOST_PAGES
                 ]
                 t.add_row(
                     host.size_label(fp), pg.upper(), pat, ", ".join(_ns(x) for x in ns), *cells
                 )
     return t
+
+
+def _window_label(check: host.HostCheck, model: str, state: str) -> str:
+    """`` (half window)`` where the interval model's predictions differ by window state."""
+    return f" ({state} window)" if model == "interval" and len(check.windows) > 1 else ""
+
+
+def _by_window(m: dict[str, Any]) -> str:
+    """A ratio's predictions, host 4K / 2M, per window state: ``15.55 / 15.74; half 7.96 /
+    8.02``."""
+    by = m.get("by_window") or {"full": m["by_host_pages"]}
+    parts = []
+    for i, (w, by_host) in enumerate(by.items()):
+        pair = " / ".join(f"{by_host[h]:.2f}" for h in host.HOST_PAGES)
+        parts.append(pair if i == 0 and w == "full" else f"{w} {pair}")
+    return "; ".join(parts)
 
 
 def _verdict(v: dict[str, Any], band: float) -> str:
@@ -158,9 +177,10 @@ def _ratio_table(check: host.HostCheck) -> Table:
         measured = f"{r['measured']:.2f}" + (f" ({lo:.2f}–{hi:.2f})" if len(runs) > 1 else "")
         cells = []
         for m in host.CORE_MODELS:
-            by = r["models"][m]["by_host_pages"]
-            cells.append(" / ".join(f"{by[h]:.2f}" for h in host.HOST_PAGES))
-            cells.append(_verdict(r["models"][m], r["band"]))
+            model = r["models"][m]
+            shown = model if m == "interval" else {"by_host_pages": model["by_host_pages"]}
+            cells.append(_by_window(shown))
+            cells.append(_verdict(model, r["band"]))
         t.add_row(
             r["kind"],
             host.size_label(r["footprint"]),
@@ -177,7 +197,7 @@ def _causes_table(check: host.HostCheck) -> Table:
         title="cycles per access behind the predictions (interval exposed / additive paid; "
         "walks; waits for a walker and a miss register)"
     )
-    for col in ("footprint", "pages", "pattern", "host"):
+    for col in ("footprint", "pages", "pattern", "host", "window"):
         t.add_column(col)
     for col in ("translation", "data", "walks", "walker wait", "MSHR wait"):
         t.add_column(col, justify="right")
@@ -188,6 +208,7 @@ def _causes_table(check: host.HostCheck) -> Table:
             p["pages"].upper(),
             p["pattern"],
             p["host_pages"],
+            p.get("window", "full"),
             f"{a['translation_interval']:.1f} / {a['translation_additive']:.1f}",
             f"{a['data_interval']:.1f} / {a['data_additive']:.1f}",
             f"{a['walks']:.2f}",
@@ -209,12 +230,43 @@ def _sensitivity_table(check: host.HostCheck) -> Table:
         cells = []
         for ratios in [base, *(v["ratios"] for v in check.sensitivity)]:
             m = ratios[i]["models"]["interval"]
-            by = " / ".join(f"{m['by_host_pages'][h]:.2f}" for h in host.HOST_PAGES)
-            cells.append(f"{by} {_verdict(m, r['band'])}")
+            cells.append(f"{_by_window(m)} {_verdict(m, r['band'])}")
         t.add_row(
             r["kind"], host.size_label(r["footprint"]), r["of"], f"{r['measured']:.2f}", *cells
         )
     return t
+
+
+def _window_summary(check: host.HostCheck) -> str:
+    """What the window probe showed and which window states the predictions are for."""
+    states = " and ".join(check.windows)
+    half = ""
+    if "half" in check.windows:
+        pairs = window.half_sets(check.machine, check.sets)
+        half = " (half: " + ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in pairs) + ")"
+    tail = f"predicting for the {states} window{'s' if len(check.windows) > 1 else ''}{half}"
+    w = check.window
+    reading = w.get("reading")
+    if reading and reading.get("found"):
+        core = api.config_dict(check.machine, set=list(check.sets))["machine"]["core"]
+        lo, hi = reading["window_range"]
+        share = reading.get("half_share")
+        zones = reading.get("half_share_by_zone")
+        shares = (
+            f"; loads half a window to a window apart did not overlap {share:.0%} of the time "
+            f"(its lower and upper half: {zones[0]:.0%}, {zones[1]:.0%})"
+            if share is not None and zones
+            else ""
+        )
+        return (
+            f"window probe ({len(w.get('runs', []))} sittings): {lo}–{hi} entries with the core "
+            f"to itself ({check.machine}: rob {core.get('rob')}){shares}; {tail}"
+        )
+    if reading:
+        return f"window probe: {reading['why']}; {tail}"
+    if "error" in w:
+        return f"window probe not run: {w['error']}; {tail}"
+    return f"window probe not run; {tail}"
 
 
 @click.group()
@@ -313,6 +365,23 @@ def validate() -> None:
     "required) and predict again, on --preset, with --set and --sensitivity (for the "
     "saved footprints --footprint names, all by default).",
 )
+@click.option(
+    "--window-probe/--no-window-probe",
+    default=True,
+    show_default=True,
+    help="Measure the core's window (its reorder buffer) before and after the probe's runs "
+    "and predict for each state it shows: the whole window, and half of it when a sibling "
+    "thread (SMT) shares the core.",
+)
+@click.option(
+    "--windows",
+    "windows",
+    default=None,
+    callback=_list(window.WINDOWS),
+    metavar="full,half",
+    help="Predict for these window states whatever the window probe shows (half: the "
+    "preset's rob and store_queue halved), e.g. with --reuse of a check saved without them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole check as JSON.")
 @click.option(
     "--save",
@@ -332,6 +401,8 @@ def host_cmd(
     sets: list[tuple[str, str]],
     sensitivity: list[tuple[str, list[str]]],
     reuse: str | None,
+    window_probe: bool,
+    windows: list[str] | None,
     as_json: bool,
     save: str | None,
 ) -> None:
@@ -365,7 +436,7 @@ def host_cmd(
                 source = click.get_current_context().get_parameter_source("footprints")
                 only = None if source == click.core.ParameterSource.DEFAULT else footprints
                 check = host.resimulate(
-                    saved, Path(keep or "."), machine, steps, sets, sensitivity, only
+                    saved, Path(keep or "."), machine, steps, sets, sensitivity, only, windows
                 )
             except (ValueError, KeyError) as e:
                 raise click.BadParameter(f"{reuse}: {e}", param_hint="--reuse") from None
@@ -382,6 +453,8 @@ def host_cmd(
                 work_dir=Path(keep) if keep else None,
                 sets=sets,
                 sensitivity=sensitivity,
+                window_probe=window_probe,
+                windows=windows,
             )
         steps.finish()
     text = json.dumps(check.to_dict(), indent=2)
@@ -399,6 +472,7 @@ def host_cmd(
         f"{' '.join(f'{x:.2f}' for x in load['after_measuring'])} after"
     )
     out.print(escape(f"preset {check.machine_reason}"))
+    out.print(escape(_window_summary(check)))
     out.print(_measured_table(check))
     out.print(_causes_table(check))
     out.print(_ratio_table(check))

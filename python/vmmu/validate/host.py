@@ -6,15 +6,17 @@ per access over a footprint, as a dependent chase or as independent loads, with 
 combination natively (all measurements in one sitting, before anything else loads the
 machine), records each combination with ``vmmu record``, simulates each recording with nested
 paging on a preset, once per host (nested) page size because a cloud guest cannot see its
-host's, with the interval core model (whose result also carries the additive model's cycles
-for the same counts), and sets the ratios the measurement and the models give side by side:
+host's, and for each window state the window probe (:mod:`.window`) saw — the whole reorder
+buffer, or half of it while an SMT sibling ran — with the interval core model (whose result
+also carries the additive model's cycles for the same counts), and sets the ratios the
+measurement and the models give side by side:
 
 - dependent / independent, per footprint and page size, within ±25% of the measured one;
 - 4 KiB / 2 MiB, per footprint and pattern, within ±15%.
 
-A ratio is *within* its band when the bracket spanned by the two host page sizes' predictions
-reaches into the band around the measured ratio. Nothing is fitted: the preset is used as it
-is.
+A ratio is *within* its band when the bracket spanned by the predictions (two host page sizes,
+each window state) reaches into the band around the measured ratio. Nothing is fitted: the
+preset is used as it is, and the window probe decides only which of its states to predict for.
 """
 
 from __future__ import annotations
@@ -22,11 +24,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import hashlib
 import json
 import os
 import platform
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -35,9 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from vmmu import api
-from vmmu._cache import user_cache_dir
-from vmmu.exceptions import VmmuError
-from vmmu.validate import hostcpu
+from vmmu.validate import build, hostcpu, window
+from vmmu.validate.build import ProbeError
 
 #: The access patterns of the probe: a dependent chase and independent loads.
 PATTERNS: tuple[str, ...] = ("chase", "independent")
@@ -58,10 +57,6 @@ SCHEMA = "vmmu.validate-host/1"
 
 _HERE = Path(__file__).resolve().parent
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-class ProbeError(VmmuError):
-    """The probe could not be built, run or recorded; the message says which and why."""
 
 
 def parse_footprint(text: str) -> int:
@@ -92,38 +87,9 @@ def probe_sources() -> tuple[Path, Path]:
 
 
 def build_probe(cache: Path | None = None) -> Path:
-    """The probe built with ``gcc -O2`` into ``cache`` (default ``$XDG_CACHE_HOME/vmmu/probe``
-    or ``~/.cache/vmmu/probe``): taken from there when a build of the same sources with the
-    same compiler is there, else built."""
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        raise ProbeError(
-            "gcc not found on PATH: `vmmu validate host` builds its probe with gcc -O2 "
-            "(Debian: apt-get install gcc)"
-        )
+    """The probe built with ``gcc -O2`` into ``cache`` (:func:`.build.build`)."""
     src, header = probe_sources()
-    version = subprocess.run([gcc, "--version"], capture_output=True, text=True).stdout
-    digest = hashlib.sha256()
-    for part in (src.read_bytes(), header.read_bytes(), version.encode()):
-        digest.update(part)
-    out_dir = cache or user_cache_dir("probe")
-    out = out_dir / f"probe-{digest.hexdigest()[:16]}"
-    if out.exists():
-        return out
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    cmd = [gcc, "-O2", "-I", str(header.parent), "-o", str(tmp), str(src)]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        hint = (
-            " (valgrind/valgrind.h is missing: install Valgrind's headers, Debian: "
-            "apt-get install valgrind)"
-            if "valgrind.h" in done.stderr
-            else ""
-        )
-        raise ProbeError(f"building the probe failed{hint}: {' '.join(cmd)}\n{done.stderr.strip()}")
-    os.replace(tmp, out)
-    return out
+    return build.build(src, [header, _HERE / "region.h"], cache)
 
 
 def probe_args(
@@ -307,6 +273,11 @@ class HostCheck:
     sets: list[tuple[str, Any]] = field(default_factory=list)
     #: Predictions again with one value changed (:func:`variant`), one entry per value.
     sensitivity: list[dict[str, Any]] = field(default_factory=list)
+    #: The window probe's runs (``runs``) and what they show (``reading``,
+    #: :func:`.window.read`), or ``error`` when it could not run; empty when not asked for.
+    window: dict[str, Any] = field(default_factory=dict)
+    #: The window states predicted for (:func:`.window.states`): ``full``, ``half`` or both.
+    windows: list[str] = field(default_factory=lambda: ["full"])
 
     def measured_ns(self, footprint: int, pages: str, pattern: str) -> list[float]:
         """The native ns per access of each run, in run order."""
@@ -317,36 +288,51 @@ class HostCheck:
         ]
 
     def predicted_ns(
-        self, footprint: int, pages: str, pattern: str, host_pages: str, model: str
+        self,
+        footprint: int,
+        pages: str,
+        pattern: str,
+        host_pages: str,
+        model: str,
+        window_state: str = "full",
     ) -> float:
-        """The predicted ns per access of one combination, host page size and core model."""
+        """The predicted ns per access of one combination, host page size, core model and
+        window state."""
+        key = (footprint, pages, pattern, host_pages, window_state)
         for p in self.predicted:
-            if (p["footprint"], p["pages"], p["pattern"], p["host_pages"]) == (
-                footprint,
-                pages,
-                pattern,
-                host_pages,
-            ):
+            if (p["footprint"], p["pages"], p["pattern"], p["host_pages"]) == key[:4] and p.get(
+                "window", "full"
+            ) == window_state:
                 return p["ns_per_access"][model]
-        raise KeyError((footprint, pages, pattern, host_pages))
+        raise KeyError(key)
 
     def _ratio(
         self, kind: str, footprint: int, label: str, num: tuple[str, str], den: tuple[str, str]
     ) -> dict[str, Any]:
         """One ratio: ``num`` over ``den`` as (pages, pattern), measured run by run (each run's
-        pair from the same sitting) and predicted per core model and host page size."""
+        pair from the same sitting) and predicted per core model, window state and host page
+        size (``by_window``; ``by_host_pages`` is the first state's); the verdict brackets
+        every state and host page size."""
         a, b = self.measured_ns(footprint, *num), self.measured_ns(footprint, *den)
         runs = [x / y for x, y in zip(a, b, strict=True)]
         measured = sum(runs) / len(runs)
         band = BANDS[kind]
         models = {}
         for model in CORE_MODELS:
-            by_host = {
-                h: self.predicted_ns(footprint, *num, h, model)
-                / self.predicted_ns(footprint, *den, h, model)
-                for h in HOST_PAGES
+            by_window = {
+                w: {
+                    h: self.predicted_ns(footprint, *num, h, model, w)
+                    / self.predicted_ns(footprint, *den, h, model, w)
+                    for h in HOST_PAGES
+                }
+                for w in self.windows
             }
-            models[model] = {"by_host_pages": by_host, **verdict(measured, by_host.values(), band)}
+            values = [v for by_host in by_window.values() for v in by_host.values()]
+            models[model] = {
+                "by_host_pages": by_window[self.windows[0]],
+                "by_window": by_window,
+                **verdict(measured, values, band),
+            }
         return {
             "kind": kind,
             "footprint": footprint,
@@ -395,6 +381,8 @@ class HostCheck:
             "record_accesses": self.record_accesses,
             "runs": self.runs,
             "host_pages_note": HOST_PAGES_NOTE,
+            "window": self.window,
+            "windows": self.windows,
             "measured": self.measured,
             "predicted": self.predicted,
             "ratios": self.ratios(),
@@ -405,7 +393,7 @@ class HostCheck:
 HOST_PAGES_NOTE = (
     "the host's nested page size is not visible from a guest: every prediction is made for "
     "both 4K and 2M host pages, and a ratio is within its band when the bracket of the two "
-    "reaches it"
+    "reaches it (of all four, with both window states)"
 )
 
 
@@ -462,6 +450,8 @@ def check_host(
     cache: Path | None = None,
     sets: Sequence[tuple[str, Any]] = (),
     sensitivity: Sequence[tuple[str, Sequence[Any]]] = (),
+    window_probe: bool = True,
+    windows: Sequence[str] | None = None,
 ) -> HostCheck:
     """Measures the probe natively (``runs`` times each, all in one sitting), records and
     simulates it, and returns the :class:`HostCheck`. ``machine`` ``None`` is the preset of
@@ -471,7 +461,9 @@ def check_host(
     start the timed loop as warm as the real ones; ``work_dir`` keeps the traces (a temporary
     directory otherwise). ``sets`` (``--set`` pairs) change the preset for every prediction;
     each ``(path, values)`` of ``sensitivity`` predicts again with ``path`` at each value
-    (:func:`variant`)."""
+    (:func:`variant`). With ``window_probe`` the core's window is measured before and after
+    the probe's runs (:mod:`.window`), and every prediction is made for each window state the
+    measurement shows, or for ``windows`` when given."""
     steps = steps or Steps()
     for name, seq, allowed in (("pages", pages, PAGES), ("pattern", patterns, PATTERNS)):
         bad = [x for x in seq if x not in allowed]
@@ -503,14 +495,29 @@ def check_host(
     steps.stage("building the probe", 1)
     steps.step("gcc -O2 probe.c")
     binary = build_probe(cache)
+    window_binary = None
+    if window_probe:
+        try:
+            window_binary = window.build_window(cache)
+        except ProbeError as e:
+            check.window = {"error": str(e)}
 
-    steps.stage("measuring natively", runs * len(combos))
+    sittings = 2 if window_binary else 0
+    steps.stage("measuring natively", runs * len(combos) + sittings)
     check.loadavg["before"] = list(os.getloadavg())
+    if window_binary:
+        steps.step("the core's window, before")
+        _measure_window(check, window_binary)
     for run in range(runs):
         for fp, pg, pat in combos:
             steps.step(f"run {run + 1}: {size_label(fp)} {pg} {pat}")
             out = run_probe(binary, fp, pg, pat, accesses)
             check.measured.append({"run": run + 1, **out})
+    if window_binary:
+        steps.step("the core's window, after")
+        _measure_window(check, window_binary)
+    if windows:
+        check.windows = list(windows)
     check.loadavg["after_measuring"] = list(os.getloadavg())
 
     with tempfile.TemporaryDirectory(prefix="vmmu-validate-") as tmp:
@@ -531,11 +538,26 @@ def check_host(
                     "dependent_refs": summary.get("dependent_refs"),
                 }
             )
-        check.predicted = predict(machine, where, recorded, record_accesses, steps, check.sets)
+        check.predicted = predict(
+            machine, where, recorded, record_accesses, steps, check.sets, check.windows
+        )
         for path, values in sensitivity:
             for value in values:
                 check.sensitivity.append(variant(check, where, recorded, [(path, value)], steps))
     return check
+
+
+def _measure_window(check: HostCheck, binary: Path) -> None:
+    """One sitting of the window probe, added to ``check.window``'s runs, and the reading and
+    window states of all its runs so far (a failed run is kept as ``error``)."""
+    try:
+        out = window.run_window(binary)
+    except ProbeError as e:
+        check.window.setdefault("error", str(e))
+        return
+    check.window.setdefault("runs", []).append(out)
+    check.window["reading"] = window.read_runs(check.window["runs"])
+    check.windows = window.states(check.window["reading"])
 
 
 def trace_path(where: Path, footprint: int, pages: str, pattern: str) -> Path:
@@ -550,21 +572,27 @@ def predict(
     accesses: int,
     steps: Steps,
     sets: Sequence[tuple[str, Any]] = (),
+    windows: Sequence[str] = ("full",),
 ) -> list[dict[str, Any]]:
     """Each recorded combination (``footprint``, ``pages``, ``pattern`` and what its recording
-    said) simulated from its trace in ``where`` for every host page size."""
+    said) simulated from its trace in ``where`` for every window state of ``windows``
+    (``half``: :func:`.window.half_sets` added to ``sets``) and host page size."""
     label = f"simulating on {machine}" + "".join(f", {k}={v}" for k, v in sets)
-    steps.stage(label, len(recorded) * len(HOST_PAGES))
+    steps.stage(label, len(recorded) * len(HOST_PAGES) * len(windows))
+    by_window = {
+        w: [*sets, *(window.half_sets(machine, sets) if w == "half" else [])] for w in windows
+    }
     out = []
     for rec in recorded:
         fp, pg, pat = rec["footprint"], rec["pages"], rec["pattern"]
         trace = trace_path(where, fp, pg, pat)
         if not trace.exists():
             raise ProbeError(f"no recording of {size_label(fp)} {pg} {pat}: {trace} is missing")
-        for host_pages in HOST_PAGES:
-            steps.step(f"{size_label(fp)} {pg} {pat}, host {host_pages}")
-            sim = simulate(machine, trace, host_pages, accesses, steps.events, sets)
-            out.append({**rec, **sim})
+        for w, pairs in by_window.items():
+            for host_pages in HOST_PAGES:
+                steps.step(f"{size_label(fp)} {pg} {pat}, host {host_pages}, {w} window")
+                sim = simulate(machine, trace, host_pages, accesses, steps.events, pairs)
+                out.append({**rec, **sim, "window": w})
     return out
 
 
@@ -587,7 +615,9 @@ def variant(
     """The check predicted again with ``sets`` added to its own: its predictions and
     ratios (the measured side unchanged)."""
     pairs = [*check.sets, *sets]
-    predicted = predict(check.machine, where, recorded, check.record_accesses, steps, pairs)
+    predicted = predict(
+        check.machine, where, recorded, check.record_accesses, steps, pairs, check.windows
+    )
     again = dataclasses.replace(check, predicted=predicted, sensitivity=[])
     return {
         "set": [[k, v] for k, v in sets],
@@ -604,12 +634,14 @@ def resimulate(
     sets: Sequence[tuple[str, Any]] = (),
     sensitivity: Sequence[tuple[str, Sequence[Any]]] = (),
     footprints: Sequence[int] | None = None,
+    windows: Sequence[str] | None = None,
 ) -> HostCheck:
     """A saved check (:meth:`HostCheck.to_dict`) predicted again from its kept ``traces``:
     its measurements as they were, its recordings (those of ``footprints``, default all)
     simulated on ``machine`` (default: the saved check's) with ``sets`` and each
-    ``sensitivity`` value. The saved predictions are kept where nothing would change them
-    (the same preset, no ``sets``)."""
+    ``sensitivity`` value, for ``windows`` (default: the states the saved window probe's
+    samples show, read again by :func:`.window.read_runs`). The saved predictions are kept
+    where nothing would change them (the same preset and window states, no ``sets``)."""
     if saved.get("schema") != SCHEMA:
         raise ValueError(f"not a saved check: schema `{saved.get('schema')}`, not `{SCHEMA}`")
     steps = steps or Steps()
@@ -633,13 +665,21 @@ def resimulate(
         host=saved["host"],
         machine_reason=f"{machine}: given (measured {saved['started']}, resimulated)",
         sets=[(k, v) for k, v in sets],
+        window=dict(saved.get("window", {})),
+        windows=list(windows or saved.get("windows", ["full"])),
     )
+    if check.window.get("runs"):
+        check.window["reading"] = window.read_runs(check.window["runs"])
+        check.windows = list(windows or window.states(check.window["reading"]))
     predicted = [p for p in saved["predicted"] if p["footprint"] in kept]
     recorded = recorded_of(predicted)
-    if machine == saved["machine"] and not sets and not saved.get("set"):
+    same_windows = check.windows == saved.get("windows", ["full"])
+    if machine == saved["machine"] and not sets and not saved.get("set") and same_windows:
         check.predicted = predicted
     else:
-        check.predicted = predict(machine, traces, recorded, check.record_accesses, steps, sets)
+        check.predicted = predict(
+            machine, traces, recorded, check.record_accesses, steps, sets, check.windows
+        )
     for path, values in sensitivity:
         for value in values:
             check.sensitivity.append(variant(check, traces, recorded, [(path, value)], steps))

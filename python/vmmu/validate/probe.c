@@ -36,19 +36,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "region.h"
 #include "vmmu.h"
-
-#define LINE 64u
-#define HUGE_PAGE (2u << 20)
-
-/* The chase's successor: a full-period LCG modulo the line count (Knuth's MMIX constants). */
-#define LCG_A 6364136223846793005ull
-#define LCG_C 1442695040888963407ull
-
-struct line {
-    const struct line *next;
-    uint64_t pad[LINE / 8 - 1];
-};
 
 struct options {
     uint64_t footprint, accesses, warmup;
@@ -124,25 +113,6 @@ static struct options parse(int argc, char **argv) {
     return o;
 }
 
-/* AnonHugePages (kB) of the mappings that overlap [start, start + len). */
-static long anon_huge_kb(uintptr_t start, uintptr_t len) {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f) return -1;
-    char line[512];
-    int inside = 0;
-    long kb = 0;
-    while (fgets(line, sizeof line, f)) {
-        uintptr_t lo, hi;
-        long v;
-        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2)
-            inside = lo < start + len && hi > start;
-        else if (inside && sscanf(line, "AnonHugePages: %ld kB", &v) == 1)
-            kb += v;
-    }
-    fclose(f);
-    return kb;
-}
-
 static double seconds(clockid_t clock) {
     struct timespec t;
     clock_gettime(clock, &t);
@@ -168,20 +138,12 @@ static uint64_t independent(const struct line *a, uint64_t mask, uint64_t *state
 
 int main(int argc, char **argv) {
     struct options o = parse(argc, argv);
-    size_t len = o.footprint + HUGE_PAGE;
-    char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) {
-        fprintf(stderr, "probe: mmap of %zu bytes: %s\n", len, strerror(errno));
-        return 1;
-    }
-    struct line *a =
-        (struct line *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~((uintptr_t)HUGE_PAGE - 1));
-    int advice = o.huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
-    int madvise_errno = madvise(a, o.footprint, advice) ? errno : 0;
+    int madvise_errno;
+    struct line *a = map_region("probe", o.footprint, o.huge, &madvise_errno);
 
     uint64_t lines = o.footprint / LINE, mask = lines - 1;
     for (uint64_t x = 0; x < lines; x++)
-        a[x].next = o.chase ? &a[(LCG_A * x + LCG_C) & mask] : &a[x];
+        a[x].next = o.chase ? &a[chase_successor(x, lines)] : &a[x];
 
     const struct line *p = &a[0];
     uint64_t state = 88172645463325252ull, sum = 0;

@@ -922,6 +922,37 @@ mod tests {
     }
 
     #[test]
+    fn two_chases_overlap_while_both_loads_fit_in_the_window() {
+        // The window probe of `vmmu validate host`: chases p and q alternate, each load
+        // depending on the one two references back and preceded by `gap` other instructions.
+        // While the two loads and the gap between them fit (gap + 2 <= rob) q's miss overlaps
+        // p's and an iteration costs one latency (plus the dispatch the full window delays,
+        // at most rob cycles); beyond, q waits for p to retire and an iteration costs two.
+        let (rob, l) = (64u32, 1000u64);
+        let period = |gap: u32| {
+            let time = |n: u64| {
+                let mut i = core(rob, 64, 64, 16, 4);
+                for _ in 0..2 * n {
+                    i.reference(gap + 1, AccessKind::Load, 2, miss(l));
+                }
+                end(i).0
+            };
+            (time(20) - time(10)) / 10
+        };
+        for gap in 1..2 * rob {
+            let p = period(gap);
+            if gap + 2 <= rob {
+                assert!(
+                    (l..=l + u64::from(rob)).contains(&p),
+                    "gap {gap}: {p} cycles"
+                );
+            } else {
+                assert!(p >= 2 * l, "gap {gap}: {p} cycles");
+            }
+        }
+    }
+
+    #[test]
     fn a_full_load_queue_stalls_dispatch() {
         // Two load-queue entries: the third load waits for the first to retire (1 + L).
         let l = 100u64;
