@@ -356,8 +356,10 @@ def window_probe(probe: Path) -> Path:
     return window.build_window(probe.parent)
 
 
-def test_the_window_probe_times_every_gap(window_probe: Path) -> None:
-    out = window.run_window(window_probe, 8 * MIB, "4k", iterations=200, reps=2)
+@pytest.mark.parametrize("filler", window.FILLERS)
+def test_the_window_probe_times_every_gap(window_probe: Path, filler: str) -> None:
+    out = window.run_window(window_probe, 8 * MIB, "4k", iterations=200, reps=2, filler=filler)
+    assert out["filler"] == filler
     assert out["gaps"] == list(range(8, 641, 8))
     assert len(out["ns"]) == len(out["gaps"])
     assert all(len(s) == 2 and min(s) > 0 for s in out["ns"])
@@ -367,6 +369,8 @@ def test_the_window_probe_times_every_gap(window_probe: Path) -> None:
 def test_a_failing_window_probe_is_named_with_its_message(window_probe: Path) -> None:
     with pytest.raises(host.ProbeError, match=r"window probe \(--footprint 3145728.*power of two"):
         window.run_window(window_probe, 3 * MIB, "4k", iterations=10, reps=1)
+    with pytest.raises(host.ProbeError, match=r"--filler: nop, mov or cmp"):
+        window.run_window(window_probe, 8 * MIB, "4k", iterations=10, reps=1, filler="add")
 
 
 GAPS = list(range(8, 641, 8))
@@ -460,10 +464,11 @@ def test_the_check_predicts_for_the_window_states_its_probe_sees(
     # The window probe runs before and after the native runs; both sittings' samples are read
     # together, and a window halved a third of the time is predicted for in both states.
     sittings = []
+    sizes = {"nop": (256, 1 / 3), "mov": (176, 0.0), "cmp": (120, 0.0)}
 
-    def fake(_binary: Path) -> dict:
-        sittings.append(1)
-        return {"gaps": GAPS, "ns": samples(256, 1 / 3, reps=6)}
+    def fake(_binary: Path, filler: str) -> dict:
+        sittings.append(filler)
+        return {"filler": filler, "gaps": GAPS, "ns": samples(*sizes[filler], reps=6)}
 
     monkeypatch.setattr(window, "run_window", fake)
     check = host.check_host(
@@ -474,9 +479,12 @@ def test_the_check_predicts_for_the_window_states_its_probe_sees(
         runs=1,
         cache=tmp_path,
     )
-    assert len(sittings) == 2 and len(check.window["runs"]) == 2
+    assert sittings == [*window.FILLERS, *window.FILLERS] and len(check.window["runs"]) == 6
     reading = check.window["reading"]
     assert reading["window_range"] == [250, 257]
+    registers = check.window["registers"]
+    assert registers["mov"]["window_range"] == [170, 177]
+    assert registers["cmp"]["window_range"] == [114, 121]
     assert reading["half_share"] == pytest.approx(1 / 3, abs=0.02)
     assert check.windows == ["full", "half"]
     assert sorted({p["window"] for p in check.predicted}) == ["full", "half"]
@@ -492,4 +500,12 @@ def test_the_check_predicts_for_the_window_states_its_probe_sees(
         cache=tmp_path,
         window_probe=False,
     )
-    assert len(sittings) == 2 and r.window == {} and r.windows == ["full"]
+    assert len(sittings) == 6 and r.window == {} and r.windows == ["full"]
+
+
+def test_the_sittings_of_each_filler_are_read_apart() -> None:
+    nop = {"gaps": GAPS, "ns": samples(256, 0.0, reps=4)}  # saved before fillers: NOPs
+    cmp = {"filler": "cmp", "gaps": GAPS, "ns": samples(120, 0.0, reps=4)}
+    assert window.read_runs([nop, cmp])["window_range"] == [250, 257]
+    assert window.read_runs([nop, cmp], "cmp")["window_range"] == [114, 121]
+    assert "no sitting with the mov filler" in window.read_runs([nop, cmp], "mov")["why"]

@@ -258,9 +258,16 @@ def _window_summary(check: host.HostCheck) -> str:
             if share is not None and zones
             else ""
         )
+        registers = "".join(
+            f"; {window.FILLERS[f]} {r['window_range'][0]}–{r['window_range'][1]}"
+            for f, r in w.get("registers", {}).items()
+            if r.get("found")
+        )
+        sittings = sum(r.get("filler", "nop") == "nop" for r in w.get("runs", []))
         return (
-            f"window probe ({len(w.get('runs', []))} sittings): {lo}–{hi} entries with the core "
-            f"to itself ({check.machine}: rob {core.get('rob')}){shares}; {tail}"
+            f"window probe ({sittings} sittings): reorder buffer {lo}–{hi} entries with the "
+            f"core to itself ({check.machine}: rob {core.get('rob')}){shares}{registers} "
+            f"(instructions in flight that write them); {tail}"
         )
     if reading:
         return f"window probe: {reading['why']}; {tail}"

@@ -548,16 +548,27 @@ def check_host(
 
 
 def _measure_window(check: HostCheck, binary: Path) -> None:
-    """One sitting of the window probe, added to ``check.window``'s runs, and the reading and
-    window states of all its runs so far (a failed run is kept as ``error``)."""
-    try:
-        out = window.run_window(binary)
-    except ProbeError as e:
-        check.window.setdefault("error", str(e))
-        return
-    check.window.setdefault("runs", []).append(out)
-    check.window["reading"] = window.read_runs(check.window["runs"])
-    check.windows = window.states(check.window["reading"])
+    """One sitting of the window probe, each filler in turn, added to ``check.window``'s
+    runs, and the readings and window states of all its runs so far (a failed run is kept as
+    ``error``)."""
+    for filler in window.FILLERS:
+        try:
+            out = window.run_window(binary, filler=filler)
+        except ProbeError as e:
+            check.window.setdefault("error", str(e))
+            return
+        check.window.setdefault("runs", []).append(out)
+    _read_window(check)
+
+
+def _read_window(check: HostCheck, windows: Sequence[str] | None = None) -> None:
+    """``check.window``'s readings (``reading``, the reorder buffer's; ``registers``, per
+    register filler) from all its runs, and the window states to predict for: ``windows``
+    when given, else those the reorder buffer's reading shows."""
+    runs = check.window["runs"]
+    check.window["reading"] = window.read_runs(runs)
+    check.window["registers"] = {f: window.read_runs(runs, f) for f in list(window.FILLERS)[1:]}
+    check.windows = list(windows or window.states(check.window["reading"]))
 
 
 def trace_path(where: Path, footprint: int, pages: str, pattern: str) -> Path:
@@ -669,8 +680,7 @@ def resimulate(
         windows=list(windows or saved.get("windows", ["full"])),
     )
     if check.window.get("runs"):
-        check.window["reading"] = window.read_runs(check.window["runs"])
-        check.windows = list(windows or window.states(check.window["reading"]))
+        _read_window(check, windows)
     predicted = [p for p in saved["predicted"] if p["footprint"] in kept]
     recorded = recorded_of(predicted)
     same_windows = check.windows == saved.get("windows", ["full"])

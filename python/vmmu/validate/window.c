@@ -1,21 +1,24 @@
 /* vmmu's window probe: how many instructions this core keeps in flight behind a load that
-   missed (its reorder buffer, the retire queue in AMD's terms), measured the way Henry Wong
-   measured reorder buffers ("Measuring reorder buffer capacity", 2013) (docs/validation.md).
+   missed, measured the way Henry Wong measured reorder buffers and register files
+   ("Measuring reorder buffer capacity", 2013) (docs/validation.md).
 
    Two independent pointer chases through a region far larger than the caches, one load of
-   each per iteration, each load followed by `gap` NOPs:
+   each per iteration, each load followed by `gap` filler instructions:
 
-       p = *p;  gap × nop;  q = *q;  gap × nop;
+       p = *p;  gap × filler;  q = *q;  gap × filler;
 
    The load of q enters the window gap + 1 instructions after the load of p.  While both fit
    (gap + 2 <= window) the two misses overlap and an iteration costs one memory latency; once
    they do not, q's load waits for p's to retire and an iteration costs two.  The gap at which
-   the time doubles is the window.  A core whose window is halved while a second hardware
-   thread runs (simultaneous multithreading partitions it) shows the step at half the window
-   for the share of the time its sibling is busy, which `vmmu validate host` reads from the
-   same samples.
+   the time doubles is the window the filler meets first:
+     nop  the reorder buffer (a NOP takes an entry and nothing else);
+     mov  the integer registers (`mov $1, %r8`: an entry and a register, no flags);
+     cmp  the flags registers (`cmp %r8, %r9`: an entry and a flags register).
+   A core whose reorder buffer is halved while a second hardware thread runs (simultaneous
+   multithreading partitions it) shows the step at half the window for the share of the time
+   its sibling is busy, which `vmmu validate host` reads from the same samples.
 
-   usage: window --footprint BYTES --pages 4k|2m --iterations N --reps R
+   usage: window --footprint BYTES --pages 4k|2m --iterations N --reps R [--filler nop|mov|cmp]
 
    Every gap of GAPS below is timed R times, in an order shuffled anew each round (a fixed
    generator, so runs are comparable), N iterations per sample, by the thread's CPU clock.
@@ -32,19 +35,23 @@
 
 typedef void (*pair_loop)(const struct line **, const struct line **, uint64_t);
 
-/* One timed loop per gap: `it` iterations of the two loads, each followed by `n` NOPs. */
-#define GAP(n)                                                                              \
-    static void gap_##n(const struct line **pp, const struct line **qq, uint64_t it) {      \
+/* One timed loop per filler and gap: `it` iterations of the two loads, each followed by `n`
+   copies of `insn`. */
+#define PAIR_LOOP(name, n, insn)                                                            \
+    static void name##_##n(const struct line **pp, const struct line **qq, uint64_t it) {   \
         const struct line *p = *pp, *q = *qq;                                               \
-        __asm__ volatile("1:\n\tmov (%0), %0\n\t.rept " #n "\n\tnop\n\t.endr\n\t"           \
-                         "mov (%1), %1\n\t.rept " #n "\n\tnop\n\t.endr\n\t"                 \
+        __asm__ volatile("1:\n\tmov (%0), %0\n\t.rept " #n "\n\t" insn "\n\t.endr\n\t"      \
+                         "mov (%1), %1\n\t.rept " #n "\n\t" insn "\n\t.endr\n\t"            \
                          "dec %2\n\tjnz 1b\n"                                               \
                          : "+r"(p), "+r"(q), "+r"(it)                                       \
                          :                                                                  \
-                         : "memory", "cc");                                                 \
+                         : "memory", "cc", "r8", "r9");                                     \
         *pp = p;                                                                            \
         *qq = q;                                                                            \
     }
+#define NOP_LOOP(n) PAIR_LOOP(nop, n, "nop")
+#define MOV_LOOP(n) PAIR_LOOP(mov, n, "mov $1, %%r8")
+#define CMP_LOOP(n) PAIR_LOOP(cmp, n, "cmp %%r8, %%r9")
 
 /* Gaps 8 to 640 in steps of 8: past the largest window of any preset (Golden Cove's 512). */
 #define GAPS(X)                                                                             \
@@ -56,17 +63,23 @@ typedef void (*pair_loop)(const struct line **, const struct line **, uint64_t);
     X(504) X(512) X(520) X(528) X(536) X(544) X(552) X(560) X(568) X(576) X(584) X(592)     \
     X(600) X(608) X(616) X(624) X(632) X(640)
 
-GAPS(GAP)
-#define LOOP_OF(n) gap_##n,
+GAPS(NOP_LOOP)
+GAPS(MOV_LOOP)
+GAPS(CMP_LOOP)
+#define NOP_OF(n) nop_##n,
+#define MOV_OF(n) mov_##n,
+#define CMP_OF(n) cmp_##n,
 #define GAP_OF(n) n,
-static const pair_loop loops[] = {GAPS(LOOP_OF)};
+static const pair_loop nop_loops[] = {GAPS(NOP_OF)};
+static const pair_loop mov_loops[] = {GAPS(MOV_OF)};
+static const pair_loop cmp_loops[] = {GAPS(CMP_OF)};
 static const unsigned gaps[] = {GAPS(GAP_OF)};
 #define NGAPS (sizeof gaps / sizeof *gaps)
 
 static void usage(const char *why) {
     fprintf(stderr,
             "window: %s\nusage: window --footprint BYTES --pages 4k|2m --iterations N "
-            "--reps R\n",
+            "--reps R [--filler nop|mov|cmp]\n",
             why);
     exit(2);
 }
@@ -101,13 +114,21 @@ static uint64_t xorshift(uint64_t *s) {
 int main(int argc, char **argv) {
     uint64_t footprint = 0, iterations = 0, reps = 0;
     int huge = -1;
+    const pair_loop *loops = nop_loops;
+    const char *filler = "nop";
     for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) usage("every option takes a value");
         if (!strcmp(k, "--footprint")) footprint = parse_count(k, v);
         else if (!strcmp(k, "--iterations")) iterations = parse_count(k, v);
         else if (!strcmp(k, "--reps")) reps = parse_count(k, v);
-        else if (!strcmp(k, "--pages")) {
+        else if (!strcmp(k, "--filler")) {
+            if (!strcmp(v, "nop")) loops = nop_loops;
+            else if (!strcmp(v, "mov")) loops = mov_loops;
+            else if (!strcmp(v, "cmp")) loops = cmp_loops;
+            else usage("--filler: nop, mov or cmp");
+            filler = v;
+        } else if (!strcmp(k, "--pages")) {
             if (strcmp(v, "4k") && strcmp(v, "2m")) usage("--pages: 4k or 2m");
             huge = !strcmp(v, "2m");
         } else {
@@ -151,10 +172,11 @@ int main(int argc, char **argv) {
         }
     }
 
-    printf("{\"footprint\": %" PRIu64 ", \"pages\": \"%s\", \"iterations\": %" PRIu64
-           ", \"reps\": %" PRIu64 ", \"anon_huge_kb\": %ld, \"region_kb\": %" PRIu64
-           ", \"madvise_errno\": %d, \"checksum\": %" PRIu64 ", \"gaps\": [",
-           footprint, huge ? "2m" : "4k", iterations, reps,
+    printf("{\"filler\": \"%s\", \"footprint\": %" PRIu64 ", \"pages\": \"%s\", "
+           "\"iterations\": %" PRIu64 ", \"reps\": %" PRIu64 ", \"anon_huge_kb\": %ld, "
+           "\"region_kb\": %" PRIu64 ", \"madvise_errno\": %d, \"checksum\": %" PRIu64
+           ", \"gaps\": [",
+           filler, footprint, huge ? "2m" : "4k", iterations, reps,
            anon_huge_kb((uintptr_t)a, footprint), footprint / 1024, madvise_errno,
            (uint64_t)(((uintptr_t)p ^ (uintptr_t)q) / LINE));
     for (unsigned k = 0; k < NGAPS; k++) printf("%s%u", k ? ", " : "", gaps[k]);

@@ -1,9 +1,11 @@
 """The core's window, measured on the machine ``vmmu validate host`` runs on.
 
 The window probe (``window.c`` beside this file, docs/validation.md) times two independent
-pointer chases whose loads are ``gap`` NOPs apart, for gaps from 8 to 640 instructions: the
-two misses overlap while both loads fit in the reorder buffer, and an iteration's time doubles
-at the gap where they no longer do (Wong, "Measuring reorder buffer capacity", 2013).
+pointer chases whose loads are ``gap`` filler instructions apart, for gaps from 8 to 640
+instructions: the two misses overlap while both loads fit in the window, and an iteration's
+time doubles at the gap where they no longer do (Wong, "Measuring reorder buffer capacity",
+2013). The filler picks the limit: NOPs the reorder buffer, ``mov $1, %r8`` the integer
+registers, ``cmp %r8, %r9`` the flags registers (:data:`FILLERS`).
 :func:`read` finds that step in the samples' minimum (the window the core gives the probe
 when it has the core to itself) and, from the samples' mean between half that window and the
 window, the share of the time the window was halved: a core with simultaneous
@@ -30,6 +32,13 @@ from vmmu.validate.build import ProbeError
 
 #: The window states a check can predict for.
 WINDOWS: tuple[str, ...] = ("full", "half")
+#: The window probe's fillers and the limit each meets first: NOPs take a reorder-buffer
+#: entry only, the moves an integer register as well, the compares a flags register.
+FILLERS: dict[str, str] = {
+    "nop": "reorder buffer",
+    "mov": "integer registers",
+    "cmp": "flags registers",
+}
 #: The core fields a running sibling thread halves (partitioned between the two threads on
 #: both AMD Zen and Intel cores; Intel also partitions the load buffer, kept whole here).
 HALVED_BY_SIBLING: tuple[str, ...] = ("rob", "store_queue")
@@ -65,10 +74,12 @@ def run_window(
     pages: str = "2m",
     iterations: int = ITERATIONS,
     reps: int = REPS,
+    filler: str = "nop",
 ) -> dict[str, Any]:
-    """Runs the window probe once and returns its JSON: ``gaps`` and, per gap, ``ns`` (each
-    sample's ns per iteration), with the region's page sizes as the kernel gave them."""
-    args = ["--footprint", str(footprint), "--pages", pages]
+    """Runs the window probe once with ``filler`` (:data:`FILLERS`) and returns its JSON:
+    ``gaps`` and, per gap, ``ns`` (each sample's ns per iteration), with the region's page
+    sizes as the kernel gave them."""
+    args = ["--footprint", str(footprint), "--pages", pages, "--filler", filler]
     args += ["--iterations", str(iterations), "--reps", str(reps)]
     done = subprocess.run([str(binary), *args], capture_output=True, text=True)
     what = f"the window probe ({' '.join(args)})"
@@ -149,9 +160,12 @@ def read(gaps: Sequence[int], samples: Sequence[Sequence[float]]) -> dict[str, A
     }
 
 
-def read_runs(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """:func:`read` of every sitting's samples together (``runs``: :func:`run_window`'s
-    outputs, all of the same gaps)."""
+def read_runs(runs: Sequence[dict[str, Any]], filler: str = "nop") -> dict[str, Any]:
+    """:func:`read` of every sitting's samples of ``filler`` together (``runs``:
+    :func:`run_window`'s outputs; one without a ``filler`` is of NOPs)."""
+    runs = [r for r in runs if r.get("filler", "nop") == filler]
+    if not runs:
+        return {"found": False, "why": f"no sitting with the {filler} filler"}
     gaps = runs[0]["gaps"]
     if any(r["gaps"] != gaps for r in runs):
         return {"found": False, "why": "the sittings timed different gaps"}
