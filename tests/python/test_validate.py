@@ -509,3 +509,25 @@ def test_the_sittings_of_each_filler_are_read_apart() -> None:
     assert window.read_runs([nop, cmp])["window_range"] == [250, 257]
     assert window.read_runs([nop, cmp], "cmp")["window_range"] == [114, 121]
     assert "no sitting with the mov filler" in window.read_runs([nop, cmp], "mov")["why"]
+
+
+def test_simulations_at_once_give_what_one_at_a_time_gives(
+    tiny_check: dict, traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The predictions come back in the check's order, equal to the serial ones.
+    recorded = host.recorded_of(tiny_check["predicted"])
+
+    def predict(at_once: int) -> list[dict]:
+        monkeypatch.setattr(host, "SIMULATIONS_AT_ONCE", at_once)
+        return host.predict("zen3", traces, recorded, 2000, host.Steps(), [], ["full", "half"])
+
+    parallel = predict(4)
+    assert parallel == predict(1)
+    keys = [(p["pages"], p["pattern"], p["window"], p["host_pages"]) for p in parallel]
+    assert keys == [
+        (pg, pat, w, h)
+        for pg in ("4k", "2m")
+        for pat in ("chase", "independent")
+        for w in ("full", "half")
+        for h in host.HOST_PAGES
+    ]

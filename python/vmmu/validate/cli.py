@@ -86,7 +86,7 @@ def _count(_ctx: click.Context, param: click.Parameter, value: str) -> int:
 
 class _Steps(host.Steps):
     """The stages as rich progress bars on stderr: one bar per stage, the current step's name
-    beside it, and the simulation's events while a simulation runs."""
+    beside it."""
 
     def __init__(self, bar: Progress) -> None:
         self.bar = bar
@@ -104,11 +104,6 @@ class _Steps(host.Steps):
             self.bar.advance(self.task)
         self.started = True
         self.bar.update(self.task, detail=description)
-
-    def events(self, done: int, total: int | None) -> bool:
-        detail = self.bar.tasks[self.task].fields["detail"].split(" · ")[0]
-        self.bar.update(self.task, detail=f"{detail} · {done / 1e6:.1f}M events")
-        return True
 
     def finish(self) -> None:
         if self.task is not None:

@@ -21,6 +21,7 @@ preset is used as it is, and the window probe decides only which of its states t
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
@@ -52,6 +53,8 @@ BANDS: dict[str, float] = {"dependent/independent": 0.25, "4K/2M": 0.15}
 THP_MIN_SHARE = 0.9
 #: The phase markers around the probe's timed loop (``VMMU_PHASE(1)`` / ``VMMU_PHASE(2)``).
 PHASE_START, PHASE_STOP = 1, 2
+#: Simulations of :func:`predict` run at once: one per core.
+SIMULATIONS_AT_ONCE = os.cpu_count() or 1
 #: Schema of :meth:`HostCheck.to_dict`.
 SCHEMA = "vmmu.validate-host/1"
 
@@ -425,16 +428,13 @@ def _host_info() -> dict[str, str]:
 class Steps:
     """What :func:`check_host` reports as it goes (the CLI shows it as progress bars):
     ``stage(name, total)`` starts a stage of ``total`` steps, ``step(description)`` starts
-    its next step, ``events(done, total)`` is an engine progress callback."""
+    its next step (and so ends the one before)."""
 
     def stage(self, name: str, total: int) -> None:
         pass
 
     def step(self, description: str) -> None:
         pass
-
-    def events(self, done: int, total: int | None) -> bool:
-        return True
 
 
 def check_host(
@@ -587,13 +587,13 @@ def predict(
 ) -> list[dict[str, Any]]:
     """Each recorded combination (``footprint``, ``pages``, ``pattern`` and what its recording
     said) simulated from its trace in ``where`` for every window state of ``windows``
-    (``half``: :func:`.window.half_sets` added to ``sets``) and host page size."""
-    label = f"simulating on {machine}" + "".join(f", {k}={v}" for k, v in sets)
-    steps.stage(label, len(recorded) * len(HOST_PAGES) * len(windows))
+    (``half``: :func:`.window.half_sets` added to ``sets``) and host page size, one
+    simulation per core at once (the engine releases the GIL while it simulates); the
+    predictions in that order whatever order they end in."""
     by_window = {
         w: [*sets, *(window.half_sets(machine, sets) if w == "half" else [])] for w in windows
     }
-    out = []
+    jobs = []
     for rec in recorded:
         fp, pg, pat = rec["footprint"], rec["pages"], rec["pattern"]
         trace = trace_path(where, fp, pg, pat)
@@ -601,10 +601,22 @@ def predict(
             raise ProbeError(f"no recording of {size_label(fp)} {pg} {pat}: {trace} is missing")
         for w, pairs in by_window.items():
             for host_pages in HOST_PAGES:
-                steps.step(f"{size_label(fp)} {pg} {pat}, host {host_pages}, {w} window")
-                sim = simulate(machine, trace, host_pages, accesses, steps.events, pairs)
-                out.append({**rec, **sim, "window": w})
-    return out
+                name = f"{size_label(fp)} {pg} {pat}, host {host_pages}, {w} window"
+                jobs.append((name, rec, trace, host_pages, w, pairs))
+
+    def one(job: tuple[Any, ...]) -> dict[str, Any]:
+        _, rec, trace, host_pages, w, pairs = job
+        return {**rec, **simulate(machine, trace, host_pages, accesses, None, pairs), "window": w}
+
+    label = f"simulating on {machine}" + "".join(f", {k}={v}" for k, v in sets)
+    steps.stage(label, len(jobs))
+    workers = max(1, min(SIMULATIONS_AT_ONCE, len(jobs)))
+    steps.step(f"{workers} at once")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(one, job): job[0] for job in jobs}
+        for done in concurrent.futures.as_completed(futures):
+            steps.step(f"{futures[done]} done")
+        return [f.result() for f in futures]
 
 
 def recorded_of(predicted: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
