@@ -160,6 +160,15 @@ TINY = [
 ]
 
 
+def reuse(invoke, check: dict, saved: Path, keep: Path, *args: str) -> dict:
+    """``vmmu validate host --reuse`` of ``check`` (written to ``saved``) with the traces in
+    ``keep`` and ``args``: its JSON, the command having succeeded."""
+    saved.write_text(json.dumps(check))
+    r = invoke("validate", "host", "--reuse", str(saved), "--keep", str(keep), *args, "--json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("traces")
@@ -273,12 +282,8 @@ def test_reuse_predicts_again_from_the_kept_traces(
     # preset, and each sensitivity value predicts again: one miss register serialises the
     # independent loads' misses, so they are slower than with 64, and the chase (one miss at
     # a time) is not.
-    saved = tmp_path / "check.json"
-    saved.write_text(json.dumps(tiny_check))
-    args = ["--reuse", str(saved), "--keep", str(traces), "--preset", "golden-cove"]
-    r = invoke("validate", "host", *args, "--sensitivity", "machine.core.mshrs=1:64", "--json")
-    assert r.exit_code == 0, r.stderr
-    c = json.loads(r.stdout)
+    args = ["--preset", "golden-cove", "--sensitivity", "machine.core.mshrs=1:64"]
+    c = reuse(invoke, tiny_check, tmp_path / "check.json", traces, *args)
     assert c["machine"] == "golden-cove" and "resimulated" in c["machine_reason"]
     assert c["measured"] == tiny_check["measured"]
     assert len(c["predicted"]) == len(tiny_check["predicted"])
@@ -339,14 +344,12 @@ def test_reuse_on_the_same_preset_keeps_the_saved_predictions(
 ) -> None:
     # Nothing would change them: no trace is read (the directory is empty).
     saved = tmp_path / "check.json"
-    saved.write_text(json.dumps(tiny_check))
-    args = ["--reuse", str(saved), "--keep", str(tmp_path), "--footprint", "4M", "--json"]
-    r = invoke("validate", "host", *args)
-    assert r.exit_code == 0, r.stderr
-    c = json.loads(r.stdout)
+    c = reuse(invoke, tiny_check, saved, tmp_path, "--footprint", "4M")
     assert c["predicted"] == tiny_check["predicted"]
     assert c["ratios"] == tiny_check["ratios"]
-    r = invoke("validate", "host", *args[:4], "--footprint", "8M")
+    r = invoke(
+        "validate", "host", "--reuse", str(saved), "--keep", str(tmp_path), "--footprint", "8M"
+    )
     assert r.exit_code == 2
     assert "measured none of the footprints 8M" in r.stderr
 
@@ -432,11 +435,7 @@ def test_predictions_for_both_windows(
     # The same recordings predicted for the whole window and for half of it: a chase keeps
     # one miss in flight either way; independent loads lose overlap, never gain it.
     saved = tmp_path / "check.json"
-    saved.write_text(json.dumps(tiny_check))
-    args = ["--reuse", str(saved), "--keep", str(traces), "--windows", "full,half", "--json"]
-    r = invoke("validate", "host", *args)
-    assert r.exit_code == 0, r.stderr
-    c = json.loads(r.stdout)
+    c = reuse(invoke, tiny_check, saved, traces, "--windows", "full,half")
     assert c["windows"] == ["full", "half"]
     assert len(c["predicted"]) == 2 * len(tiny_check["predicted"])
     by = {(p["pages"], p["pattern"], p["host_pages"], p["window"]): p for p in c["predicted"]}
@@ -450,11 +449,12 @@ def test_predictions_for_both_windows(
         assert list(m["by_window"]) == ["full", "half"]
         values = [v for by_host in m["by_window"].values() for v in by_host.values()]
         assert m == {**m, **host.verdict(ratio["measured"], values, ratio["band"])}
-    r = invoke("validate", "host", *args[:-1])
+    args = ["--reuse", str(saved), "--keep", str(traces)]
+    r = invoke("validate", "host", *args, "--windows", "full,half")
     assert r.exit_code == 0, r.stderr
     assert "full and half windows (half: rob 128, store_queue 32)" in r.stdout
     assert "; half " in r.stdout
-    r = invoke("validate", "host", *args[:4], "--windows", "quarter")
+    r = invoke("validate", "host", *args, "--windows", "quarter")
     assert r.exit_code == 2 and "full, half" in r.stderr
 
 
@@ -471,14 +471,8 @@ def test_the_check_predicts_for_the_window_states_its_probe_sees(
         return {"filler": filler, "gaps": GAPS, "ns": samples(*sizes[filler], reps=6)}
 
     monkeypatch.setattr(window, "run_window", fake)
-    check = host.check_host(
-        footprints=[4 * MIB],
-        pages=["4k"],
-        accesses=20_000,
-        record_accesses=2_000,
-        runs=1,
-        cache=tmp_path,
-    )
+    tiny = {"footprints": [4 * MIB], "pages": ["4k"], "accesses": 20_000, "runs": 1}
+    check = host.check_host(**tiny, record_accesses=2_000, cache=tmp_path)
     assert sittings == [*window.FILLERS, *window.FILLERS] and len(check.window["runs"]) == 6
     reading = check.window["reading"]
     assert reading["window_range"] == [250, 257]
@@ -491,15 +485,7 @@ def test_the_check_predicts_for_the_window_states_its_probe_sees(
     assert len(check.predicted) == 2 * 2 * 2  # patterns x host page sizes x window states
     (ratio,) = check.ratios()
     assert list(ratio["models"]["interval"]["by_window"]) == ["full", "half"]
-    r = host.check_host(
-        footprints=[4 * MIB],
-        pages=["4k"],
-        accesses=20_000,
-        record_accesses=2_000,
-        runs=1,
-        cache=tmp_path,
-        window_probe=False,
-    )
+    r = host.check_host(**tiny, record_accesses=2_000, cache=tmp_path, window_probe=False)
     assert len(sittings) == 6 and r.window == {} and r.windows == ["full"]
 
 

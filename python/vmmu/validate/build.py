@@ -9,11 +9,13 @@ changes.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from vmmu._cache import user_cache_dir
 from vmmu.exceptions import VmmuError
@@ -58,3 +60,19 @@ def build(source: Path, headers: Sequence[Path] = (), cache: Path | None = None)
         )
     os.replace(tmp, out)
     return out
+
+
+def run_json(
+    cmd: Sequence[str], what: str, preexec_fn: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Runs a built probe and returns the one JSON object it prints; a failure or anything
+    else printed is a :class:`ProbeError` naming ``what``."""
+    done = subprocess.run(list(cmd), capture_output=True, text=True, preexec_fn=preexec_fn)
+    if done.returncode != 0:
+        raise ProbeError(
+            f"{what} failed with status {done.returncode}: {done.stderr.strip() or 'no message'}"
+        )
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError as e:
+        raise ProbeError(f"{what} printed no JSON ({e}): {done.stdout[:200]!r}") from None

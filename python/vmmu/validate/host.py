@@ -28,7 +28,6 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -155,17 +154,8 @@ def run_probe(
     """Runs the probe natively once and returns its JSON (``ns_per_access``, ``huge_share``
     and the rest, docs/validation.md)."""
     cmd = [str(binary), *probe_args(footprint, pages, pattern, accesses)]
-    done = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=_raise_priority)
     what = f"the probe ({' '.join(cmd[1:])})"
-    if done.returncode != 0:
-        raise ProbeError(
-            f"{what} failed with status {done.returncode}: {done.stderr.strip() or 'no message'}"
-        )
-    try:
-        out = json.loads(done.stdout)
-    except json.JSONDecodeError as e:
-        raise ProbeError(f"{what} printed no JSON ({e}): {done.stdout[:200]!r}") from None
-    return _check_probe_output(out, what)
+    return _check_probe_output(build.run_json(cmd, what, _raise_priority), what)
 
 
 def record_probe(

@@ -19,16 +19,13 @@ is) and ``half`` (:data:`HALVED_BY_SIBLING` halved, :func:`half_sets`).
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from vmmu import api
 from vmmu.validate import build
-from vmmu.validate.build import ProbeError
 
 #: The window states a check can predict for.
 WINDOWS: tuple[str, ...] = ("full", "half")
@@ -81,16 +78,7 @@ def run_window(
     sizes as the kernel gave them."""
     args = ["--footprint", str(footprint), "--pages", pages, "--filler", filler]
     args += ["--iterations", str(iterations), "--reps", str(reps)]
-    done = subprocess.run([str(binary), *args], capture_output=True, text=True)
-    what = f"the window probe ({' '.join(args)})"
-    if done.returncode != 0:
-        raise ProbeError(
-            f"{what} failed with status {done.returncode}: {done.stderr.strip() or 'no message'}"
-        )
-    try:
-        out = json.loads(done.stdout)
-    except json.JSONDecodeError as e:
-        raise ProbeError(f"{what} printed no JSON ({e}): {done.stdout[:200]!r}") from None
+    out = build.run_json([str(binary), *args], f"the window probe ({' '.join(args)})")
     region = out["region_kb"]
     out["huge_share"] = out["anon_huge_kb"] / region if region else 0.0
     return out
