@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
-from vmmu.validate import host, hostcpu, window
+from vmmu.validate import host, hostcpu, pagesize, window
 
 MIB = 1 << 20
 PROBE_FIELDS = {
@@ -157,6 +157,7 @@ TINY = [
     "--runs",
     "2",
     "--no-window-probe",
+    "--no-page-probe",
 ]
 
 
@@ -271,7 +272,7 @@ def test_end_to_end_table(recording_tools: None, invoke) -> None:
     out = r.stdout
     assert "dependent/independent" in out and "4K pages" in out
     assert "4K/2M" not in out  # one page size: no 4K/2M ratio
-    assert "host's nested page size is not visible" in out
+    assert "host's nested page size is not known" in out
     assert "load average" in out
 
 
@@ -472,7 +473,7 @@ def test_the_check_predicts_for_the_window_states_its_probe_sees(
 
     monkeypatch.setattr(window, "run_window", fake)
     tiny = {"footprints": [4 * MIB], "pages": ["4k"], "accesses": 20_000, "runs": 1}
-    check = host.check_host(**tiny, record_accesses=2_000, cache=tmp_path)
+    check = host.check_host(**tiny, record_accesses=2_000, cache=tmp_path, page_probe=False)
     assert sittings == [*window.FILLERS, *window.FILLERS] and len(check.window["runs"]) == 6
     reading = check.window["reading"]
     assert reading["window_range"] == [250, 257]
@@ -485,7 +486,9 @@ def test_the_check_predicts_for_the_window_states_its_probe_sees(
     assert len(check.predicted) == 2 * 2 * 2  # patterns x host page sizes x window states
     (ratio,) = check.ratios()
     assert list(ratio["models"]["interval"]["by_window"]) == ["full", "half"]
-    r = host.check_host(**tiny, record_accesses=2_000, cache=tmp_path, window_probe=False)
+    r = host.check_host(
+        **tiny, record_accesses=2_000, cache=tmp_path, window_probe=False, page_probe=False
+    )
     assert len(sittings) == 6 and r.window == {} and r.windows == ["full"]
 
 
@@ -517,3 +520,76 @@ def test_simulations_at_once_give_what_one_at_a_time_gives(
         for w in ("full", "half")
         for h in host.HOST_PAGES
     ]
+
+
+def test_the_page_chase_is_one_cycle_through_every_page(probe: Path) -> None:
+    # 2 MiB is 512 pages of 4 KiB: the chase is back at line 0 after 512 steps, and no fewer.
+    def end(steps: int) -> int:
+        args = [*host.probe_args(2 * MIB, "4k", "pages", 1), "--warmup", str(steps - 1)]
+        done = subprocess.run([str(probe), *args], capture_output=True, text=True, check=True)
+        out = json.loads(done.stdout)
+        assert out["pattern"] == "pages"
+        return out["checksum"]
+
+    assert end(512) == 0 and end(1024) == 0
+    assert end(511) != 0 and end(256) != 0
+
+
+def chases(ns_2m: float, ns_4k: float) -> list[dict]:
+    return [
+        {"footprint": fp, "pages": pg, "pattern": "pages", "ns_per_access": ns}
+        for fp in pagesize.FOOTPRINTS
+        for pg, ns in (("2m", ns_2m), ("4k", ns_4k))
+    ]
+
+
+def test_the_host_page_size_is_read_from_the_ratio_of_the_chases() -> None:
+    assert pagesize.read(chases(60.0, 58.0))["host_pages"] == "4K"
+    assert pagesize.read(chases(15.0, 60.0))["host_pages"] == "2M"
+    between = pagesize.read(chases(25.0, 60.0))
+    assert between["host_pages"] is None and "do not agree" in between["why"]
+    assert pagesize.read([])["host_pages"] is None
+    assert pagesize.read(chases(30.0, 60.0))["median"] == pytest.approx(0.5)
+    # One footprint in huge host pages, the others not: a host that mixes them is not told.
+    mixed = chases(60.0, 58.0)
+    mixed[2]["ns_per_access"] = 12.0  # 64 MiB, 2 MiB guest pages
+    r = pagesize.read(mixed)
+    assert r["host_pages"] is None and r["median"] > pagesize.HOST_4K_ABOVE
+
+
+def test_the_check_predicts_for_the_host_page_size_its_probe_reads(
+    recording_tools: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Page chases as a host with 4 KiB pages gives them: the check predicts for host 4K only.
+    real = host.run_probe
+
+    def fake(binary: Path, footprint: int, pages: str, pattern: str, accesses: int) -> dict:
+        if pattern == "pages":
+            return {"footprint": footprint, "pages": pages, "ns_per_access": 50.0}
+        return real(binary, footprint, pages, pattern, accesses)
+
+    monkeypatch.setattr(host, "run_probe", fake)
+    tiny = {"footprints": [4 * MIB], "pages": ["4k"], "accesses": 20_000, "runs": 1}
+    check = host.check_host(**tiny, record_accesses=2_000, cache=tmp_path, window_probe=False)
+    assert len(check.page_probe["runs"]) == 2 * len(pagesize.FOOTPRINTS)
+    assert check.page_probe["reading"]["host_pages"] == "4K"
+    assert check.host_pages == ["4K"]
+    assert {p["host_pages"] for p in check.predicted} == {"4K"}
+    (ratio,) = check.ratios()
+    assert list(ratio["models"]["interval"]["by_host_pages"]) == ["4K"]
+    forced = host.check_host(
+        **tiny, record_accesses=2_000, cache=tmp_path, window_probe=False, host_pages=["4K", "2M"]
+    )
+    assert forced.host_pages == ["4K", "2M"] and len(forced.predicted) == 4
+
+
+def test_reuse_for_one_host_page_size_keeps_its_saved_predictions(
+    tiny_check: dict, tmp_path: Path, invoke
+) -> None:
+    c = reuse(invoke, tiny_check, tmp_path / "check.json", tmp_path, "--host-pages", "4k")
+    assert c["host_pages"] == ["4K"]
+    assert c["predicted"] == [p for p in tiny_check["predicted"] if p["host_pages"] == "4K"]
+    for r in c["ratios"]:
+        assert list(r["models"]["additive"]["by_host_pages"]) == ["4K"]
+    r = invoke("validate", "host", "--host-pages", "1G")
+    assert r.exit_code == 2 and "4K, 2M" in r.stderr

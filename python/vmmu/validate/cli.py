@@ -40,6 +40,17 @@ def _list(choices: tuple[str, ...]) -> Any:
     return parse
 
 
+def _host_pages(_ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    items = [x.strip().upper() for x in value.split(",") if x.strip()]
+    if not items or any(x not in host.HOST_PAGES for x in items):
+        raise click.BadParameter(
+            f"`{value}`: give a comma-separated list of {', '.join(host.HOST_PAGES)}", param=param
+        )
+    return list(dict.fromkeys(items))
+
+
 def _footprints(_ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
     try:
         sizes = [host.parse_footprint(x) for x in value.split(",") if x.strip()]
@@ -120,7 +131,7 @@ def _measured_table(check: host.HostCheck) -> Table:
         t.add_column(col, justify="right" if col == "measured" else "left")
     columns = [("interval", w) for w in check.windows] + [("additive", check.windows[0])]
     for m, w in columns:
-        for h in host.HOST_PAGES:
+        for h in check.host_pages:
             t.add_column(f"{m}{_window_label(check, m, w)}, host {h}", justify="right")
     for fp in check.footprints:
         for pg in check.pages:
@@ -129,7 +140,7 @@ def _measured_table(check: host.HostCheck) -> Table:
                 cells = [
                     _ns(check.predicted_ns(fp, pg, pat, h, m, w))
                     for m, w in columns
-                    for h in host.HOST_PAGES
+                    for h in check.host_pages
                 ]
                 t.add_row(
                     host.size_label(fp), pg.upper(), pat, ", ".join(_ns(x) for x in ns), *cells
@@ -148,7 +159,7 @@ def _by_window(m: dict[str, Any]) -> str:
     by = m.get("by_window") or {"full": m["by_host_pages"]}
     parts = []
     for i, (w, by_host) in enumerate(by.items()):
-        pair = " / ".join(f"{by_host[h]:.2f}" for h in host.HOST_PAGES)
+        pair = " / ".join(f"{v:.2f}" for v in by_host.values())
         parts.append(pair if i == 0 and w == "full" else f"{w} {pair}")
     return "; ".join(parts)
 
@@ -160,7 +171,8 @@ def _verdict(v: dict[str, Any], band: float) -> str:
 
 
 def _ratio_table(check: host.HostCheck) -> Table:
-    t = Table(title="ratios: measured against predicted (host 4K / host 2M)")
+    hosts = " / ".join(f"host {h}" for h in check.host_pages)
+    t = Table(title=f"ratios: measured against predicted ({hosts})")
     for col in ("ratio", "footprint", "of", "measured", "band"):
         t.add_column(col)
     for m in host.CORE_MODELS:
@@ -230,6 +242,23 @@ def _sensitivity_table(check: host.HostCheck) -> Table:
             r["kind"], host.size_label(r["footprint"]), r["of"], f"{r['measured']:.2f}", *cells
         )
     return t
+
+
+def _page_summary(check: host.HostCheck) -> str:
+    """What the page probe showed and which host page sizes the predictions are for."""
+    reading = check.page_probe.get("reading")
+    told = reading and reading.get("host_pages")
+    if told and check.host_pages == [told]:
+        return f"host pages: {told}, read from the TLB's reach: {reading['why']}."
+    if reading:
+        head = f"page probe: {reading['why']}; "
+    elif "error" in check.page_probe:
+        head = f"page probe not run: {check.page_probe['error']}; "
+    else:
+        head = ""
+    if len(check.host_pages) > 1:
+        return f"note: {head}{host.HOST_PAGES_NOTE}."
+    return f"note: {head}predicting for host pages {check.host_pages[0]}, as given."
 
 
 def _window_summary(check: host.HostCheck) -> str:
@@ -384,6 +413,21 @@ def validate() -> None:
     help="Predict for these window states whatever the window probe shows (half: the "
     "preset's rob and store_queue halved), e.g. with --reuse of a check saved without them.",
 )
+@click.option(
+    "--page-probe/--no-page-probe",
+    default=True,
+    show_default=True,
+    help="Read the host's page size from the TLB's reach (a chase of one line per 4 KiB page "
+    "in 2 MiB and in 4 KiB guest pages) and predict for it alone when it tells; both when not.",
+)
+@click.option(
+    "--host-pages",
+    "host_pages",
+    default=None,
+    callback=_host_pages,
+    metavar="4K,2M",
+    help="Predict for these host page sizes whatever the page probe shows (also with --reuse).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the whole check as JSON.")
 @click.option(
     "--save",
@@ -405,6 +449,8 @@ def host_cmd(
     reuse: str | None,
     window_probe: bool,
     windows: list[str] | None,
+    page_probe: bool,
+    host_pages: list[str] | None,
     as_json: bool,
     save: str | None,
 ) -> None:
@@ -438,7 +484,15 @@ def host_cmd(
                 source = click.get_current_context().get_parameter_source("footprints")
                 only = None if source == click.core.ParameterSource.DEFAULT else footprints
                 check = host.resimulate(
-                    saved, Path(keep or "."), machine, steps, sets, sensitivity, only, windows
+                    saved,
+                    Path(keep or "."),
+                    machine,
+                    steps,
+                    sets,
+                    sensitivity,
+                    only,
+                    windows,
+                    host_pages,
                 )
             except (ValueError, KeyError) as e:
                 raise click.BadParameter(f"{reuse}: {e}", param_hint="--reuse") from None
@@ -457,6 +511,8 @@ def host_cmd(
                 sensitivity=sensitivity,
                 window_probe=window_probe,
                 windows=windows,
+                page_probe=page_probe,
+                host_pages=host_pages,
             )
         steps.finish()
     text = json.dumps(check.to_dict(), indent=2)
@@ -480,4 +536,4 @@ def host_cmd(
     out.print(_ratio_table(check))
     if check.sensitivity:
         out.print(_sensitivity_table(check))
-    out.print(f"note: {host.HOST_PAGES_NOTE}.")
+    out.print(escape(_page_summary(check)))

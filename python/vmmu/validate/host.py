@@ -5,18 +5,19 @@ per access over a footprint, as a dependent chase or as independent loads, with 
 2 MiB pages. :func:`check_host` builds it with ``gcc -O2`` into a cache directory, runs every
 combination natively (all measurements in one sitting, before anything else loads the
 machine), records each combination with ``vmmu record``, simulates each recording with nested
-paging on a preset, once per host (nested) page size because a cloud guest cannot see its
-host's, and for each window state the window probe (:mod:`.window`) saw — the whole reorder
-buffer, or half of it while an SMT sibling ran — with the interval core model (whose result
-also carries the additive model's cycles for the same counts), and sets the ratios the
-measurement and the models give side by side:
+paging on a preset, for the host (nested) page size the page probe reads from the TLB's reach
+(:mod:`.pagesize`) or for both where it does not tell, and for each window state the window
+probe (:mod:`.window`) saw — the whole reorder buffer, or half of it while an SMT sibling ran
+— with the interval core model (whose result also carries the additive model's cycles for the
+same counts), and sets the ratios the measurement and the models give side by side:
 
 - dependent / independent, per footprint and page size, within ±25% of the measured one;
 - 4 KiB / 2 MiB, per footprint and pattern, within ±15%.
 
-A ratio is *within* its band when the bracket spanned by the predictions (two host page sizes,
-each window state) reaches into the band around the measured ratio. Nothing is fitted: the
-preset is used as it is, and the window probe decides only which of its states to predict for.
+A ratio is *within* its band when the bracket spanned by the predictions (each host page size
+and window state predicted for) reaches into the band around the measured ratio. Nothing is
+fitted: the preset is used as it is, and the probes of the host decide only which of its
+states to predict for.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from vmmu import api
-from vmmu.validate import build, hostcpu, window
+from vmmu.validate import build, hostcpu, pagesize, window
 from vmmu.validate.build import ProbeError
 
 #: The access patterns of the probe: a dependent chase and independent loads.
@@ -271,6 +272,11 @@ class HostCheck:
     window: dict[str, Any] = field(default_factory=dict)
     #: The window states predicted for (:func:`.window.states`): ``full``, ``half`` or both.
     windows: list[str] = field(default_factory=lambda: ["full"])
+    #: The page probe's chases (``runs``) and what they show (``reading``,
+    #: :func:`.pagesize.read`), or ``error``; empty when not asked for.
+    page_probe: dict[str, Any] = field(default_factory=dict)
+    #: The host page sizes predicted for: the one the page probe read, else both.
+    host_pages: list[str] = field(default_factory=lambda: list(HOST_PAGES))
 
     def measured_ns(self, footprint: int, pages: str, pattern: str) -> list[float]:
         """The native ns per access of each run, in run order."""
@@ -316,7 +322,7 @@ class HostCheck:
                 w: {
                     h: self.predicted_ns(footprint, *num, h, model, w)
                     / self.predicted_ns(footprint, *den, h, model, w)
-                    for h in HOST_PAGES
+                    for h in self.host_pages
                 }
                 for w in self.windows
             }
@@ -376,6 +382,8 @@ class HostCheck:
             "host_pages_note": HOST_PAGES_NOTE,
             "window": self.window,
             "windows": self.windows,
+            "page_probe": self.page_probe,
+            "host_pages": self.host_pages,
             "measured": self.measured,
             "predicted": self.predicted,
             "ratios": self.ratios(),
@@ -384,9 +392,9 @@ class HostCheck:
 
 
 HOST_PAGES_NOTE = (
-    "the host's nested page size is not visible from a guest: every prediction is made for "
-    "both 4K and 2M host pages, and a ratio is within its band when the bracket of the two "
-    "reaches it (of all four, with both window states)"
+    "the host's nested page size is not known: every prediction is made for both 4K and 2M "
+    "host pages, and a ratio is within its band when the bracket of the two reaches it (of "
+    "all four, with both window states)"
 )
 
 
@@ -442,6 +450,8 @@ def check_host(
     sensitivity: Sequence[tuple[str, Sequence[Any]]] = (),
     window_probe: bool = True,
     windows: Sequence[str] | None = None,
+    page_probe: bool = True,
+    host_pages: Sequence[str] | None = None,
 ) -> HostCheck:
     """Measures the probe natively (``runs`` times each, all in one sitting), records and
     simulates it, and returns the :class:`HostCheck`. ``machine`` ``None`` is the preset of
@@ -453,7 +463,9 @@ def check_host(
     each ``(path, values)`` of ``sensitivity`` predicts again with ``path`` at each value
     (:func:`variant`). With ``window_probe`` the core's window is measured before and after
     the probe's runs (:mod:`.window`), and every prediction is made for each window state the
-    measurement shows, or for ``windows`` when given."""
+    measurement shows, or for ``windows`` when given. With ``page_probe`` the host's page size
+    is read from the TLB's reach (:mod:`.pagesize`) and the predictions are made for it alone
+    when it is told; ``host_pages`` names the host page sizes to predict for instead."""
     steps = steps or Steps()
     for name, seq, allowed in (("pages", pages, PAGES), ("pattern", patterns, PATTERNS)):
         bad = [x for x in seq if x not in allowed]
@@ -493,11 +505,14 @@ def check_host(
             check.window = {"error": str(e)}
 
     sittings = 2 if window_binary else 0
-    steps.stage("measuring natively", runs * len(combos) + sittings)
+    chases = len(pagesize.FOOTPRINTS) * len(PAGES) if page_probe else 0
+    steps.stage("measuring natively", runs * len(combos) + sittings + chases)
     check.loadavg["before"] = list(os.getloadavg())
     if window_binary:
         steps.step("the core's window, before")
         _measure_window(check, window_binary)
+    if page_probe:
+        _measure_page_size(check, binary, steps)
     for run in range(runs):
         for fp, pg, pat in combos:
             steps.step(f"run {run + 1}: {size_label(fp)} {pg} {pat}")
@@ -508,6 +523,8 @@ def check_host(
         _measure_window(check, window_binary)
     if windows:
         check.windows = list(windows)
+    if host_pages:
+        check.host_pages = list(host_pages)
     check.loadavg["after_measuring"] = list(os.getloadavg())
 
     with tempfile.TemporaryDirectory(prefix="vmmu-validate-") as tmp:
@@ -529,7 +546,14 @@ def check_host(
                 }
             )
         check.predicted = predict(
-            machine, where, recorded, record_accesses, steps, check.sets, check.windows
+            machine,
+            where,
+            recorded,
+            record_accesses,
+            steps,
+            check.sets,
+            check.windows,
+            check.host_pages,
         )
         for path, values in sensitivity:
             for value in values:
@@ -549,6 +573,25 @@ def _measure_window(check: HostCheck, binary: Path) -> None:
             return
         check.window.setdefault("runs", []).append(out)
     _read_window(check)
+
+
+def _measure_page_size(check: HostCheck, binary: Path, steps: Steps) -> None:
+    """The page probe: the probe's page chase at each of :data:`.pagesize.FOOTPRINTS` with
+    2 MiB and 4 KiB guest pages, and the host page size they show, which the predictions are
+    then made for (a failed chase is kept as ``error`` and both sizes predicted)."""
+    runs = []
+    for fp in pagesize.FOOTPRINTS:
+        for pages in PAGES:
+            steps.step(f"the host's page size: {size_label(fp)} {pages} page chase")
+            try:
+                runs.append(run_probe(binary, fp, pages, "pages", pagesize.ACCESSES))
+            except ProbeError as e:
+                check.page_probe = {"runs": runs, "error": str(e)}
+                return
+    reading = pagesize.read(runs)
+    check.page_probe = {"runs": runs, "reading": reading}
+    if reading["host_pages"]:
+        check.host_pages = [reading["host_pages"]]
 
 
 def _read_window(check: HostCheck, windows: Sequence[str] | None = None) -> None:
@@ -574,10 +617,12 @@ def predict(
     steps: Steps,
     sets: Sequence[tuple[str, Any]] = (),
     windows: Sequence[str] = ("full",),
+    host_pages: Sequence[str] = HOST_PAGES,
 ) -> list[dict[str, Any]]:
     """Each recorded combination (``footprint``, ``pages``, ``pattern`` and what its recording
     said) simulated from its trace in ``where`` for every window state of ``windows``
-    (``half``: :func:`.window.half_sets` added to ``sets``) and host page size, one
+    (``half``: :func:`.window.half_sets` added to ``sets``) and host page size of
+    ``host_pages``, one
     simulation per core at once (the engine releases the GIL while it simulates); the
     predictions in that order whatever order they end in."""
     by_window = {
@@ -590,13 +635,13 @@ def predict(
         if not trace.exists():
             raise ProbeError(f"no recording of {size_label(fp)} {pg} {pat}: {trace} is missing")
         for w, pairs in by_window.items():
-            for host_pages in HOST_PAGES:
-                name = f"{size_label(fp)} {pg} {pat}, host {host_pages}, {w} window"
-                jobs.append((name, rec, trace, host_pages, w, pairs))
+            for h in host_pages:
+                name = f"{size_label(fp)} {pg} {pat}, host {h}, {w} window"
+                jobs.append((name, rec, trace, h, w, pairs))
 
     def one(job: tuple[Any, ...]) -> dict[str, Any]:
-        _, rec, trace, host_pages, w, pairs = job
-        return {**rec, **simulate(machine, trace, host_pages, accesses, None, pairs), "window": w}
+        _, rec, trace, h, w, pairs = job
+        return {**rec, **simulate(machine, trace, h, accesses, None, pairs), "window": w}
 
     label = f"simulating on {machine}" + "".join(f", {k}={v}" for k, v in sets)
     steps.stage(label, len(jobs))
@@ -629,7 +674,14 @@ def variant(
     ratios (the measured side unchanged)."""
     pairs = [*check.sets, *sets]
     predicted = predict(
-        check.machine, where, recorded, check.record_accesses, steps, pairs, check.windows
+        check.machine,
+        where,
+        recorded,
+        check.record_accesses,
+        steps,
+        pairs,
+        check.windows,
+        check.host_pages,
     )
     again = dataclasses.replace(check, predicted=predicted, sensitivity=[])
     return {
@@ -648,13 +700,16 @@ def resimulate(
     sensitivity: Sequence[tuple[str, Sequence[Any]]] = (),
     footprints: Sequence[int] | None = None,
     windows: Sequence[str] | None = None,
+    host_pages: Sequence[str] | None = None,
 ) -> HostCheck:
     """A saved check (:meth:`HostCheck.to_dict`) predicted again from its kept ``traces``:
     its measurements as they were, its recordings (those of ``footprints``, default all)
     simulated on ``machine`` (default: the saved check's) with ``sets`` and each
     ``sensitivity`` value, for ``windows`` (default: the states the saved window probe's
-    samples show, read again by :func:`.window.read_runs`). The saved predictions are kept
-    where nothing would change them (the same preset and window states, no ``sets``)."""
+    samples show, read again by :func:`.window.read_runs`) and ``host_pages`` (default: the
+    size the saved page probe's chases show, read again by :func:`.pagesize.read`, else the
+    saved check's). The saved predictions are kept where nothing would change them (the same
+    preset, no ``sets``, window states and host page sizes among those saved)."""
     if saved.get("schema") != SCHEMA:
         raise ValueError(f"not a saved check: schema `{saved.get('schema')}`, not `{SCHEMA}`")
     steps = steps or Steps()
@@ -680,17 +735,34 @@ def resimulate(
         sets=[(k, v) for k, v in sets],
         window=dict(saved.get("window", {})),
         windows=list(windows or saved.get("windows", ["full"])),
+        page_probe=dict(saved.get("page_probe", {})),
+        host_pages=list(saved.get("host_pages", HOST_PAGES)),
     )
     if check.window.get("runs"):
         _read_window(check, windows)
+    if check.page_probe.get("runs"):
+        check.page_probe["reading"] = pagesize.read(check.page_probe["runs"])
+        told = check.page_probe["reading"]["host_pages"]
+        check.host_pages = [told] if told else list(HOST_PAGES)
+    if host_pages:
+        check.host_pages = list(host_pages)
     predicted = [p for p in saved["predicted"] if p["footprint"] in kept]
     recorded = recorded_of(predicted)
-    same_windows = check.windows == saved.get("windows", ["full"])
-    if machine == saved["machine"] and not sets and not saved.get("set") and same_windows:
-        check.predicted = predicted
+    covered = check.windows == saved.get("windows", ["full"]) and set(check.host_pages) <= {
+        p["host_pages"] for p in predicted
+    }
+    if machine == saved["machine"] and not sets and not saved.get("set") and covered:
+        check.predicted = [p for p in predicted if p["host_pages"] in check.host_pages]
     else:
         check.predicted = predict(
-            machine, traces, recorded, check.record_accesses, steps, sets, check.windows
+            machine,
+            traces,
+            recorded,
+            check.record_accesses,
+            steps,
+            sets,
+            check.windows,
+            check.host_pages,
         )
     for path, values in sensitivity:
         for value in values:

@@ -5,7 +5,7 @@
    VMMU_PHASE(2), so the simulation warms up over everything before the first marker and stops
    at the second.
 
-   usage: probe --footprint BYTES --pages 4k|2m --pattern chase|independent --accesses N
+   usage: probe --footprint BYTES --pages 4k|2m --pattern chase|independent|pages --accesses N
                 [--warmup N] [--out FILE]
 
    The footprint is a power of two of at least 2 MiB (suffixes K, M, G are binary).  The region
@@ -16,7 +16,11 @@
    and the caches holding the region's end.  The chase: line x holds the address of line
    (A*x + C) mod lines, a linear congruential successor with a full period (Hull-Dobell: C odd,
    A = 1 mod 4, lines a power of two), so the chase is one cycle through every line, with no
-   index array.  Independent loads: line x holds its own address.
+   index array.  Independent loads: line x holds its own address.  Pages: a chase through one
+   line of every 4 KiB page, page x's line at index x mod 64 within it (so the lines spread
+   over the cache's sets), in the same successor's order over the pages: the data stays in
+   the caches far longer than the translations stay in the TLB, so its time shows the TLB's
+   reach (docs/validation.md, "The host's page size").
    Warm-up: `--warmup` accesses (default a tenth of `--accesses`) of the same loop.
    Timed loop, timed by the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID: on a shared machine the
    time the probe waits for a core is not counted; the wall-clock figure is printed beside it).
@@ -41,14 +45,14 @@
 
 struct options {
     uint64_t footprint, accesses, warmup;
-    int huge, chase, warmup_given;
+    int huge, chase, pages, warmup_given;
     const char *out;
 };
 
 static void usage(const char *why) {
     fprintf(stderr,
             "probe: %s\nusage: probe --footprint BYTES --pages 4k|2m "
-            "--pattern chase|independent --accesses N [--warmup N] [--out FILE]\n",
+            "--pattern chase|independent|pages --accesses N [--warmup N] [--out FILE]\n",
             why);
     exit(2);
 }
@@ -86,9 +90,10 @@ static struct options parse(int argc, char **argv) {
             o.huge = !strcmp(v, "2m");
             have_pages = 1;
         } else if (!strcmp(k, "--pattern")) {
-            if (strcmp(v, "chase") && strcmp(v, "independent"))
-                usage("--pattern: chase or independent");
-            o.chase = !strcmp(v, "chase");
+            if (strcmp(v, "chase") && strcmp(v, "independent") && strcmp(v, "pages"))
+                usage("--pattern: chase, independent or pages");
+            o.pages = !strcmp(v, "pages");
+            o.chase = o.pages || !strcmp(v, "chase");
             have_pattern = 1;
         } else if (!strcmp(k, "--accesses")) {
             o.accesses = parse_count(k, v, 0);
@@ -143,7 +148,14 @@ int main(int argc, char **argv) {
 
     uint64_t lines = o.footprint / LINE, mask = lines - 1;
     for (uint64_t x = 0; x < lines; x++)
-        a[x].next = o.chase ? &a[chase_successor(x, lines)] : &a[x];
+        a[x].next = o.chase && !o.pages ? &a[chase_successor(x, lines)] : &a[x];
+    if (o.pages) {
+        uint64_t pages = o.footprint >> 12, per_page = 4096 / LINE;
+        for (uint64_t x = 0; x < pages; x++) {
+            uint64_t y = chase_successor(x, pages);
+            a[x * per_page + x % per_page].next = &a[y * per_page + y % per_page];
+        }
+    }
 
     const struct line *p = &a[0];
     uint64_t state = 88172645463325252ull, sum = 0;
@@ -171,7 +183,8 @@ int main(int argc, char **argv) {
            "\"accesses\": %" PRIu64 ", \"warmup\": %" PRIu64 ", \"seconds\": %.9f, "
            "\"cpu_seconds\": %.9f, \"ns_per_access\": %.3f, \"wall_ns_per_access\": %.3f, \"anon_huge_kb\": %ld, \"region_kb\": %" PRIu64 ", "
            "\"madvise_errno\": %d, \"checksum\": %" PRIu64 "}\n",
-           o.footprint, o.huge ? "2m" : "4k", o.chase ? "chase" : "independent", o.accesses,
+           o.footprint, o.huge ? "2m" : "4k",
+           o.pages ? "pages" : o.chase ? "chase" : "independent", o.accesses,
            o.warmup, t1 - t0, c1 - c0, (c1 - c0) * 1e9 / (double)o.accesses,
            (t1 - t0) * 1e9 / (double)o.accesses, huge_kb,
            o.footprint / 1024, madvise_errno,
