@@ -458,8 +458,9 @@ def host_cmd(
 
     The probe touches one random 64-byte line per access as a dependent chase or as
     independent loads. Each combination is timed natively (all in one sitting), recorded
-    with `vmmu record`, and simulated with nested paging on MACHINE for 4K and 2M host pages
-    (a guest cannot see its host's), under the interval core model and the additive one.
+    with `vmmu record`, and simulated with nested paging on MACHINE for the host page size
+    the page probe reads (4K and 2M where it cannot tell) and each state of the core's window
+    the window probe sees, under the interval core model and the additive one.
     Prints ns per access and the ratios dependent/independent (band ±25%) and 4K/2M (±15%).
     Needs gcc, Valgrind's headers and vmmu's Valgrind tool (make install).
     """
