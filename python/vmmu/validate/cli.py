@@ -26,10 +26,13 @@ from vmmu.validate import host, window
 
 
 def _list(choices: tuple[str, ...]) -> Any:
+    """A click callback: a comma-separated list of ``choices``, in any case, spelt as they are."""
+    spelt = {c.lower(): c for c in choices}
+
     def parse(_ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
         if value is None:
             return None
-        items = [x.strip().lower() for x in value.split(",") if x.strip()]
+        items = [spelt.get(x.strip().lower(), x.strip()) for x in value.split(",") if x.strip()]
         bad = [x for x in items if x not in choices]
         if bad or not items:
             raise click.BadParameter(
@@ -38,17 +41,6 @@ def _list(choices: tuple[str, ...]) -> Any:
         return list(dict.fromkeys(items))
 
     return parse
-
-
-def _host_pages(_ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    items = [x.strip().upper() for x in value.split(",") if x.strip()]
-    if not items or any(x not in host.HOST_PAGES for x in items):
-        raise click.BadParameter(
-            f"`{value}`: give a comma-separated list of {', '.join(host.HOST_PAGES)}", param=param
-        )
-    return list(dict.fromkeys(items))
 
 
 def _footprints(_ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
@@ -424,7 +416,7 @@ def validate() -> None:
     "--host-pages",
     "host_pages",
     default=None,
-    callback=_host_pages,
+    callback=_list(host.HOST_PAGES),
     metavar="4K,2M",
     help="Predict for these host page sizes whatever the page probe shows (also with --reuse).",
 )

@@ -92,7 +92,7 @@ def probe_sources() -> tuple[Path, Path]:
 def build_probe(cache: Path | None = None) -> Path:
     """The probe built with ``gcc -O2`` into ``cache`` (:func:`.build.build`)."""
     src, header = probe_sources()
-    return build.build(src, [header, _HERE / "region.h"], cache)
+    return build.build(src, [header, _HERE / "probes.h"], cache)
 
 
 def probe_args(
@@ -299,9 +299,13 @@ class HostCheck:
         window state."""
         key = (footprint, pages, pattern, host_pages, window_state)
         for p in self.predicted:
-            if (p["footprint"], p["pages"], p["pattern"], p["host_pages"]) == key[:4] and p.get(
-                "window", "full"
-            ) == window_state:
+            if (
+                p["footprint"],
+                p["pages"],
+                p["pattern"],
+                p["host_pages"],
+                p.get("window", "full"),
+            ) == key:
                 return p["ns_per_access"][model]
         raise KeyError(key)
 
@@ -521,10 +525,8 @@ def check_host(
     if window_binary:
         steps.step("the core's window, after")
         _measure_window(check, window_binary)
-    if windows:
-        check.windows = list(windows)
-    if host_pages:
-        check.host_pages = list(host_pages)
+    _read_window(check, windows)
+    _read_page_probe(check, host_pages)
     check.loadavg["after_measuring"] = list(os.getloadavg())
 
     with tempfile.TemporaryDirectory(prefix="vmmu-validate-") as tmp:
@@ -563,8 +565,7 @@ def check_host(
 
 def _measure_window(check: HostCheck, binary: Path) -> None:
     """One sitting of the window probe, each filler in turn, added to ``check.window``'s
-    runs, and the readings and window states of all its runs so far (a failed run is kept as
-    ``error``)."""
+    runs (a failed run is kept as ``error``)."""
     for filler in window.FILLERS:
         try:
             out = window.run_window(binary, filler=filler)
@@ -572,36 +573,49 @@ def _measure_window(check: HostCheck, binary: Path) -> None:
             check.window.setdefault("error", str(e))
             return
         check.window.setdefault("runs", []).append(out)
-    _read_window(check)
 
 
 def _measure_page_size(check: HostCheck, binary: Path, steps: Steps) -> None:
     """The page probe: the probe's page chase at each of :data:`.pagesize.FOOTPRINTS` with
-    2 MiB and 4 KiB guest pages, and the host page size they show, which the predictions are
-    then made for (a failed chase is kept as ``error`` and both sizes predicted)."""
-    runs = []
+    2 MiB and 4 KiB guest pages, in ``check.page_probe``'s runs (a failed chase is kept as
+    ``error``)."""
+    check.page_probe = {"runs": []}
     for fp in pagesize.FOOTPRINTS:
         for pages in PAGES:
             steps.step(f"the host's page size: {size_label(fp)} {pages} page chase")
             try:
-                runs.append(run_probe(binary, fp, pages, "pages", pagesize.ACCESSES))
+                check.page_probe["runs"].append(
+                    run_probe(binary, fp, pages, "pages", pagesize.ACCESSES)
+                )
             except ProbeError as e:
-                check.page_probe = {"runs": runs, "error": str(e)}
+                check.page_probe["error"] = str(e)
                 return
-    reading = pagesize.read(runs)
-    check.page_probe = {"runs": runs, "reading": reading}
-    if reading["host_pages"]:
-        check.host_pages = [reading["host_pages"]]
 
 
 def _read_window(check: HostCheck, windows: Sequence[str] | None = None) -> None:
     """``check.window``'s readings (``reading``, the reorder buffer's; ``registers``, per
     register filler) from all its runs, and the window states to predict for: ``windows``
-    when given, else those the reorder buffer's reading shows."""
-    runs = check.window["runs"]
-    check.window["reading"] = window.read_runs(runs)
-    check.window["registers"] = {f: window.read_runs(runs, f) for f in list(window.FILLERS)[1:]}
-    check.windows = list(windows or window.states(check.window["reading"]))
+    when given, else those the reorder buffer's reading shows, else (no runs) the check's."""
+    runs = check.window.get("runs")
+    if runs:
+        check.window["reading"] = window.read_runs(runs)
+        fillers = list(window.FILLERS)[1:]
+        check.window["registers"] = {f: window.read_runs(runs, f) for f in fillers}
+    shown = window.states(check.window["reading"]) if runs else check.windows
+    check.windows = list(windows or shown)
+
+
+def _read_page_probe(check: HostCheck, host_pages: Sequence[str] | None = None) -> None:
+    """``check.page_probe``'s reading (:func:`.pagesize.read`) when all its chases ran, and
+    the host page sizes to predict for: ``host_pages`` when given, else the one the reading
+    tells, else both (without a reading, the check's own)."""
+    probe = check.page_probe
+    if probe.get("runs") and "error" not in probe:
+        probe["reading"] = pagesize.read(probe["runs"])
+        told = probe["reading"]["host_pages"]
+        check.host_pages = [told] if told else list(HOST_PAGES)
+    if host_pages:
+        check.host_pages = list(host_pages)
 
 
 def trace_path(where: Path, footprint: int, pages: str, pattern: str) -> Path:
@@ -734,18 +748,12 @@ def resimulate(
         machine_reason=f"{machine}: given (measured {saved['started']}, resimulated)",
         sets=[(k, v) for k, v in sets],
         window=dict(saved.get("window", {})),
-        windows=list(windows or saved.get("windows", ["full"])),
+        windows=list(saved.get("windows", ["full"])),
         page_probe=dict(saved.get("page_probe", {})),
         host_pages=list(saved.get("host_pages", HOST_PAGES)),
     )
-    if check.window.get("runs"):
-        _read_window(check, windows)
-    if check.page_probe.get("runs"):
-        check.page_probe["reading"] = pagesize.read(check.page_probe["runs"])
-        told = check.page_probe["reading"]["host_pages"]
-        check.host_pages = [told] if told else list(HOST_PAGES)
-    if host_pages:
-        check.host_pages = list(host_pages)
+    _read_window(check, windows)
+    _read_page_probe(check, host_pages)
     predicted = [p for p in saved["predicted"] if p["footprint"] in kept]
     recorded = recorded_of(predicted)
     covered = check.windows == saved.get("windows", ["full"]) and set(check.host_pages) <= {

@@ -40,7 +40,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "region.h"
+#include "probes.h"
 #include "vmmu.h"
 
 struct options {
@@ -57,23 +57,14 @@ static void usage(const char *why) {
     exit(2);
 }
 
-static uint64_t parse_count(const char *name, const char *text, int binary) {
-    char *end;
-    errno = 0;
-    uint64_t v = strtoull(text, &end, 10);
-    uint64_t unit = 1;
-    if (*end) {
-        char s = *end++;
-        uint64_t k = binary ? 1024 : 1000;
-        unit = s == 'K' || s == 'k' ? k : s == 'M' || s == 'm' ? k * k
-             : s == 'G' || s == 'g' ? k * k * k : 0;
-    }
-    if (errno || end == text || *end || unit == 0 || text[0] == '-' || v > UINT64_MAX / unit) {
+static uint64_t parse_count_option(const char *name, const char *text, int binary) {
+    uint64_t v;
+    if (!parse_count(text, binary, &v)) {
         char why[160];
         snprintf(why, sizeof why, "%s: `%s` is not a count", name, text);
         usage(why);
     }
-    return v * unit;
+    return v;
 }
 
 static struct options parse(int argc, char **argv) {
@@ -83,7 +74,7 @@ static struct options parse(int argc, char **argv) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) usage("every option takes a value");
         if (!strcmp(k, "--footprint")) {
-            o.footprint = parse_count(k, v, 1);
+            o.footprint = parse_count_option(k, v, 1);
             have_footprint = 1;
         } else if (!strcmp(k, "--pages")) {
             if (strcmp(v, "4k") && strcmp(v, "2m")) usage("--pages: 4k or 2m");
@@ -96,10 +87,10 @@ static struct options parse(int argc, char **argv) {
             o.chase = o.pages || !strcmp(v, "chase");
             have_pattern = 1;
         } else if (!strcmp(k, "--accesses")) {
-            o.accesses = parse_count(k, v, 0);
+            o.accesses = parse_count_option(k, v, 0);
             have_accesses = 1;
         } else if (!strcmp(k, "--warmup")) {
-            o.warmup = parse_count(k, v, 0);
+            o.warmup = parse_count_option(k, v, 0);
             o.warmup_given = 1;
         } else if (!strcmp(k, "--out")) {
             o.out = v;
@@ -118,11 +109,6 @@ static struct options parse(int argc, char **argv) {
     return o;
 }
 
-static double seconds(clockid_t clock) {
-    struct timespec t;
-    clock_gettime(clock, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static const struct line *chase(const struct line *p, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) p = p->next;

@@ -27,7 +27,7 @@
 #define _GNU_SOURCE
 #include <time.h>
 
-#include "region.h"
+#include "probes.h"
 
 #if !defined(__x86_64__)
 #error "the window probe is written for x86-64"
@@ -84,25 +84,16 @@ static void usage(const char *why) {
     exit(2);
 }
 
-static uint64_t parse_count(const char *name, const char *text) {
-    char *end;
-    errno = 0;
-    uint64_t v = strtoull(text, &end, 10);
-    uint64_t unit = *end == 'K' ? 1ull << 10 : *end == 'M' ? 1ull << 20 : *end == 'G' ? 1ull << 30 : 1;
-    if (unit != 1) end++;
-    if (errno || end == text || *end || text[0] == '-' || v == 0 || v > UINT64_MAX / unit) {
+static uint64_t parse_count_option(const char *name, const char *text) {
+    uint64_t v;
+    if (!parse_count(text, 1, &v) || v == 0) {
         char why[160];
         snprintf(why, sizeof why, "%s: `%s` is not a positive count", name, text);
         usage(why);
     }
-    return v * unit;
+    return v;
 }
 
-static double cpu_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static uint64_t xorshift(uint64_t *s) {
     *s ^= *s << 13;
@@ -119,9 +110,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i += 2) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) usage("every option takes a value");
-        if (!strcmp(k, "--footprint")) footprint = parse_count(k, v);
-        else if (!strcmp(k, "--iterations")) iterations = parse_count(k, v);
-        else if (!strcmp(k, "--reps")) reps = parse_count(k, v);
+        if (!strcmp(k, "--footprint")) footprint = parse_count_option(k, v);
+        else if (!strcmp(k, "--iterations")) iterations = parse_count_option(k, v);
+        else if (!strcmp(k, "--reps")) reps = parse_count_option(k, v);
         else if (!strcmp(k, "--filler")) {
             if (!strcmp(v, "nop")) loops = nop_loops;
             else if (!strcmp(v, "mov")) loops = mov_loops;
@@ -166,9 +157,9 @@ int main(int argc, char **argv) {
         for (unsigned kk = 0; kk < NGAPS; kk++) {
             unsigned k = order[kk];
             loops[k](&p, &q, iterations / 8 + 1);
-            double c0 = cpu_seconds();
+            double c0 = seconds(CLOCK_THREAD_CPUTIME_ID);
             loops[k](&p, &q, iterations);
-            ns[k][r] = (cpu_seconds() - c0) * 1e9 / (double)iterations;
+            ns[k][r] = (seconds(CLOCK_THREAD_CPUTIME_ID) - c0) * 1e9 / (double)iterations;
         }
     }
 

@@ -62,7 +62,7 @@ def source() -> Path:
 
 def build_window(cache: Path | None = None) -> Path:
     """The window probe built with ``gcc -O2`` (:func:`.build.build`)."""
-    return build.build(source(), [source().parent / "region.h"], cache)
+    return build.build(source(), [source().parent / "probes.h"], cache)
 
 
 def run_window(

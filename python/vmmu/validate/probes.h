@@ -1,9 +1,9 @@
-/* The region both validation probes walk (probe.c, window.c; docs/validation.md): a
-   2 MiB-aligned anonymous mapping of 64-byte lines, advised MADV_HUGEPAGE or
-   MADV_NOHUGEPAGE, whose huge pages are read back from /proc/self/smaps, and the chase's
-   successor through it. */
-#ifndef VMMU_PROBE_REGION_H
-#define VMMU_PROBE_REGION_H
+/* What both validation probes share (probe.c, window.c; docs/validation.md): the region they
+   walk — a 2 MiB-aligned anonymous mapping of 64-byte lines, advised MADV_HUGEPAGE or
+   MADV_NOHUGEPAGE, whose huge pages are read back from /proc/self/smaps — the chase's
+   successor through it, a count's parsing and the clocks. */
+#ifndef VMMU_PROBES_H
+#define VMMU_PROBES_H
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #define LINE 64u
 #define HUGE_PAGE (2u << 20)
@@ -65,6 +66,32 @@ static long anon_huge_kb(uintptr_t start, uintptr_t len) {
     }
     fclose(f);
     return kb;
+}
+
+/* `text` as a count with an optional suffix K, M or G (binary when `binary`, else
+   decimal) in `*out`; 0 when it is not one (a sign, other characters, an overflow). */
+static int parse_count(const char *text, int binary, uint64_t *out) {
+    char *end;
+    errno = 0;
+    uint64_t v = strtoull(text, &end, 10);
+    uint64_t unit = 1;
+    if (*end) {
+        char s = *end++;
+        uint64_t k = binary ? 1024 : 1000;
+        unit = s == 'K' || s == 'k' ? k : s == 'M' || s == 'm' ? k * k
+             : s == 'G' || s == 'g' ? k * k * k : 0;
+    }
+    if (errno || end == text || *end || unit == 0 || text[0] == '-' || v > UINT64_MAX / unit)
+        return 0;
+    *out = v * unit;
+    return 1;
+}
+
+/* `clock`'s time in seconds. */
+static double seconds(clockid_t clock) {
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 #endif
